@@ -1,0 +1,43 @@
+# highwater — the commands users and CI rely on. See README.md.
+CONFIG ?= config/server.toml
+BOOTSTRAP ?= 127.0.0.1:9092
+CARGO ?= cargo
+
+.PHONY: build run test unit compat compat-deps kafka-ref kafka-ref-stop compat-kafka-ref fmt clippy fuzz
+
+build:
+	$(CARGO) build --release
+
+run: build
+	./target/release/highwater serve --config $(CONFIG)
+
+# Unit and integration tests, then every compat suite against a freshly started highwater.
+test: unit compat
+
+unit:
+	$(CARGO) test --all-targets
+
+compat-deps:
+	./compat/install-deps.sh
+
+# Starts a throwaway highwater on a free port with a temporary data dir and runs all suites.
+compat: build compat-deps
+	./compat/with-highwater.sh ./compat/run-all.sh
+
+# Apache Kafka 4.x (KRaft, single node) from Maven Central, as the reference broker.
+kafka-ref: compat-deps
+	./compat/kafka-ref/start.sh
+
+kafka-ref-stop:
+	./compat/kafka-ref/stop.sh
+
+# Runs every compat suite against the reference Apache Kafka.
+compat-kafka-ref: compat-deps
+	./compat/kafka-ref/start.sh
+	./compat/run-all.sh $$(cat .kafka-ref/bootstrap); rc=$$?; ./compat/kafka-ref/stop.sh; exit $$rc
+
+fmt:
+	$(CARGO) fmt --all
+
+clippy:
+	$(CARGO) clippy --all-targets -- -D warnings

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Installs what the compat suites need, idempotently and quickly when already done:
+#   - kcat from Debian (links librdkafka 2.0.2), and a JDK + Maven if missing;
+#   - a Python venv at compat/.venv with compat/requirements.txt
+#     (confluent-kafka bundles librdkafka 2.16, which is checked);
+#   - the Maven dependencies of compat/java;
+#   - Apache Kafka (broker, tools, clients; compat/kafka-ref/pom.xml) into .kafka-ref/libs.
+# Needs only Debian's, PyPI's and Maven Central's registries; no prompts (CI has no stdin).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+compat="$root/compat"
+venv="$compat/.venv"
+libs="$root/.kafka-ref/libs"
+mvn_flags=(-q -B --no-transfer-progress)
+apt_updated=0
+
+as_root() {
+    if [[ "$(id -u)" -eq 0 ]]; then
+        "$@"
+    else
+        sudo -n "$@"
+    fi
+}
+
+apt_install() {
+    if ((apt_updated == 0)); then
+        as_root apt-get update -qq
+        apt_updated=1
+    fi
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"
+}
+
+# Prints a short fingerprint of the given files, to skip steps whose inputs did not change.
+fingerprint() {
+    cat "$@" | sha256sum | cut -c1-16
+}
+
+# --- Debian packages -------------------------------------------------------------------
+missing=()
+command -v kcat >/dev/null || missing+=(kcat)
+command -v java >/dev/null || missing+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null || missing+=(maven)
+command -v python3 >/dev/null || missing+=(python3)
+if ((${#missing[@]} > 0)); then
+    echo "install-deps: apt-get install ${missing[*]}"
+    apt_install "${missing[@]}"
+fi
+
+# --- Python venv -----------------------------------------------------------------------
+req="$compat/requirements.txt"
+stamp="$venv/.compat-stamp"
+want="$(fingerprint "$req")"
+if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" || ! -x "$venv/bin/python" ]]; then
+    if [[ ! -x "$venv/bin/python" ]]; then
+        echo "install-deps: creating $venv"
+        if ! python3 -m venv "$venv" 2>/dev/null; then
+            rm -rf "$venv"
+            apt_install python3-venv
+            python3 -m venv "$venv"
+        fi
+    fi
+    echo "install-deps: pip install -r compat/requirements.txt"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req"
+    echo "$want" >"$stamp"
+fi
+"$venv/bin/python" - <<'PY'
+import sys
+import confluent_kafka
+import kafka
+
+lib = confluent_kafka.libversion()[0]
+if not lib.startswith("2.16."):
+    sys.exit(f"install-deps: confluent-kafka bundles librdkafka {lib}, expected 2.16.x")
+print(f"install-deps: python ok: confluent-kafka {confluent_kafka.version()[0]} "
+      f"(librdkafka {lib}), kafka-python {kafka.__version__}")
+PY
+
+# --- Maven: compat/java ----------------------------------------------------------------
+java_stamp="$compat/java/target/.compat-stamp"
+want="$(fingerprint "$compat/java/pom.xml")"
+if [[ ! -f "$java_stamp" || "$(cat "$java_stamp")" != "$want" ]]; then
+    echo "install-deps: resolving compat/java (mvn test-compile)"
+    # test-compile fetches the dependencies and plugins; surefire's JUnit provider is fetched
+    # by the `dependency` goal below so that the first test run needs no download.
+    mvn "${mvn_flags[@]}" -f "$compat/java/pom.xml" test-compile
+    mvn "${mvn_flags[@]}" -f "$compat/java/pom.xml" dependency:get \
+        -Dartifact=org.apache.maven.surefire:surefire-junit-platform:3.5.2
+    mkdir -p "$(dirname "$java_stamp")"
+    echo "$want" >"$java_stamp"
+fi
+
+# --- Maven: the Apache Kafka reference -------------------------------------------------
+libs_stamp="$libs/.compat-stamp"
+want="$(fingerprint "$compat/kafka-ref/pom.xml")"
+if [[ ! -f "$libs_stamp" || "$(cat "$libs_stamp")" != "$want" ]]; then
+    echo "install-deps: copying Apache Kafka jars into .kafka-ref/libs"
+    rm -rf "$libs"
+    mvn "${mvn_flags[@]}" -f "$compat/kafka-ref/pom.xml" dependency:copy-dependencies \
+        -DincludeScope=runtime "-DoutputDirectory=$libs"
+    echo "$want" >"$libs_stamp"
+fi
+echo "install-deps: done ($(find "$libs" -name '*.jar' | wc -l) jars in .kafka-ref/libs)"

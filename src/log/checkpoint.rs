@@ -1,0 +1,88 @@
+//! Kafka's text checkpoint files (CheckpointFile in Apache Kafka): a version line (`0`),
+//! a count line, then one entry per line. Written atomically: a `.tmp` file is written
+//! and fsynced, renamed over the old file, and the directory fsynced.
+
+use std::io::Write;
+use std::path::Path;
+
+use super::error::LogError;
+
+/// The only checkpoint format version Kafka writes.
+pub const VERSION: u32 = 0;
+
+/// Writes `lines` as a checkpoint at `path`, atomically.
+pub fn write(path: &Path, lines: &[String]) -> Result<(), LogError> {
+    let mut text = format!("{VERSION}\n{}\n", lines.len());
+    for line in lines {
+        text.push_str(line);
+        text.push('\n');
+    }
+    write_atomically(path, text.as_bytes())
+}
+
+/// Writes `bytes` to `path` through a fsynced temporary file and a rename.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), LogError> {
+    let tmp = path.with_extension("tmp");
+    let io = |e| LogError::io(path, e);
+    let mut file = std::fs::File::create(&tmp).map_err(io)?;
+    file.write_all(bytes).map_err(io)?;
+    file.sync_all().map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)?;
+    if let Some(dir) = path.parent() {
+        sync_dir(dir)?;
+    }
+    Ok(())
+}
+
+/// Fsyncs a directory so that a created or renamed entry survives a crash.
+pub fn sync_dir(dir: &Path) -> Result<(), LogError> {
+    std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| LogError::io(dir, e))
+}
+
+/// Reads a checkpoint's entry lines; `Ok(None)` when the file does not exist.
+pub fn read(path: &Path) -> Result<Option<Vec<String>>, LogError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(LogError::io(path, e)),
+    };
+    let corrupt = |reason: &str| LogError::CorruptFile {
+        path: path.to_path_buf(),
+        reason: reason.to_string(),
+    };
+    let mut lines = text.lines();
+    if lines.next().map(str::trim) != Some("0") {
+        return Err(corrupt("unknown checkpoint version"));
+    }
+    let count: usize = lines
+        .next()
+        .and_then(|l| l.trim().parse().ok())
+        .ok_or_else(|| corrupt("missing entry count"))?;
+    let entries: Vec<String> = lines.map(str::to_string).take(count).collect();
+    if entries.len() != count {
+        return Err(corrupt("fewer entries than the count says"));
+    }
+    Ok(Some(entries))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_entries() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("leader-epoch-checkpoint");
+        write(&path, &["0 0".into(), "3 120".into()]).expect("write");
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), "0\n2\n0 0\n3 120\n");
+        assert_eq!(read(&path).expect("read"), Some(vec!["0 0".into(), "3 120".into()]));
+    }
+
+    #[test]
+    fn refuses_a_short_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("c");
+        std::fs::write(&path, "0\n3\n1 1\n").expect("write");
+        assert!(read(&path).is_err());
+    }
+}

@@ -1,0 +1,162 @@
+//! The leader epoch cache of one partition (LeaderEpochFileCache in Apache Kafka): the
+//! start offset of every leader epoch the log holds, persisted in the partition's
+//! `leader-epoch-checkpoint` as `epoch start_offset` lines.
+//!
+//! Invariant: entries increase strictly in epoch and do not decrease in start offset.
+
+use std::path::{Path, PathBuf};
+
+use super::checkpoint;
+use super::error::LogError;
+
+/// The checkpoint file's name inside a partition directory.
+pub const FILE_NAME: &str = "leader-epoch-checkpoint";
+
+/// One (epoch, start offset) pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EpochEntry {
+    pub epoch: i32,
+    pub start_offset: i64,
+}
+
+/// The cache and its file.
+#[derive(Debug)]
+pub struct EpochCache {
+    path: PathBuf,
+    entries: Vec<EpochEntry>,
+}
+
+impl EpochCache {
+    /// Loads the cache from `dir`, empty if the file does not exist.
+    pub fn load(dir: &Path) -> Result<Self, LogError> {
+        let path = dir.join(FILE_NAME);
+        let mut entries = Vec::new();
+        for line in checkpoint::read(&path)?.unwrap_or_default() {
+            let mut parts = line.split_whitespace().map(str::parse::<i64>);
+            match (parts.next(), parts.next()) {
+                (Some(Ok(epoch)), Some(Ok(start_offset))) => {
+                    entries.push(EpochEntry { epoch: epoch as i32, start_offset });
+                }
+                _ => {
+                    return Err(LogError::CorruptFile {
+                        path,
+                        reason: format!("bad leader epoch entry {line:?}"),
+                    })
+                }
+            }
+        }
+        let cache = EpochCache { path, entries };
+        cache.check_invariants();
+        Ok(cache)
+    }
+
+    /// The entries, oldest first.
+    pub fn entries(&self) -> &[EpochEntry] {
+        &self.entries
+    }
+
+    /// The latest epoch, if any.
+    pub fn latest_epoch(&self) -> Option<i32> {
+        self.entries.last().map(|e| e.epoch)
+    }
+
+    /// Records that `epoch` starts at `start_offset`, dropping entries it supersedes, and
+    /// persists the change. Returns whether anything changed.
+    pub fn maybe_assign(&mut self, epoch: i32, start_offset: i64) -> Result<bool, LogError> {
+        if let Some(last) = self.entries.last() {
+            if last.epoch == epoch && last.start_offset <= start_offset {
+                return Ok(false);
+            }
+        }
+        self.entries.retain(|e| e.epoch < epoch && e.start_offset < start_offset);
+        self.entries.push(EpochEntry { epoch, start_offset });
+        self.check_invariants();
+        self.persist()?;
+        Ok(true)
+    }
+
+    /// The end offset of `requested` epoch as OffsetForLeaderEpoch answers it: the start
+    /// of the next higher epoch, or `log_end_offset` for the latest epoch; (-1, -1) when
+    /// unknown. Returns (epoch, end offset).
+    pub fn end_offset_for(&self, requested: i32, log_end_offset: i64) -> (i32, i64) {
+        if requested < 0 {
+            return (-1, -1);
+        }
+        match self.latest_epoch() {
+            None => return (-1, -1),
+            Some(latest) if latest == requested => return (requested, log_end_offset),
+            _ => {}
+        }
+        let Some(higher) = self.entries.iter().position(|e| e.epoch > requested) else {
+            return (-1, -1);
+        };
+        match higher.checked_sub(1) {
+            None => (requested, self.entries[higher].start_offset),
+            Some(floor) => (self.entries[floor].epoch, self.entries[higher].start_offset),
+        }
+    }
+
+    /// Removes entries that start at or after `offset` (log truncation) and persists.
+    pub fn truncate_from_end(&mut self, offset: i64) -> Result<(), LogError> {
+        let before = self.entries.len();
+        self.entries.retain(|e| e.start_offset < offset);
+        if self.entries.len() != before {
+            self.persist()?;
+        }
+        Ok(())
+    }
+
+    fn persist(&self) -> Result<(), LogError> {
+        let lines: Vec<String> =
+            self.entries.iter().map(|e| format!("{} {}", e.epoch, e.start_offset)).collect();
+        checkpoint::write(&self.path, &lines)
+    }
+
+    /// Checks that entries increase (debug builds).
+    pub fn check_invariants(&self) {
+        for pair in self.entries.windows(2) {
+            debug_assert!(pair[0].epoch < pair[1].epoch, "epochs must increase");
+            debug_assert!(pair[0].start_offset <= pair[1].start_offset, "starts must not decrease");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cache(entries: &[(i32, i64)]) -> (tempfile::TempDir, EpochCache) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut cache = EpochCache::load(dir.path()).expect("load");
+        for (epoch, start) in entries {
+            cache.maybe_assign(*epoch, *start).expect("assign");
+        }
+        (dir, cache)
+    }
+
+    #[test]
+    fn end_offset_follows_kafkas_rule() {
+        let (_dir, cache) = cache(&[(1, 0), (3, 10), (5, 20)]);
+        assert_eq!(cache.end_offset_for(5, 30), (5, 30));
+        assert_eq!(cache.end_offset_for(3, 30), (3, 20));
+        assert_eq!(cache.end_offset_for(4, 30), (3, 20));
+        assert_eq!(cache.end_offset_for(0, 30), (0, 0));
+        assert_eq!(cache.end_offset_for(6, 30), (-1, -1));
+        assert_eq!(cache.end_offset_for(-1, 30), (-1, -1));
+    }
+
+    #[test]
+    fn assign_is_persisted_and_reloaded() {
+        let (dir, cache) = cache(&[(0, 0), (2, 7)]);
+        drop(cache);
+        let reloaded = EpochCache::load(dir.path()).expect("reload");
+        assert_eq!(reloaded.entries().len(), 2);
+        assert_eq!(reloaded.entries()[1], EpochEntry { epoch: 2, start_offset: 7 });
+    }
+
+    #[test]
+    fn assign_of_the_same_epoch_is_a_no_op() {
+        let (_dir, mut cache) = cache(&[(0, 0)]);
+        assert!(!cache.maybe_assign(0, 5).expect("assign"));
+    }
+}

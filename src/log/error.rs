@@ -1,0 +1,50 @@
+//! Errors of the storage engine. Each variant carries the context needed to log it once
+//! where it is handled; `api/errors.rs` decides which Kafka error code a client sees.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong inside the storage engine.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    /// An I/O failure on a segment, index or checkpoint file.
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A batch whose stored CRC does not match its bytes.
+    #[error("corrupt batch at offset {offset}: CRC {stored:#010x} != computed {computed:#010x}")]
+    CorruptBatch { offset: i64, stored: u32, computed: u32 },
+    /// A batch whose header is inconsistent (bad length, bad magic, bad counts).
+    #[error("invalid batch: {reason}")]
+    InvalidBatch { reason: &'static str },
+    /// The request carried no batch, or more than one (Produce v3+ allows exactly one).
+    #[error("expected exactly one record batch, found {count}")]
+    BatchCount { count: usize },
+    /// A batch larger than the topic's `max.message.bytes`.
+    #[error("batch of {size} bytes exceeds max.message.bytes {max}")]
+    MessageTooLarge { size: usize, max: usize },
+    /// Transactional or control batches sent by a client: not supported yet.
+    #[error("transactional batches are not supported (producer {producer_id})")]
+    TransactionsUnsupported { producer_id: i64 },
+    /// The producer's epoch is older than the one on record.
+    #[error("producer {producer_id}: epoch {epoch} is older than {current_epoch}")]
+    InvalidProducerEpoch { producer_id: i64, epoch: i16, current_epoch: i16 },
+    /// The batch's first sequence does not follow the producer's last one.
+    #[error("producer {producer_id}: sequence {first_sequence} does not follow {last_sequence}")]
+    OutOfOrderSequence { producer_id: i64, first_sequence: i32, last_sequence: i32 },
+    /// A read or lookup outside [log start offset, log end offset].
+    #[error("offset {offset} is out of range [{log_start_offset}, {log_end_offset}]")]
+    OffsetOutOfRange { offset: i64, log_start_offset: i64, log_end_offset: i64 },
+    /// A file on disk that cannot be interpreted (bad name, bad checkpoint text).
+    #[error("corrupt file {path}: {reason}")]
+    CorruptFile { path: PathBuf, reason: String },
+}
+
+impl LogError {
+    /// Wraps an `io::Error` with the path it happened on.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Self::Io { path: path.into(), source }
+    }
+}

@@ -1,0 +1,120 @@
+//! The one place with `unsafe`: a file mapped into memory with a fixed capacity, written
+//! by one writer and read by many.
+//!
+//! Thread safety: the owner of a segment or index (under the partition's write lock) is
+//! the only writer and writes only past the length it has published; readers only read
+//! below a published length. Published bytes are never rewritten while readers may hold
+//! them, so a `&[u8]` handed out below the published length never aliases a write.
+#![allow(unsafe_code)]
+
+use memmap2::{MmapOptions, MmapRaw};
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::error::LogError;
+
+/// A file of `capacity` bytes mapped read-write into memory.
+#[derive(Debug)]
+pub struct MappedFile {
+    path: PathBuf,
+    file: File,
+    map: MmapRaw,
+    capacity: usize,
+}
+
+impl MappedFile {
+    /// Opens (creating if needed) `path`, grows it to at least `capacity` bytes and maps it.
+    pub fn open(path: &Path, capacity: usize) -> Result<MappedFile, LogError> {
+        let io = |e| LogError::io(path, e);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(io)?;
+        let length = file.metadata().map_err(io)?.len() as usize;
+        let capacity = capacity.max(length).max(1);
+        if length < capacity {
+            file.set_len(capacity as u64).map_err(io)?;
+        }
+        let map = MmapOptions::new().len(capacity).map_raw(&file).map_err(io)?;
+        Ok(MappedFile { path: path.to_path_buf(), file, map, capacity })
+    }
+
+    /// The path of the mapped file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The mapped size in bytes.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Copies `bytes` into the map at `position` and returns the written region for patching.
+    ///
+    /// The caller must be the single writer and `position` must be at or past every length
+    /// it has published to readers.
+    pub fn write_at(&self, position: usize, bytes: &[u8]) -> &mut [u8] {
+        assert!(position + bytes.len() <= self.capacity, "write past the mapped capacity");
+        // SAFETY: the range lies inside the mapping (asserted above). Only the single writer
+        // touches bytes past the published length, and no reader holds a slice of them, so
+        // the returned `&mut` is unique for as long as the writer holds it.
+        unsafe {
+            let target = std::slice::from_raw_parts_mut(
+                self.map.as_mut_ptr().add(position),
+                bytes.len(),
+            );
+            target.copy_from_slice(bytes);
+            target
+        }
+    }
+
+    /// The bytes in `[start, end)`, which the caller has published (or is the writer).
+    pub fn slice(&self, start: usize, end: usize) -> &[u8] {
+        assert!(start <= end && end <= self.capacity, "read outside the mapping");
+        // SAFETY: in range (asserted); published bytes are never written again while a
+        // reader may hold them (see the type's thread-safety note).
+        unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(start), end - start) }
+    }
+
+    /// Writes the dirty pages of `[0, length)` to disk (msync) and fsyncs the file.
+    pub fn flush(&self, length: usize) -> Result<(), LogError> {
+        let io = |e| LogError::io(&self.path, e);
+        if length > 0 {
+            self.map.flush_range(0, length.min(self.capacity)).map_err(io)?;
+        }
+        self.file.sync_data().map_err(io)
+    }
+
+    /// Shrinks the file on disk to `length` bytes. The mapping keeps its size; bytes past
+    /// `length` must never be read again.
+    pub fn trim(&self, length: usize) -> Result<(), LogError> {
+        self.flush(length)?;
+        self.file.set_len(length as u64).map_err(|e| LogError::io(&self.path, e))
+    }
+}
+
+/// A view of a published region of a mapped file, owned so that a `Bytes` can point into
+/// the map without copying (zero-copy fetch).
+#[derive(Debug, Clone)]
+pub struct MappedRegion {
+    pub file: Arc<MappedFile>,
+    pub start: usize,
+    pub end: usize,
+}
+
+impl AsRef<[u8]> for MappedRegion {
+    fn as_ref(&self) -> &[u8] {
+        self.file.slice(self.start, self.end)
+    }
+}
+
+impl MappedRegion {
+    /// Turns the region into `Bytes` that keep the map alive without copying it.
+    pub fn into_bytes(self) -> bytes::Bytes {
+        bytes::Bytes::from_owner(self)
+    }
+}

@@ -1,0 +1,18 @@
+//! The storage engine: a partition's log of segments, its indexes, leader epoch cache,
+//! producer state and checkpoint files, laid out on disk as Apache Kafka lays them out.
+//!
+//! Must not: know about the network, replication or Kafka error codes.
+
+pub mod batch;
+pub mod checkpoint;
+pub mod epoch_cache;
+pub mod error;
+pub mod mmap;
+pub mod offset_index;
+pub mod partition_log;
+pub mod producer_state;
+pub mod segment;
+pub mod timestamp_lookup;
+
+pub use error::LogError;
+pub use partition_log::{AppendInfo, Log, LogConfig};
