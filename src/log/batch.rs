@@ -202,11 +202,12 @@ pub(crate) mod tests {
                 producer_epoch: if producer_id >= 0 { 0 } else { -1 },
                 timestamp_type: TimestampType::Creation,
                 offset: i64::from(i),
-                sequence: if base_sequence >= 0 { base_sequence + i } else { -1 },
+                sequence: base_sequence.max(0) + i,
                 timestamp: ts + i64::from(i),
                 key: Some(bytes::Bytes::from(format!("k{i}"))),
                 value: Some(bytes::Bytes::from(format!("value-{i}"))),
                 headers: Default::default(),
+                delete_horizon: false,
             })
             .collect();
         let mut buf = BytesMut::new();
