@@ -1,3 +1,10 @@
-fn main() {
-    println!("Hello, world!");
+//! The `highwater` binary.
+
+use clap::Parser;
+use highwater::cli::{Cli, Command};
+
+fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Command::Serve(args) => highwater::cli::serve(&args),
+    }
 }

@@ -5,7 +5,8 @@
 # When the broker answers Metadata, its bootstrap address goes to .kafka-ref/bootstrap.
 #
 # Environment: KAFKA_REF_PORT (default 19092), KAFKA_REF_CONTROLLER_PORT (default 19093),
-# KAFKA_REF_START_TIMEOUT seconds (default 90).
+# KAFKA_REF_START_TIMEOUT seconds (default 90), KAFKA_REF_REQUEST_LOG=1 to log every request
+# (API key, version, client) to .kafka-ref/logs/requests.log.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -69,6 +70,7 @@ EOF
 java_opts=(-Xms256m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20
     -Djava.awt.headless=true
     "-Dkafka.logs.dir=$ref/logs"
+    "-Dkafka.request.log.level=$([[ "${KAFKA_REF_REQUEST_LOG:-0}" == 1 ]] && echo DEBUG || echo WARN)"
     "-Dlog4j2.configurationFile=$here/log4j2.properties")
 classpath="$ref/libs/*"
 

@@ -1,0 +1,24 @@
+"""Helpers shared by the Python compat tests."""
+
+import time
+
+import pytest
+
+
+def wait_until(what, condition, timeout_s=30.0):
+    """Polls condition() every 100 ms until it is true; fails the test after timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout_s}s waiting for {what}")
+        time.sleep(0.1)
+
+
+# Timestamps (ms after a base) of offsets 0..7: out of order at 3, a tie at 4 and 5, the largest
+# (60) not last. TS_EXPECTED maps a target to the first offset whose timestamp is >= target
+# (Kafka: the first batch whose max timestamp is >= target, then the first record in it that
+# is), None past the end.
+TS_DELTAS = [10, 20, 30, 25, 40, 40, 60, 50]
+TS_EXPECTED = [(-100_000, 0), (5, 0), (10, 0), (11, 1), (20, 1), (21, 2), (25, 2), (26, 2),
+               (30, 2), (31, 4), (40, 4), (41, 6), (50, 6), (51, 6), (60, 6), (61, None),
+               (100_000, None)]

@@ -1,0 +1,153 @@
+"""confluent-kafka (librdkafka 2.16): admin, produce and assign()-consume, offsets for times.
+
+The consumer is given a group.id because librdkafka requires one, but it only ever assign()s
+partitions and commits nothing.
+"""
+
+import time
+
+import pytest
+from confluent_kafka import (OFFSET_BEGINNING, Consumer, KafkaError, Producer,
+                             TIMESTAMP_CREATE_TIME, TopicCollection, TopicPartition)
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+
+from helpers import TS_DELTAS, TS_EXPECTED, wait_until
+
+TIMEOUT_S = 30
+
+
+@pytest.fixture
+def admin(bootstrap):
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
+def create_topic(admin, name, partitions):
+    futures = admin.create_topics([NewTopic(name, num_partitions=partitions,
+                                            replication_factor=1)],
+                                  operation_timeout=TIMEOUT_S)
+    futures[name].result(TIMEOUT_S)
+
+    def ready():
+        md = admin.list_topics(topic=name, timeout=TIMEOUT_S).topics.get(name)
+        return (md is not None and md.error is None and len(md.partitions) == partitions
+                and all(p.leader >= 0 for p in md.partitions.values()))
+    wait_until(f"leaders for {name}", ready)
+
+
+def produce(bootstrap, topic, messages, **conf):
+    """Produces (partition, key, value, headers, timestamp) tuples; returns acked offsets."""
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
+                         "acks": "all", **conf})
+    acked = {}
+    errors = []
+
+    def on_delivery(err, msg, i):
+        if err is not None:
+            errors.append(err)
+        else:
+            acked[i] = (msg.partition(), msg.offset())
+
+    for i, (partition, key, value, headers, ts) in enumerate(messages):
+        producer.produce(topic, value=value, key=key, partition=partition, headers=headers,
+                         timestamp=ts,
+                         on_delivery=lambda err, msg, i=i: on_delivery(err, msg, i))
+        producer.poll(0)
+    assert producer.flush(TIMEOUT_S) == 0, "all messages delivered"
+    assert not errors, errors
+    return acked
+
+
+def consume_all(bootstrap, topic, partitions):
+    """Reads every partition from the beginning to its end; returns {partition: [msg]}."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "compat-assign-only",
+                         "enable.auto.commit": False, "enable.auto.offset.store": False,
+                         "enable.partition.eof": True})
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    got = {p: [] for p in range(partitions)}
+    at_end = set()
+    deadline = time.monotonic() + TIMEOUT_S
+    while len(at_end) < partitions:
+        assert time.monotonic() < deadline, f"only partitions {at_end} reached their end"
+        msg = consumer.poll(0.5)
+        if msg is None:
+            continue
+        if msg.error():
+            assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
+            at_end.add(msg.partition())
+            continue
+        got[msg.partition()].append(msg)
+    consumer.close()
+    return got
+
+
+def test_round_trip_keys_values_headers_over_four_partitions(bootstrap, admin, topic_name):
+    """Goal: what the producer sent is what the consumer reads, field by field, in order per
+    partition. Method: 400 messages over 4 explicit partitions with null and empty keys and
+    values, repeated and null-valued headers and explicit timestamps."""
+    topic = topic_name()
+    create_topic(admin, topic, 4)
+    base = int(time.time() * 1000) - 3_600_000
+    messages = []
+    for i in range(400):
+        key = None if i % 9 == 0 else (b"" if i % 9 == 1 else b"key-%d" % (i % 13))
+        value = None if i % 11 == 0 else (b"" if i % 11 == 1 else bytes(range(i % 256)) * 3)
+        headers = [("n", b"%d" % i), ("dup", b"first"), ("dup", b"second"), ("nil", None)]
+        messages.append((i % 4, key, value, headers, base + i))
+    acked = produce(bootstrap, topic, messages, **{"compression.type": "lz4"})
+
+    got = consume_all(bootstrap, topic, 4)
+    for p in range(4):
+        want = [(i, m) for i, m in enumerate(messages) if m[0] == p]
+        assert len(got[p]) == len(want), f"partition {p}"
+        for offset, ((i, (_, key, value, headers, ts)), msg) in enumerate(zip(want, got[p])):
+            assert msg.offset() == offset == acked[i][1], f"message {i}"
+            assert acked[i][0] == p
+            assert msg.key() == key, f"key of message {i}"
+            assert msg.value() == value, f"value of message {i}"
+            assert msg.headers() == headers, f"headers of message {i}"
+            assert msg.timestamp() == (TIMESTAMP_CREATE_TIME, ts), f"timestamp of message {i}"
+
+
+def test_offsets_for_times_and_watermarks(bootstrap, admin, topic_name):
+    """Goal: ListOffsets by timestamp gives the first offset whose timestamp is >= the target,
+    -1 past the end; watermarks and MAX_TIMESTAMP agree. Method: 8 messages in one batch."""
+    topic = topic_name()
+    create_topic(admin, topic, 1)
+    base = int(time.time() * 1000) - 3_600_000
+    produce(bootstrap, topic, [(0, b"k%d" % i, b"v%d" % i, None, base + d)
+                               for i, d in enumerate(TS_DELTAS)], **{"linger.ms": 2000})
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "compat-assign-only",
+                         "enable.auto.commit": False})
+    for target, want in TS_EXPECTED:
+        (tp,) = consumer.offsets_for_times([TopicPartition(topic, 0, base + target)],
+                                           timeout=TIMEOUT_S)
+        assert tp.error is None
+        assert tp.offset == (-1 if want is None else want), f"target base+{target}"
+    assert consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=TIMEOUT_S) == (
+        0, len(TS_DELTAS))
+    consumer.close()
+
+    tp = TopicPartition(topic, 0)
+    result = admin.list_offsets({tp: OffsetSpec.max_timestamp()})[tp].result(TIMEOUT_S)
+    assert (result.offset, result.timestamp) == (6, base + 60)
+    result = admin.list_offsets({tp: OffsetSpec.earliest()})[tp].result(TIMEOUT_S)
+    assert result.offset == 0
+    result = admin.list_offsets({tp: OffsetSpec.latest()})[tp].result(TIMEOUT_S)
+    assert result.offset == len(TS_DELTAS)
+
+
+def test_admin_create_describe_delete(bootstrap, admin, topic_name):
+    """Goal: the topic life cycle through librdkafka's admin API. Method: create with 3
+    partitions, describe, delete, wait until metadata no longer lists it."""
+    topic = topic_name()
+    create_topic(admin, topic, 3)
+    desc = admin.describe_topics(TopicCollection([topic]))[topic].result(TIMEOUT_S)
+    assert desc.name == topic
+    assert [p.id for p in desc.partitions] == [0, 1, 2]
+    assert all(p.leader is not None for p in desc.partitions)
+    assert str(desc.topic_id) != "AAAAAAAAAAAAAAAAAAAAAA", "a topic id (Metadata v10+)"
+
+    admin.delete_topics([topic], operation_timeout=TIMEOUT_S)[topic].result(TIMEOUT_S)
+    wait_until("the topic to disappear",
+               lambda: topic not in admin.list_topics(timeout=TIMEOUT_S).topics)

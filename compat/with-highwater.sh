@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Starts a throwaway highwater broker on a free loopback port with an empty temporary log
+# dir, waits until it answers Metadata, runs `CMD... 127.0.0.1:PORT`, then stops the broker
+# (SIGTERM), removes the temporary dir and exits with CMD's status. When the broker does not
+# come up or CMD fails, the tail of the broker's log is printed.
+# Usage: compat/with-highwater.sh CMD [ARGS...]      e.g. compat/with-highwater.sh compat/run-all.sh
+# Environment: HIGHWATER_BIN (default ./target/release/highwater), HIGHWATER_CONFIG (default
+# config/server.toml), HIGHWATER_START_TIMEOUT seconds (default 30), COMPAT_BROKER_LOG (a
+# path to keep a copy of the broker's log).
+set -euo pipefail
+
+(($# > 0)) || { echo "usage: compat/with-highwater.sh CMD [ARGS...]" >&2; exit 2; }
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+bin="${HIGHWATER_BIN:-./target/release/highwater}"
+config="${HIGHWATER_CONFIG:-config/server.toml}"
+timeout_s="${HIGHWATER_START_TIMEOUT:-30}"
+
+[[ -x "$bin" ]] || { echo "with-highwater: no broker binary at $bin (make build)" >&2; exit 1; }
+
+# A port the kernel just handed out and released; another process could take it in between,
+# in which case the broker fails to bind and the start-up check below reports it.
+port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+bootstrap="127.0.0.1:$port"
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/highwater-compat.XXXXXX")"
+log="$tmp/broker.log"
+pid=""
+
+log_tail() {
+    echo "---------- last 60 lines of the highwater log ($log) ----------" >&2
+    tail -n 60 "$log" >&2 || true
+    echo "---------------------------------------------------------------" >&2
+}
+
+# shellcheck disable=SC2317 # run from the EXIT trap
+stop_broker() {
+    [[ -n "$pid" ]] || return 0
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid" 2>/dev/null || true
+        for _ in $(seq 1 100); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        if kill -0 "$pid" 2>/dev/null; then
+            echo "with-highwater: broker ignored SIGTERM for 10s; sending SIGKILL" >&2
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+    fi
+    wait "$pid" 2>/dev/null || true
+    pid=""
+}
+
+# shellcheck disable=SC2317 # the EXIT trap
+cleanup() {
+    stop_broker
+    if [[ -n "${COMPAT_BROKER_LOG:-}" && -f "$log" ]]; then
+        cp "$log" "$COMPAT_BROKER_LOG" || true
+    fi
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+"$bin" serve --config "$config" --listeners "$bootstrap" --log-dirs "$tmp/data" \
+    >"$log" 2>&1 </dev/null &
+pid=$!
+
+answers() {
+    if command -v kcat >/dev/null; then
+        kcat -L -b "$bootstrap" -m 2 >/dev/null 2>&1
+    else
+        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null
+    fi
+}
+
+start=$SECONDS
+until answers; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+        rc=0
+        wait "$pid" || rc=$?
+        pid=""
+        echo "with-highwater: the broker exited during start-up (status $rc)" >&2
+        log_tail
+        exit 1
+    fi
+    if ((SECONDS - start >= timeout_s)); then
+        echo "with-highwater: the broker did not answer on $bootstrap within ${timeout_s}s" >&2
+        log_tail
+        exit 1
+    fi
+    sleep 0.2
+done
+echo "with-highwater: highwater (pid $pid) answers on $bootstrap after $((SECONDS - start))s"
+
+rc=0
+"$@" "$bootstrap" || rc=$?
+if ((rc != 0)); then
+    echo "with-highwater: '$*' failed with status $rc" >&2
+    log_tail
+fi
+if ! kill -0 "$pid" 2>/dev/null; then
+    echo "with-highwater: the broker had exited before the end of the run" >&2
+    ((rc != 0)) || log_tail
+    rc=$((rc == 0 ? 1 : rc))
+fi
+exit "$rc"

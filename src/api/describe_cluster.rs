@@ -1,0 +1,28 @@
+//! DescribeCluster: cluster id, controller and brokers from the metadata image.
+
+use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
+use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
+
+use super::{str_bytes, Broker, HandlerError, Outcome, Request};
+
+/// Answers DescribeCluster.
+pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
+    let body: DescribeClusterRequest = request.decode()?;
+    let image = broker.image();
+    let brokers = image
+        .brokers
+        .iter()
+        .map(|b| {
+            DescribeClusterBroker::default()
+                .with_broker_id(BrokerId(b.node_id))
+                .with_host(str_bytes(&b.host))
+                .with_port(i32::from(b.port))
+        })
+        .collect();
+    let response = DescribeClusterResponse::default()
+        .with_endpoint_type(if request.version() >= 1 { body.endpoint_type } else { 1 })
+        .with_cluster_id(str_bytes(&image.cluster_id))
+        .with_controller_id(BrokerId(image.controller_id))
+        .with_brokers(brokers);
+    request.respond(&response)
+}

@@ -1,0 +1,101 @@
+//! DescribeConfigs for topics (every topic config with its value and source, as Apache
+//! Kafka lists them) and for this broker (every broker key highwater reads).
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
+};
+use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
+
+use super::{str_bytes, Broker, HandlerError, Outcome, Request};
+use crate::config::topic::{self, ConfigSource, ConfigType};
+
+const RESOURCE_TOPIC: i8 = 2;
+const RESOURCE_BROKER: i8 = 4;
+
+/// One config entry to report.
+struct Entry {
+    name: String,
+    value: String,
+    source: ConfigSource,
+    config_type: ConfigType,
+}
+
+fn entries_for(broker: &Broker, resource: &DescribeConfigsResource) -> Result<Vec<Entry>, ResponseError> {
+    let name = resource.resource_name.as_str();
+    match resource.resource_type {
+        RESOURCE_TOPIC => {
+            let image = broker.image();
+            let topic_image = image.topic(name).ok_or(ResponseError::UnknownTopicOrPartition)?;
+            Ok(topic::resolve(&broker.config, &topic_image.configs)
+                .into_iter()
+                .map(|c| Entry { name: c.key.name.into(), value: c.value, source: c.source, config_type: c.key.config_type })
+                .collect())
+        }
+        RESOURCE_BROKER => {
+            if !name.is_empty() && name != broker.config.node_id.to_string() {
+                return Err(ResponseError::InvalidRequest);
+            }
+            Ok(broker
+                .config
+                .values
+                .iter()
+                .map(|(key, value)| Entry {
+                    name: key.clone(),
+                    value: value.clone(),
+                    source: if broker.config.explicit.contains_key(key) {
+                        ConfigSource::StaticBrokerConfig
+                    } else {
+                        ConfigSource::DefaultConfig
+                    },
+                    config_type: ConfigType::String,
+                })
+                .collect())
+        }
+        _ => Err(ResponseError::InvalidRequest),
+    }
+}
+
+fn describe(broker: &Broker, request: &Request, body: &DescribeConfigsRequest, resource: &DescribeConfigsResource) -> DescribeConfigsResult {
+    let base = DescribeConfigsResult::default()
+        .with_resource_type(resource.resource_type)
+        .with_resource_name(resource.resource_name.clone());
+    let entries = match entries_for(broker, resource) {
+        Ok(entries) => entries,
+        Err(code) => {
+            tracing::debug!(client = %request.client, api = "DescribeConfigs", resource = %resource.resource_name.as_str(), error = ?code, "refused");
+            return base.with_error_code(code.code()).with_error_message(Some(str_bytes(&format!("{code:?}"))));
+        }
+    };
+    let wanted = resource.configuration_keys.as_ref();
+    let configs = entries
+        .into_iter()
+        .filter(|e| wanted.is_none_or(|keys| keys.iter().any(|k| k.as_str() == e.name)))
+        .map(|e| {
+            let mut result = DescribeConfigsResourceResult::default()
+                .with_name(str_bytes(&e.name))
+                .with_value(Some(str_bytes(&e.value)))
+                .with_config_source(e.source as i8);
+            if body.include_synonyms {
+                let synonym = DescribeConfigsSynonym::default()
+                    .with_name(str_bytes(&e.name))
+                    .with_value(Some(str_bytes(&e.value)))
+                    .with_source(e.source as i8);
+                result = result.with_synonyms(vec![synonym]);
+            }
+            if request.version() >= 3 {
+                result = result.with_config_type(e.config_type as i8);
+            }
+            result
+        })
+        .collect();
+    base.with_configs(configs)
+}
+
+/// Answers DescribeConfigs.
+pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
+    let body: DescribeConfigsRequest = request.decode()?;
+    let results = body.resources.iter().map(|r| describe(broker, request, &body, r)).collect();
+    request.respond(&DescribeConfigsResponse::default().with_results(results))
+}

@@ -1,0 +1,163 @@
+//! Fetch for consumers: whole stored batches from the offset asked, read zero-copy from the
+//! segment maps and capped at the high watermark (the last stable offset for
+//! read_committed, equal to it until transactions exist).
+//!
+//! Long poll (DelayedFetch in Apache Kafka): unless `max_wait_ms` <= 0, an error occurred
+//! or `min_bytes` are already available, the request parks on the high-watermark channels
+//! of its partitions and is re-read when one moves or when `max_wait_ms` passes. Nothing
+//! polls. Fetch sessions are not kept: session id 0 tells clients to send full requests.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::future::select_all;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::fetch_request::FetchPartition;
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::{FetchRequest, FetchResponse, FetchResponse as Response, TopicName};
+use kafka_protocol::protocol::HeaderVersion;
+use tokio::sync::watch;
+use tokio::time::Instant;
+use uuid::Uuid;
+
+use super::errors::replica_error;
+use super::response::encode_with_sources;
+use super::{topic_name, Broker, HandlerError, Outcome, Request};
+use crate::replica::Partition;
+
+/// One partition of the request, resolved against this broker.
+struct Target {
+    topic_index: usize,
+    request: FetchPartition,
+    partition: Result<Arc<Partition>, ResponseError>,
+}
+
+/// The answer so far, and what decides whether to send it.
+struct Reading {
+    topics: Vec<FetchableTopicResponse>,
+    sources: Vec<Bytes>,
+    bytes: usize,
+    has_error: bool,
+}
+
+fn resolve(broker: &Broker, request: &Request, body: &FetchRequest) -> (Vec<(TopicName, Uuid)>, Vec<Target>) {
+    let image = broker.image();
+    let mut topics = Vec::new();
+    let mut targets = Vec::new();
+    for topic in &body.topics {
+        let by_id = request.version() >= 13;
+        let found = if by_id { image.topic_by_id(topic.topic_id) } else { image.topic(&topic.topic.0) };
+        let name = found.map_or_else(|| topic.topic.clone(), |t| topic_name(&t.name));
+        topics.push((name, topic.topic_id));
+        for p in &topic.partitions {
+            let partition = match found {
+                None if by_id => Err(ResponseError::UnknownTopicId),
+                None => Err(ResponseError::UnknownTopicOrPartition),
+                Some(t) => broker.replicas.partition(&t.name, p.partition).map_err(|e| replica_error(&e)),
+            };
+            targets.push(Target { topic_index: topics.len() - 1, request: p.clone(), partition });
+        }
+    }
+    (topics, targets)
+}
+
+fn error_data(index: i32, error: ResponseError) -> PartitionData {
+    PartitionData::default()
+        .with_partition_index(index)
+        .with_error_code(error.code())
+        .with_high_watermark(-1)
+        .with_last_stable_offset(-1)
+        .with_log_start_offset(-1)
+        .with_records(Some(Bytes::new()))
+}
+
+fn read_partition(partition: &Partition, fetch: &FetchPartition, max_bytes: usize, min_one: bool) -> Result<PartitionData, ResponseError> {
+    partition.check_leader_epoch(fetch.current_leader_epoch).map_err(|e| replica_error(&e))?;
+    let offsets = partition.offsets();
+    let log = partition.log();
+    let records = log
+        .read(fetch.fetch_offset, offsets.high_watermark, max_bytes, min_one)
+        .map_err(|e| replica_error(&partition.log_error(e)))?;
+    Ok(PartitionData::default()
+        .with_partition_index(fetch.partition)
+        .with_high_watermark(offsets.high_watermark)
+        .with_last_stable_offset(offsets.last_stable_offset)
+        .with_log_start_offset(offsets.log_start_offset)
+        .with_records(Some(records)))
+}
+
+fn read_all(request: &Request, body: &FetchRequest, topics: &[(TopicName, Uuid)], targets: &[Target]) -> Reading {
+    let mut reading = Reading {
+        topics: topics
+            .iter()
+            .map(|(name, id)| match request.version() >= 13 {
+                true => FetchableTopicResponse::default().with_topic_id(*id),
+                false => FetchableTopicResponse::default().with_topic(name.clone()),
+            })
+            .collect(),
+        sources: Vec::new(),
+        bytes: 0,
+        has_error: false,
+    };
+    let response_max_bytes = body.max_bytes.max(0) as usize;
+    for target in targets {
+        let index = target.request.partition;
+        let remaining = response_max_bytes.saturating_sub(reading.bytes);
+        let max_bytes = (target.request.partition_max_bytes.max(0) as usize).min(remaining);
+        let data = target.partition.clone().and_then(|p| {
+            read_partition(&p, &target.request, max_bytes, reading.bytes == 0)
+        });
+        let data = data.unwrap_or_else(|error| {
+            tracing::debug!(client = %request.client, api = "Fetch", partition = index,
+                offset = target.request.fetch_offset, error = ?error, "fetch partition error");
+            reading.has_error = true;
+            error_data(index, error)
+        });
+        if let Some(records) = data.records.as_ref().filter(|r| !r.is_empty()) {
+            reading.bytes += records.len();
+            reading.sources.push(records.clone());
+        }
+        reading.topics[target.topic_index].partitions.push(data);
+    }
+    reading
+}
+
+/// Waits until one of `receivers` sees a new high watermark or `deadline` passes.
+async fn wait_for_data(receivers: &mut [watch::Receiver<i64>], deadline: Instant) {
+    if receivers.is_empty() {
+        tokio::time::sleep_until(deadline).await;
+        return;
+    }
+    let changed = select_all(receivers.iter_mut().map(|r| Box::pin(r.changed())));
+    let _ = tokio::time::timeout_at(deadline, changed).await;
+}
+
+/// Answers Fetch, parking it until data, an error or the deadline.
+pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
+    let body: FetchRequest = request.decode()?;
+    if body.session_id != 0 {
+        let response = FetchResponse::default()
+            .with_error_code(ResponseError::FetchSessionIdNotFound.code());
+        return request.respond(&response);
+    }
+    let (topics, targets) = resolve(broker, request, &body);
+    let deadline = Instant::now() + Duration::from_millis(body.max_wait_ms.max(0) as u64);
+    let mut receivers: Vec<watch::Receiver<i64>> =
+        targets.iter().filter_map(|t| t.partition.as_ref().ok()).map(|p| p.subscribe()).collect();
+    let reading = loop {
+        for receiver in &mut receivers {
+            receiver.mark_unchanged();
+        }
+        let reading = read_all(request, &body, &topics, &targets);
+        let enough = reading.bytes >= body.min_bytes.max(0) as usize;
+        if enough || reading.has_error || targets.is_empty() || Instant::now() >= deadline {
+            break reading;
+        }
+        wait_for_data(&mut receivers, deadline).await;
+    };
+    let response = FetchResponse::default().with_responses(reading.topics);
+    let header_version = Response::header_version(request.version());
+    let frame = encode_with_sources(request, &response, header_version, reading.sources)?;
+    Ok(Outcome::Respond(frame))
+}

@@ -1,0 +1,85 @@
+//! ListOffsets: earliest (-2), latest (-1, the high watermark or, for read_committed, the
+//! last stable offset), max timestamp (-3), earliest local (-4), latest tiered (-5), or the
+//! first record whose timestamp is at or after a given time (-1 offset past the end).
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
+
+use super::errors::replica_error;
+use super::{Broker, HandlerError, Outcome, Request};
+use crate::replica::Partition;
+
+const LATEST: i64 = -1;
+const EARLIEST: i64 = -2;
+const MAX_TIMESTAMP: i64 = -3;
+const EARLIEST_LOCAL: i64 = -4;
+const LATEST_TIERED: i64 = -5;
+
+/// The leader epoch in which `offset` was written, -1 if unknown.
+fn epoch_of(partition: &Partition, offset: i64) -> i32 {
+    let log = partition.log();
+    let entries = log.epoch_cache().entries();
+    entries.iter().rev().find(|e| e.start_offset <= offset).map_or(-1, |e| e.epoch)
+}
+
+/// (timestamp, offset) for one partition's query.
+fn lookup(partition: &Partition, timestamp: i64) -> (i64, i64) {
+    let offsets = partition.offsets();
+    match timestamp {
+        LATEST => (-1, offsets.high_watermark),
+        EARLIEST | EARLIEST_LOCAL => (-1, offsets.log_start_offset),
+        LATEST_TIERED => (-1, -1),
+        MAX_TIMESTAMP => {
+            let found = partition.log().offset_of_max_timestamp();
+            found.filter(|f| f.offset < offsets.high_watermark).map_or((-1, -1), |f| (f.timestamp, f.offset))
+        }
+        target => {
+            let found = partition.log().offset_for_timestamp(target);
+            found.filter(|f| f.offset < offsets.high_watermark).map_or((-1, -1), |f| (f.timestamp, f.offset))
+        }
+    }
+}
+
+/// Answers ListOffsets.
+pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
+    let body: ListOffsetsRequest = request.decode()?;
+    let topics = body
+        .topics
+        .iter()
+        .map(|topic| {
+            let partitions = topic
+                .partitions
+                .iter()
+                .map(|p| {
+                    let base = ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
+                    let found = broker
+                        .replicas
+                        .partition(&topic.name.0, p.partition_index)
+                        .and_then(|partition| {
+                            partition.check_leader_epoch(p.current_leader_epoch)?;
+                            Ok(partition)
+                        });
+                    match found {
+                        Ok(partition) => {
+                            let (timestamp, offset) = lookup(&partition, p.timestamp);
+                            let epoch = if offset >= 0 && request.version() >= 4 {
+                                epoch_of(&partition, offset)
+                            } else {
+                                -1
+                            };
+                            base.with_timestamp(timestamp).with_offset(offset).with_leader_epoch(epoch)
+                        }
+                        Err(error) => {
+                            let code: ResponseError = replica_error(&error);
+                            tracing::debug!(client = %request.client, api = "ListOffsets", %error, "list offsets refused");
+                            base.with_error_code(code.code()).with_timestamp(-1).with_offset(-1)
+                        }
+                    }
+                })
+                .collect();
+            ListOffsetsTopicResponse::default().with_name(topic.name.clone()).with_partitions(partitions)
+        })
+        .collect();
+    request.respond(&ListOffsetsResponse::default().with_topics(topics))
+}

@@ -1,0 +1,198 @@
+//! Topic administration: CreateTopics, DeleteTopics and CreatePartitions. Each change goes
+//! through the controller; once it is committed the broker's partitions are brought in line
+//! with the new image before the response is sent, so the topic is usable at once.
+
+use std::collections::{BTreeMap, HashMap};
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
+use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
+use kafka_protocol::messages::{
+    CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse,
+    DeleteTopicsRequest, DeleteTopicsResponse,
+};
+use uuid::Uuid;
+
+use super::errors::controller_error;
+use super::{str_bytes, topic_name, Broker, HandlerError, Outcome, Request};
+use crate::config::{topic, ConfigMap};
+use crate::controller::{ControllerError, NewTopic};
+
+/// Creates `name` with the broker's default partitions and configs (Metadata auto-creation).
+/// A topic created concurrently by someone else counts as success.
+pub fn create_with_defaults(broker: &Broker, name: &str) -> Result<(), ControllerError> {
+    let topic = NewTopic {
+        name: name.to_string(),
+        partitions: -1,
+        replication_factor: -1,
+        assignments: Vec::new(),
+        configs: ConfigMap::new(),
+    };
+    match broker.controller.create_topic(&topic, false) {
+        Ok(_) | Err(ControllerError::TopicAlreadyExists { .. }) => {}
+        Err(error) => return Err(error),
+    }
+    publish(broker)
+}
+
+fn publish(broker: &Broker) -> Result<(), ControllerError> {
+    broker.publish().map_err(|e| {
+        tracing::error!(error = %e, "cannot open partitions of the new metadata image");
+        ControllerError::Storage { source: crate::log::LogError::CorruptFile {
+            path: broker.config.log_dir.clone(),
+            reason: e.to_string(),
+        } }
+    })
+}
+
+fn new_topic(topic: &CreatableTopic) -> NewTopic {
+    let mut assignments: Vec<_> = topic.assignments.iter().collect();
+    assignments.sort_by_key(|a| a.partition_index);
+    NewTopic {
+        name: topic.name.0.to_string(),
+        partitions: topic.num_partitions,
+        replication_factor: i32::from(topic.replication_factor),
+        assignments: assignments.iter().map(|a| a.broker_ids.iter().map(|b| b.0).collect()).collect(),
+        configs: topic
+            .configs
+            .iter()
+            .filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string())))
+            .collect::<BTreeMap<_, _>>(),
+    }
+}
+
+fn created_result(broker: &Broker, request: &Request, topic: &CreatableTopic, validate_only: bool) -> CreatableTopicResult {
+    let base = CreatableTopicResult::default().with_name(topic.name.clone());
+    let wanted = new_topic(topic);
+    let created = broker.controller.create_topic(&wanted, validate_only);
+    let created = created.and_then(|image| publish(broker).map(|()| image));
+    match created {
+        Ok(image) => {
+            let configs = topic::resolve(&broker.config, &image.configs)
+                .into_iter()
+                .map(|c| {
+                    CreatableTopicConfigs::default()
+                        .with_name(str_bytes(c.key.name))
+                        .with_value(Some(str_bytes(&c.value)))
+                        .with_config_source(c.source as i8)
+                })
+                .collect();
+            if request.version() < 5 {
+                return base;
+            }
+            let base = base
+                .with_num_partitions(image.partitions)
+                .with_replication_factor(image.replicas.len().min(1) as i16)
+                .with_configs(Some(configs));
+            match request.version() >= 7 {
+                true => base.with_topic_id(image.topic_id),
+                false => base,
+            }
+        }
+        Err(error) => {
+            let code = controller_error(&error);
+            tracing::debug!(client = %request.client, topic = %wanted.name, %error, "CreateTopics refused");
+            let base = base
+                .with_error_code(code.code())
+                .with_error_message(Some(str_bytes(&error.to_string())));
+            match request.version() >= 5 {
+                true => base.with_num_partitions(-1).with_replication_factor(-1),
+                false => base,
+            }
+        }
+    }
+}
+
+/// Answers CreateTopics.
+pub fn create_topics(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
+    let body: CreateTopicsRequest = request.decode()?;
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for topic in &body.topics {
+        *seen.entry(topic.name.0.as_str()).or_default() += 1;
+    }
+    let results = body
+        .topics
+        .iter()
+        .map(|topic| {
+            if seen[topic.name.0.as_str()] > 1 {
+                return CreatableTopicResult::default()
+                    .with_name(topic.name.clone())
+                    .with_error_code(ResponseError::InvalidRequest.code())
+                    .with_error_message(Some(str_bytes("duplicate topic name in request")));
+            }
+            created_result(broker, request, topic, body.validate_only)
+        })
+        .collect();
+    request.respond(&CreateTopicsResponse::default().with_topics(results))
+}
+
+/// Answers DeleteTopics (by name, or by topic id from v6).
+pub fn delete_topics(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
+    let body: DeleteTopicsRequest = request.decode()?;
+    let mut wanted: Vec<(Option<String>, Uuid)> =
+        body.topic_names.iter().map(|n| (Some(n.0.to_string()), Uuid::nil())).collect();
+    wanted.extend(body.topics.iter().map(|t| (t.name.as_ref().map(|n| n.0.to_string()), t.topic_id)));
+    let responses = wanted
+        .into_iter()
+        .map(|(name, topic_id)| {
+            let image = broker.image();
+            let found = match &name {
+                Some(name) => image.topic(name).map(|t| (t.name.clone(), t.topic_id)),
+                None => image.topic_by_id(topic_id).map(|t| (t.name.clone(), t.topic_id)),
+            };
+            let result = match found {
+                None if name.is_none() => Err(ControllerError::UnknownTopicId { topic_id }),
+                None => Err(ControllerError::UnknownTopic { topic: name.clone().unwrap_or_default() }),
+                Some((found_name, found_id)) => broker
+                    .controller
+                    .delete_topic(&found_name)
+                    .and_then(|_| publish(broker))
+                    .map(|()| (found_name, found_id)),
+            };
+            let version = request.version();
+            let (result, name, id) = match result {
+                Ok((name, id)) => (DeletableTopicResult::default(), Some(name), id),
+                Err(error) => {
+                    let failed = DeletableTopicResult::default().with_error_code(controller_error(&error).code());
+                    let failed = match version >= 5 {
+                        true => failed.with_error_message(Some(str_bytes(&error.to_string()))),
+                        false => failed,
+                    };
+                    (failed, name, topic_id)
+                }
+            };
+            let result = result.with_name(name.as_deref().map(topic_name));
+            match version >= 6 {
+                true => result.with_topic_id(id),
+                false => result,
+            }
+        })
+        .collect();
+    request.respond(&DeleteTopicsResponse::default().with_responses(responses))
+}
+
+/// Answers CreatePartitions.
+pub fn create_partitions(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
+    let body: CreatePartitionsRequest = request.decode()?;
+    let results = body
+        .topics
+        .iter()
+        .map(|topic| {
+            let name = topic.name.0.as_str();
+            let result = broker
+                .controller
+                .create_partitions(name, topic.count, body.validate_only)
+                .and_then(|()| publish(broker));
+            let base = CreatePartitionsTopicResult::default().with_name(topic.name.clone());
+            match result {
+                Ok(()) => base,
+                Err(error) => base
+                    .with_error_code(controller_error(&error).code())
+                    .with_error_message(Some(str_bytes(&error.to_string()))),
+            }
+        })
+        .collect();
+    request.respond(&CreatePartitionsResponse::default().with_results(results))
+}

@@ -1,0 +1,130 @@
+//! Command-line interface: `highwater serve --config FILE`, with flags that override keys
+//! of the file. Loads configuration and starts the broker; no logic of its own.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+
+use crate::api::Broker;
+use crate::config::{self, BrokerConfig, ConfigMap};
+
+/// A Kafka wire-protocol compatible broker.
+#[derive(Debug, Parser)]
+#[command(name = "highwater", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Runs a broker (broker and controller combined).
+    Serve(ServeArgs),
+}
+
+/// Flags of `serve`. Each named flag overrides the Kafka key in brackets.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// TOML file with Kafka config keys (e.g. config/server.toml).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Address to listen on, e.g. 127.0.0.1:9092 [listeners].
+    #[arg(long)]
+    pub listeners: Option<String>,
+    /// Address clients are told to use [advertised.listeners].
+    #[arg(long)]
+    pub advertised_listeners: Option<String>,
+    /// Data directory [log.dirs].
+    #[arg(long)]
+    pub log_dirs: Option<String>,
+    /// This node's id [node.id].
+    #[arg(long)]
+    pub node_id: Option<i32>,
+    /// Any other key, as key=value (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+    /// Log filter when RUST_LOG is not set (e.g. info, debug, highwater=trace).
+    #[arg(long, default_value = "info")]
+    pub log_level: String,
+}
+
+impl ServeArgs {
+    /// The file's keys with the flags applied on top.
+    pub fn config_map(&self) -> anyhow::Result<ConfigMap> {
+        let mut map = match &self.config {
+            Some(path) => config::read_file(path)?,
+            None => ConfigMap::new(),
+        };
+        let named = [
+            ("listeners", self.listeners.clone()),
+            ("advertised.listeners", self.advertised_listeners.clone()),
+            ("log.dirs", self.log_dirs.clone()),
+            ("node.id", self.node_id.map(|n| n.to_string())),
+        ];
+        for (key, value) in named {
+            if let Some(value) = value {
+                map.insert(key.to_string(), value);
+            }
+        }
+        for pair in &self.overrides {
+            let (key, value) = pair
+                .split_once('=')
+                .with_context(|| format!("--set expects KEY=VALUE, got {pair:?}"))?;
+            map.insert(key.trim().to_string(), value.trim().to_string());
+        }
+        Ok(map)
+    }
+}
+
+fn init_tracing(default_filter: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
+    tracing_subscriber::fmt().with_env_filter(filter).with_target(false).init();
+}
+
+/// Completes on SIGTERM or ctrl-c.
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(term) => term,
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM");
+                let _ = ctrl_c.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {},
+            _ = term.recv() => {},
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}
+
+/// Runs `highwater serve`.
+pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
+    init_tracing(&args.log_level);
+    let config = Arc::new(BrokerConfig::from_map(args.config_map()?)?);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(config.listener)
+            .await
+            .with_context(|| format!("cannot listen on {}", config.listener))?;
+        let broker = Arc::new(Broker::open(Arc::clone(&config))?);
+        tracing::info!(
+            listener = %config.listener,
+            log_dir = %config.log_dir.display(),
+            node_id = config.node_id,
+            partitions = broker.replicas.len(),
+            "highwater started"
+        );
+        crate::server::run(broker, listener, shutdown_signal()).await;
+        Ok(())
+    })
+}

@@ -1,0 +1,26 @@
+//! Errors of configuration loading and validation.
+
+use std::path::PathBuf;
+
+/// A configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot parse config file {path}: {source}")]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: toml::de::Error,
+    },
+    #[error("invalid value {value:?} for {key}")]
+    Invalid { key: &'static str, value: String },
+    #[error("unknown topic config {key}")]
+    UnknownTopicConfig { key: String },
+    #[error("invalid value {value:?} for topic config {key}")]
+    InvalidTopicConfig { key: String, value: String },
+}

@@ -1,0 +1,209 @@
+//! Topic-level configuration (LogConfig in Apache Kafka): every key a topic has, the broker
+//! key that supplies its default, and its type. Used to validate CreateTopics configs, to
+//! answer DescribeConfigs with every config and its source, and to size a partition's log.
+
+use super::{BrokerConfig, ConfigError, ConfigMap};
+
+/// The type of a config value, with the numeric code DescribeConfigs v3+ reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigType {
+    Boolean = 1,
+    String = 2,
+    Int = 3,
+    Long = 5,
+    Double = 6,
+    List = 7,
+}
+
+/// Where a config value comes from, with DescribeConfigs' source codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigSource {
+    TopicConfig = 1,
+    StaticBrokerConfig = 4,
+    DefaultConfig = 5,
+}
+
+/// One topic config key: its broker-level synonym (which supplies the default) and type.
+#[derive(Debug, Clone, Copy)]
+pub struct TopicKey {
+    pub name: &'static str,
+    pub broker_synonym: Option<&'static str>,
+    pub fallback: &'static str,
+    pub config_type: ConfigType,
+}
+
+const fn key(
+    name: &'static str,
+    broker_synonym: Option<&'static str>,
+    fallback: &'static str,
+    config_type: ConfigType,
+) -> TopicKey {
+    TopicKey { name, broker_synonym, fallback, config_type }
+}
+
+use ConfigType::{Boolean, Double, Int, List, Long, String as Str};
+
+/// Every topic config, sorted by name, as Apache Kafka 4.x lists them.
+pub const TOPIC_KEYS: &[TopicKey] = &[
+    key("cleanup.policy", Some("log.cleanup.policy"), "delete", List),
+    key("compression.gzip.level", Some("compression.gzip.level"), "-1", Int),
+    key("compression.lz4.level", Some("compression.lz4.level"), "9", Int),
+    key("compression.type", Some("compression.type"), "producer", Str),
+    key("compression.zstd.level", Some("compression.zstd.level"), "3", Int),
+    key("delete.retention.ms", Some("log.cleaner.delete.retention.ms"), "86400000", Long),
+    key("file.delete.delay.ms", Some("log.segment.delete.delay.ms"), "60000", Long),
+    key("flush.messages", Some("log.flush.interval.messages"), "9223372036854775807", Long),
+    key("flush.ms", Some("log.flush.interval.ms"), "9223372036854775807", Long),
+    key("follower.replication.throttled.replicas", None, "", List),
+    key("index.interval.bytes", Some("log.index.interval.bytes"), "4096", Int),
+    key("leader.replication.throttled.replicas", None, "", List),
+    key("local.retention.bytes", Some("log.local.retention.bytes"), "-2", Long),
+    key("local.retention.ms", Some("log.local.retention.ms"), "-2", Long),
+    key("max.compaction.lag.ms", Some("log.cleaner.max.compaction.lag.ms"), "9223372036854775807", Long),
+    key("max.message.bytes", Some("message.max.bytes"), "1048588", Int),
+    key("message.timestamp.after.max.ms", Some("log.message.timestamp.after.max.ms"), "3600000", Long),
+    key("message.timestamp.before.max.ms", Some("log.message.timestamp.before.max.ms"), "9223372036854775807", Long),
+    key("message.timestamp.type", Some("log.message.timestamp.type"), "CreateTime", Str),
+    key("min.cleanable.dirty.ratio", Some("log.cleaner.min.cleanable.ratio"), "0.5", Double),
+    key("min.compaction.lag.ms", Some("log.cleaner.min.compaction.lag.ms"), "0", Long),
+    key("min.insync.replicas", Some("min.insync.replicas"), "1", Int),
+    key("preallocate", Some("log.preallocate"), "false", Boolean),
+    key("remote.storage.enable", None, "false", Boolean),
+    key("retention.bytes", Some("log.retention.bytes"), "-1", Long),
+    key("retention.ms", Some("log.retention.ms"), "604800000", Long),
+    key("segment.bytes", Some("log.segment.bytes"), "1073741824", Int),
+    key("segment.index.bytes", Some("log.index.size.max.bytes"), "10485760", Int),
+    key("segment.jitter.ms", Some("log.roll.jitter.ms"), "0", Long),
+    key("segment.ms", Some("log.roll.ms"), "604800000", Long),
+    key("unclean.leader.election.enable", Some("unclean.leader.election.enable"), "false", Boolean),
+];
+
+/// Whether `name` is a topic config key.
+pub fn is_topic_key(name: &str) -> bool {
+    TOPIC_KEYS.iter().any(|k| k.name == name)
+}
+
+fn find(name: &str) -> Option<&'static TopicKey> {
+    TOPIC_KEYS.iter().find(|k| k.name == name)
+}
+
+fn value_is_valid(key: &TopicKey, value: &str) -> bool {
+    let v = value.trim();
+    match key.config_type {
+        Boolean => v == "true" || v == "false",
+        Int => v.parse::<i32>().is_ok(),
+        Long => v.parse::<i64>().is_ok(),
+        Double => v.parse::<f64>().is_ok(),
+        Str | List => match key.name {
+            "cleanup.policy" => v.split(',').all(|p| matches!(p.trim(), "delete" | "compact")),
+            "message.timestamp.type" => v == "CreateTime" || v == "LogAppendTime",
+            "compression.type" => {
+                matches!(v, "producer" | "uncompressed" | "gzip" | "snappy" | "lz4" | "zstd")
+            }
+            _ => true,
+        },
+    }
+}
+
+/// Checks topic config overrides: known keys, well-typed values, sane minimums.
+pub fn validate(overrides: &ConfigMap) -> Result<(), ConfigError> {
+    for (name, value) in overrides {
+        let key = find(name).ok_or_else(|| ConfigError::UnknownTopicConfig { key: name.clone() })?;
+        let too_small = match name.as_str() {
+            "segment.bytes" => value.parse::<i64>().is_ok_and(|v| v < 1024),
+            "min.insync.replicas" => value.parse::<i64>().is_ok_and(|v| v < 1),
+            "max.message.bytes" | "segment.index.bytes" => {
+                value.parse::<i64>().is_ok_and(|v| v < 0)
+            }
+            _ => false,
+        };
+        if !value_is_valid(key, value) || too_small {
+            return Err(ConfigError::InvalidTopicConfig { key: name.clone(), value: value.clone() });
+        }
+    }
+    Ok(())
+}
+
+/// One resolved topic config entry.
+#[derive(Debug, Clone)]
+pub struct ResolvedConfig {
+    pub key: &'static TopicKey,
+    pub value: String,
+    pub source: ConfigSource,
+}
+
+/// Every topic config of a topic with `overrides`, with its value and source.
+pub fn resolve(broker: &BrokerConfig, overrides: &ConfigMap) -> Vec<ResolvedConfig> {
+    TOPIC_KEYS
+        .iter()
+        .map(|key| {
+            if let Some(value) = overrides.get(key.name) {
+                return ResolvedConfig { key, value: value.clone(), source: ConfigSource::TopicConfig };
+            }
+            let from_broker = key.broker_synonym.and_then(|s| broker.explicit.get(s));
+            match from_broker {
+                Some(value) => ResolvedConfig {
+                    key,
+                    value: value.clone(),
+                    source: ConfigSource::StaticBrokerConfig,
+                },
+                None => {
+                    let value = key.broker_synonym.and_then(|s| broker.get(s)).unwrap_or(key.fallback);
+                    ResolvedConfig { key, value: value.to_string(), source: ConfigSource::DefaultConfig }
+                }
+            }
+        })
+        .collect()
+}
+
+/// The resolved value of one topic config, parsed as a number.
+pub fn number(broker: &BrokerConfig, overrides: &ConfigMap, name: &str) -> i64 {
+    let key = find(name);
+    let value = overrides
+        .get(name)
+        .map(String::as_str)
+        .or_else(|| key.and_then(|k| k.broker_synonym).and_then(|s| broker.get(s)))
+        .or(key.map(|k| k.fallback))
+        .unwrap_or("0");
+    value.trim().parse().unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_sorted_and_unique() {
+        for pair in TOPIC_KEYS.windows(2) {
+            assert!(pair[0].name < pair[1].name, "{} before {}", pair[0].name, pair[1].name);
+        }
+    }
+
+    #[test]
+    fn validate_refuses_unknown_keys_and_bad_values() {
+        let mut map = ConfigMap::new();
+        map.insert("retention.ms".into(), "abc".into());
+        assert!(validate(&map).is_err());
+        let mut map = ConfigMap::new();
+        map.insert("no.such.key".into(), "1".into());
+        assert!(validate(&map).is_err());
+        let mut map = ConfigMap::new();
+        map.insert("cleanup.policy".into(), "compact,delete".into());
+        assert!(validate(&map).is_ok());
+    }
+
+    #[test]
+    fn resolve_reports_overrides_broker_values_and_defaults() {
+        let mut explicit = ConfigMap::new();
+        explicit.insert("log.retention.ms".into(), "1000".into());
+        let broker = BrokerConfig::from_map(explicit).expect("config");
+        let mut overrides = ConfigMap::new();
+        overrides.insert("segment.bytes".into(), "2048".into());
+        let resolved = resolve(&broker, &overrides);
+        let get = |n: &str| resolved.iter().find(|r| r.key.name == n).expect("key").clone();
+        assert_eq!(get("segment.bytes").source, ConfigSource::TopicConfig);
+        assert_eq!(get("retention.ms").value, "1000");
+        assert_eq!(get("retention.ms").source, ConfigSource::StaticBrokerConfig);
+        assert_eq!(get("max.message.bytes").source, ConfigSource::DefaultConfig);
+    }
+}

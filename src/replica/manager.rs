@@ -1,0 +1,153 @@
+//! The replica manager: every partition this broker hosts, created and removed as metadata
+//! images arrive, with their logs opened from (and closed back to) the log directory.
+//!
+//! On start it reads Kafka's clean-shutdown marker (`.kafka_cleanshutdown`): without it,
+//! each log's active segment is re-scanned. On a clean stop it closes every log and writes
+//! the marker again.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use dashmap::DashMap;
+
+use super::error::ReplicaError;
+use super::partition::{Partition, TopicPartition};
+use crate::config::{topic, BrokerConfig};
+use crate::controller::base64url;
+use crate::log::checkpoint::write_atomically;
+use crate::log::segment::SegmentConfig;
+use crate::log::{Log, LogConfig, LogError};
+use crate::metadata::{MetadataImage, TopicImage};
+
+/// Kafka's clean-shutdown marker file name.
+pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
+/// The per-partition file that records the topic id.
+pub const PARTITION_METADATA_FILE: &str = "partition.metadata";
+
+/// All partitions hosted here.
+#[derive(Debug)]
+pub struct ReplicaManager {
+    config: Arc<BrokerConfig>,
+    partitions: DashMap<TopicPartition, Arc<Partition>>,
+    clean_start: bool,
+}
+
+/// The log configuration of a topic: broker defaults overridden by topic configs.
+pub fn log_config(broker: &BrokerConfig, topic_image: &TopicImage) -> LogConfig {
+    let n = |key| topic::number(broker, &topic_image.configs, key).max(0) as usize;
+    LogConfig {
+        segment: SegmentConfig {
+            segment_bytes: n("segment.bytes").max(1024),
+            segment_index_bytes: n("segment.index.bytes").max(64),
+            index_interval_bytes: n("index.interval.bytes"),
+        },
+        max_message_bytes: n("max.message.bytes"),
+    }
+}
+
+fn partition_dir(log_dir: &Path, tp: &TopicPartition) -> PathBuf {
+    log_dir.join(format!("{}-{}", tp.topic, tp.partition))
+}
+
+impl ReplicaManager {
+    /// Prepares the manager; partitions are opened by [`ReplicaManager::apply_image`].
+    pub fn open(config: Arc<BrokerConfig>) -> Result<Self, LogError> {
+        let dir = &config.log_dir;
+        std::fs::create_dir_all(dir).map_err(|e| LogError::io(dir, e))?;
+        let marker = dir.join(CLEAN_SHUTDOWN_FILE);
+        let clean_start = marker.exists();
+        if clean_start {
+            std::fs::remove_file(&marker).map_err(|e| LogError::io(&marker, e))?;
+        } else {
+            tracing::info!(log_dir = %dir.display(), "no clean-shutdown marker: recovering logs");
+        }
+        Ok(ReplicaManager { config, partitions: DashMap::new(), clean_start })
+    }
+
+    /// The partition `topic`-`partition`, if hosted here.
+    pub fn partition(&self, topic: &str, partition: i32) -> Result<Arc<Partition>, ReplicaError> {
+        let tp = TopicPartition { topic: topic.to_string(), partition };
+        self.partitions.get(&tp).map(|p| Arc::clone(p.value())).ok_or(
+            ReplicaError::UnknownTopicOrPartition { topic: tp.topic, partition },
+        )
+    }
+
+    /// Brings the hosted partitions in line with `image`: opens logs of new partitions and
+    /// removes (and deletes from disk) partitions of deleted topics.
+    pub fn apply_image(&self, image: &MetadataImage) -> Result<(), ReplicaError> {
+        let stale: Vec<TopicPartition> = self
+            .partitions
+            .iter()
+            .filter(|p| {
+                image.topic(&p.key().topic).is_none_or(|t| {
+                    t.topic_id != p.value().topic_id || p.key().partition >= t.partitions
+                })
+            })
+            .map(|p| p.key().clone())
+            .collect();
+        for tp in stale {
+            self.remove_partition(&tp);
+        }
+        for topic_image in image.topics.values() {
+            for index in 0..topic_image.partitions {
+                let tp = TopicPartition { topic: topic_image.name.clone(), partition: index };
+                if !self.partitions.contains_key(&tp) {
+                    let partition = self.open_partition(&tp, topic_image)?;
+                    self.partitions.insert(tp, Arc::new(partition));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn open_partition(&self, tp: &TopicPartition, image: &TopicImage) -> Result<Partition, ReplicaError> {
+        let dir = partition_dir(&self.config.log_dir, tp);
+        let wrap = |source| ReplicaError::Log { topic: tp.topic.clone(), partition: tp.partition, source };
+        let log = Log::open(&dir, log_config(&self.config, image), self.clean_start).map_err(wrap)?;
+        let metadata_path = dir.join(PARTITION_METADATA_FILE);
+        if !metadata_path.exists() {
+            let text = format!("version: 0\ntopic_id: {}\n", base64url(image.topic_id));
+            write_atomically(&metadata_path, text.as_bytes()).map_err(wrap)?;
+        }
+        Ok(Partition::new(tp.clone(), image.topic_id, image.leader_epoch, log))
+    }
+
+    fn remove_partition(&self, tp: &TopicPartition) {
+        let Some((_, partition)) = self.partitions.remove(tp) else { return };
+        let dir = partition.log().dir().to_path_buf();
+        drop(partition);
+        if let Err(error) = std::fs::remove_dir_all(&dir) {
+            tracing::error!(topic = %tp.topic, partition = tp.partition, %error, "cannot delete log");
+        } else {
+            tracing::info!(topic = %tp.topic, partition = tp.partition, "deleted partition log");
+        }
+    }
+
+    /// Closes every log cleanly and writes the clean-shutdown marker.
+    pub fn shutdown(&self) -> Result<(), ReplicaError> {
+        let mut clean = true;
+        for entry in self.partitions.iter() {
+            if let Err(error) = entry.value().close() {
+                tracing::error!(%error, "cannot close partition log cleanly");
+                clean = false;
+            }
+        }
+        if clean {
+            let marker = self.config.log_dir.join(CLEAN_SHUTDOWN_FILE);
+            write_atomically(&marker, br#"{"version":0,"brokerEpoch":0}"#).map_err(|source| {
+                ReplicaError::Log { topic: String::new(), partition: -1, source }
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Number of hosted partitions.
+    pub fn len(&self) -> usize {
+        self.partitions.len()
+    }
+
+    /// Whether no partition is hosted.
+    pub fn is_empty(&self) -> bool {
+        self.partitions.is_empty()
+    }
+}

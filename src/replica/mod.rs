@@ -1,0 +1,10 @@
+//! Partitions hosted by this broker: appends with acks, reads capped at the high
+//! watermark, and the wake-ups that let parked fetches answer as soon as data arrives.
+
+pub mod error;
+pub mod manager;
+pub mod partition;
+
+pub use error::ReplicaError;
+pub use manager::ReplicaManager;
+pub use partition::{Partition, PartitionOffsets, TopicPartition};
