@@ -1,0 +1,262 @@
+//! Test support: an in-process broker on 127.0.0.1:0 with a temporary log directory, and a
+//! raw Kafka client that sends one encoded request at a time.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use highwater::api::Broker;
+use highwater::config::{BrokerConfig, ConfigMap};
+use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// A running in-process broker.
+pub struct TestBroker {
+    pub addr: SocketAddr,
+    pub dir: tempfile::TempDir,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+/// Config for a broker with its data in `dir`, plus `extra` keys.
+pub fn config(dir: &Path, extra: &[(&str, &str)]) -> Arc<BrokerConfig> {
+    let mut map = ConfigMap::new();
+    map.insert("log.dirs".into(), dir.display().to_string());
+    map.insert("listeners".into(), "127.0.0.1:0".into());
+    for (k, v) in extra {
+        map.insert((*k).into(), (*v).into());
+    }
+    Arc::new(BrokerConfig::from_map(map).expect("config"))
+}
+
+impl TestBroker {
+    /// Starts a broker on a fresh temporary directory.
+    pub async fn start(extra: &[(&str, &str)]) -> TestBroker {
+        let dir = tempfile::tempdir().expect("tempdir");
+        Self::start_in(dir, extra).await
+    }
+
+    /// Starts a broker on an existing directory (for restarts).
+    pub async fn start_in(dir: tempfile::TempDir, extra: &[(&str, &str)]) -> TestBroker {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let port = addr.port().to_string();
+        let advertised = format!("127.0.0.1:{port}");
+        let mut keys: Vec<(&str, &str)> = vec![("advertised.listeners", advertised.as_str())];
+        keys.extend_from_slice(extra);
+        let broker = Arc::new(Broker::open(config(dir.path(), &keys)).expect("broker"));
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(highwater::server::run(broker, listener, async {
+            let _ = stopped.await;
+        }));
+        TestBroker { addr, dir, stop: Some(stop), task: Some(task) }
+    }
+
+    /// Stops the broker cleanly and returns its directory.
+    pub async fn stop(mut self) -> tempfile::TempDir {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await.expect("server task");
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::mem::replace(&mut self.dir, dir)
+    }
+
+    /// Kills the broker without a clean shutdown (no log close, no marker).
+    pub async fn kill(mut self) -> tempfile::TempDir {
+        if let Some(task) = self.task.take() {
+            task.abort();
+            let _ = task.await;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::mem::replace(&mut self.dir, dir)
+    }
+
+    /// A connected raw client.
+    pub async fn client(&self) -> Client {
+        Client::connect(self.addr).await
+    }
+}
+
+/// A raw Kafka client: one request, one response.
+pub struct Client {
+    pub stream: TcpStream,
+    correlation_id: i32,
+}
+
+impl Client {
+    pub async fn connect(addr: SocketAddr) -> Client {
+        let stream = TcpStream::connect(addr).await.expect("connect");
+        Client { stream, correlation_id: 0 }
+    }
+
+    /// Encodes a request frame.
+    pub fn frame<R: Request>(&mut self, body: &R, version: i16) -> Bytes {
+        self.correlation_id += 1;
+        let key = ApiKey::try_from(R::KEY).expect("key");
+        let header = RequestHeader::default()
+            .with_request_api_key(R::KEY)
+            .with_request_api_version(version)
+            .with_correlation_id(self.correlation_id)
+            .with_client_id(Some(StrBytes::from_static_str("highwater-test")));
+        let mut buf = BytesMut::new();
+        header.encode(&mut buf, key.request_header_version(version)).expect("header");
+        body.encode(&mut buf, version).expect("body");
+        let mut out = BytesMut::new();
+        out.put_i32(buf.len() as i32);
+        out.extend_from_slice(&buf);
+        out.freeze()
+    }
+
+    /// Sends raw bytes.
+    pub async fn send_raw(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).await.expect("write");
+    }
+
+    /// Reads one response frame; `None` if the broker closed the connection.
+    pub async fn read_frame(&mut self) -> Option<Bytes> {
+        let read = async {
+            let mut len = [0u8; 4];
+            self.stream.read_exact(&mut len).await.ok()?;
+            let mut body = vec![0u8; i32::from_be_bytes(len) as usize];
+            self.stream.read_exact(&mut body).await.ok()?;
+            Some(Bytes::from(body))
+        };
+        tokio::time::timeout(Duration::from_secs(30), read).await.expect("response in time")
+    }
+
+    /// Sends `body` at `version` and decodes the response.
+    pub async fn call<R: Request>(&mut self, body: &R, version: i16) -> R::Response {
+        let frame = self.frame(body, version);
+        self.send_raw(&frame).await;
+        let mut response = self.read_frame().await.expect("response");
+        let header = ResponseHeader::decode(&mut response, R::Response::header_version(version))
+            .expect("response header");
+        assert_eq!(header.correlation_id, self.correlation_id, "correlation id");
+        let decoded = R::Response::decode(&mut response, version).expect("response body");
+        assert_eq!(response.remaining(), 0, "response fully consumed");
+        decoded
+    }
+
+    /// Whether the broker closed the connection (EOF) within a few seconds.
+    pub async fn is_closed(&mut self) -> bool {
+        let mut byte = [0u8; 1];
+        match tokio::time::timeout(Duration::from_secs(5), self.stream.read(&mut byte)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => true,
+            _ => false,
+        }
+    }
+}
+
+/// Encodes `count` records as one batch (keys `k{i}`, values `v{i}`), optionally idempotent.
+pub fn batch(count: i32, producer_id: i64, base_sequence: i32, timestamp: i64) -> Bytes {
+    let records: Vec<Record> = (0..count)
+        .map(|i| Record {
+            transactional: false,
+            control: false,
+            partition_leader_epoch: -1,
+            producer_id,
+            producer_epoch: if producer_id >= 0 { 0 } else { -1 },
+            timestamp_type: TimestampType::Creation,
+            offset: i64::from(i),
+            sequence: base_sequence.max(0) + i,
+            timestamp: timestamp + i64::from(i),
+            key: Some(Bytes::from(format!("k{i}"))),
+            value: Some(Bytes::from(format!("v{i}"))),
+            headers: Default::default(),
+            delete_horizon: false,
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    let options = RecordEncodeOptions { version: 2, compression: Compression::None };
+    RecordBatchEncoder::encode(&mut buf, &records, &options).expect("encode");
+    buf.freeze()
+}
+
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::fetch_response::PartitionData;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::produce_response::PartitionProduceResponse;
+use kafka_protocol::messages::{
+    CreateTopicsRequest, FetchRequest, ProduceRequest, TopicName,
+};
+
+/// A wire topic name.
+pub fn name(s: &str) -> TopicName {
+    TopicName(StrBytes::from_string(s.to_string()))
+}
+
+/// Creates a topic and returns its error code.
+pub async fn create_topic(client: &mut Client, topic: &str, partitions: i32) -> i16 {
+    let request = CreateTopicsRequest::default()
+        .with_topics(vec![CreatableTopic::default()
+            .with_name(name(topic))
+            .with_num_partitions(partitions)
+            .with_replication_factor(1)])
+        .with_timeout_ms(5000);
+    client.call(&request, 7).await.topics[0].error_code
+}
+
+/// A Produce request for one partition.
+pub fn produce_request(topic: &str, partition: i32, records: Bytes, acks: i16) -> ProduceRequest {
+    ProduceRequest::default()
+        .with_acks(acks)
+        .with_timeout_ms(5000)
+        .with_topic_data(vec![TopicProduceData::default().with_name(name(topic)).with_partition_data(
+            vec![PartitionProduceData::default().with_index(partition).with_records(Some(records))],
+        )])
+}
+
+/// Produces one batch (Produce v9) and returns the partition's response.
+pub async fn produce(client: &mut Client, topic: &str, partition: i32, records: Bytes) -> PartitionProduceResponse {
+    let response = client.call(&produce_request(topic, partition, records, -1), 9).await;
+    response.responses[0].partition_responses[0].clone()
+}
+
+/// A Fetch v12 request for one partition.
+pub fn fetch_request(topic: &str, partition: i32, offset: i64, max_wait_ms: i32, min_bytes: i32) -> FetchRequest {
+    FetchRequest::default()
+        .with_replica_id(kafka_protocol::messages::BrokerId(-1))
+        .with_max_wait_ms(max_wait_ms)
+        .with_min_bytes(min_bytes)
+        .with_max_bytes(50 * 1024 * 1024)
+        .with_session_epoch(-1)
+        .with_topics(vec![FetchTopic::default().with_topic(name(topic)).with_partitions(vec![
+            FetchPartition::default()
+                .with_partition(partition)
+                .with_fetch_offset(offset)
+                .with_partition_max_bytes(1024 * 1024),
+        ])])
+}
+
+/// Fetches one partition (Fetch v12) and returns its data.
+pub async fn fetch(client: &mut Client, topic: &str, partition: i32, offset: i64) -> PartitionData {
+    let response = client.call(&fetch_request(topic, partition, offset, 0, 1), 12).await;
+    response.responses[0].partitions[0].clone()
+}
+
+/// Decodes all records of fetched bytes: (offset, key, value).
+pub fn records(bytes: &Bytes) -> Vec<(i64, String, String)> {
+    let mut buf = bytes.clone();
+    let sets = kafka_protocol::records::RecordBatchDecoder::decode_all(&mut buf).expect("decode");
+    sets.iter()
+        .flat_map(|s| s.records.iter())
+        .map(|r| {
+            let text = |b: &Option<Bytes>| String::from_utf8_lossy(b.as_deref().unwrap_or_default()).to_string();
+            (r.offset, text(&r.key), text(&r.value))
+        })
+        .collect()
+}

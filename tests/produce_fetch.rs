@@ -1,0 +1,106 @@
+//! Produce and Fetch through the wire: appends get offsets, fetches return what was
+//! appended, long polls wake on appends, and data survives restarts.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use kafka_protocol::error::ResponseError;
+
+#[tokio::test]
+async fn produced_batches_are_fetched_back_with_their_offsets() {
+    // Goal: two appends get consecutive offsets and a fetch returns both batches intact.
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    assert_eq!(create_topic(&mut client, "orders", 2).await, 0);
+    let first = produce(&mut client, "orders", 1, batch(3, -1, -1, 1000)).await;
+    let second = produce(&mut client, "orders", 1, batch(2, -1, -1, 2000)).await;
+    assert_eq!((first.error_code, first.base_offset), (0, 0));
+    assert_eq!((second.error_code, second.base_offset), (0, 3));
+    let data = fetch(&mut client, "orders", 1, 0).await;
+    assert_eq!(data.error_code, 0);
+    assert_eq!(data.high_watermark, 5);
+    let got = records(data.records.as_ref().expect("records"));
+    let offsets: Vec<i64> = got.iter().map(|r| r.0).collect();
+    assert_eq!(offsets, vec![0, 1, 2, 3, 4]);
+    assert_eq!(got[3], (3, "k0".into(), "v0".into()));
+}
+
+#[tokio::test]
+async fn fetch_from_the_middle_of_a_batch_returns_the_whole_batch() {
+    // Goal: clients skip earlier records themselves; the broker must return the batch.
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "t", 1).await;
+    produce(&mut client, "t", 0, batch(5, -1, -1, 0)).await;
+    let data = fetch(&mut client, "t", 0, 3).await;
+    assert_eq!(records(data.records.as_ref().expect("records")).len(), 5);
+}
+
+#[tokio::test]
+async fn fetch_at_the_end_is_empty_and_past_the_end_is_out_of_range() {
+    // Goal: empty (never null) records at the log end, OFFSET_OUT_OF_RANGE beyond it.
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "t", 1).await;
+    produce(&mut client, "t", 0, batch(2, -1, -1, 0)).await;
+    let at_end = fetch(&mut client, "t", 0, 2).await;
+    assert_eq!(at_end.error_code, 0);
+    assert_eq!(at_end.records.as_ref().map(|r| r.len()), Some(0));
+    let beyond = fetch(&mut client, "t", 0, 3).await;
+    assert_eq!(beyond.error_code, ResponseError::OffsetOutOfRange.code());
+}
+
+#[tokio::test]
+async fn a_parked_fetch_is_woken_by_an_append() {
+    // Goal: a long poll answers as soon as data arrives, well before max_wait_ms.
+    let broker = TestBroker::start(&[]).await;
+    let mut setup = broker.client().await;
+    create_topic(&mut setup, "t", 1).await;
+    let mut consumer = broker.client().await;
+    let parked = tokio::spawn(async move {
+        let request = fetch_request("t", 0, 0, 60_000, 1);
+        consumer.call(&request, 12).await
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!parked.is_finished(), "fetch must wait for data");
+    produce(&mut setup, "t", 0, batch(1, -1, -1, 0)).await;
+    let response = tokio::time::timeout(Duration::from_secs(20), parked)
+        .await
+        .expect("woken long before max_wait_ms")
+        .expect("task");
+    let data = &response.responses[0].partitions[0];
+    assert_eq!(records(data.records.as_ref().expect("records")).len(), 1);
+}
+
+#[tokio::test]
+async fn data_survives_a_clean_restart_and_a_kill() {
+    // Goal: restart keeps every record and offsets continue, after a clean stop and a kill.
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "t", 1).await;
+    produce(&mut client, "t", 0, batch(3, -1, -1, 0)).await;
+    drop(client);
+    let broker = TestBroker::start_in(broker.stop().await, &[]).await;
+    let mut client = broker.client().await;
+    assert_eq!(produce(&mut client, "t", 0, batch(2, -1, -1, 0)).await.base_offset, 3);
+    drop(client);
+    let broker = TestBroker::start_in(broker.kill().await, &[]).await;
+    let mut client = broker.client().await;
+    assert_eq!(produce(&mut client, "t", 0, batch(1, -1, -1, 0)).await.base_offset, 5);
+    let data = fetch(&mut client, "t", 0, 0).await;
+    assert_eq!(records(data.records.as_ref().expect("records")).len(), 6);
+}
+
+#[tokio::test]
+async fn acks_zero_gets_no_response_but_is_appended() {
+    // Goal: acks=0 produces are written and never answered.
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "t", 1).await;
+    let frame = client.frame(&produce_request("t", 0, batch(2, -1, -1, 0), 0), 9);
+    client.send_raw(&frame).await;
+    let data = fetch(&mut client, "t", 0, 0).await;
+    assert_eq!(data.high_watermark, 2);
+}
