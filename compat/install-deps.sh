@@ -80,12 +80,10 @@ PY
 java_stamp="$compat/java/target/.compat-stamp"
 want="$(fingerprint "$compat/java/pom.xml")"
 if [[ ! -f "$java_stamp" || "$(cat "$java_stamp")" != "$want" ]]; then
-    echo "install-deps: resolving compat/java (mvn test-compile)"
-    # test-compile fetches the dependencies and plugins; surefire's JUnit provider is fetched
-    # by the `dependency` goal below so that the first test run needs no download.
-    mvn "${mvn_flags[@]}" -f "$compat/java/pom.xml" test-compile
-    mvn "${mvn_flags[@]}" -f "$compat/java/pom.xml" dependency:get \
-        -Dartifact=org.apache.maven.surefire:surefire-junit-platform:3.5.2
+    echo "install-deps: resolving compat/java (mvn test-compile dependency:resolve-plugins)"
+    # Fetches the dependencies and plugins; surefire fetches its small JUnit provider on the
+    # first test run (Maven Central is reachable then too).
+    mvn "${mvn_flags[@]}" -f "$compat/java/pom.xml" test-compile dependency:resolve-plugins
     mkdir -p "$(dirname "$java_stamp")"
     echo "$want" >"$java_stamp"
 fi

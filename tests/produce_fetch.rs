@@ -84,11 +84,21 @@ async fn data_survives_a_clean_restart_and_a_kill() {
     drop(client);
     let broker = TestBroker::start_in(broker.stop().await, &[]).await;
     let mut client = broker.client().await;
-    assert_eq!(produce(&mut client, "t", 0, batch(2, -1, -1, 0)).await.base_offset, 3);
+    assert_eq!(
+        produce(&mut client, "t", 0, batch(2, -1, -1, 0))
+            .await
+            .base_offset,
+        3
+    );
     drop(client);
     let broker = TestBroker::start_in(broker.kill().await, &[]).await;
     let mut client = broker.client().await;
-    assert_eq!(produce(&mut client, "t", 0, batch(1, -1, -1, 0)).await.base_offset, 5);
+    assert_eq!(
+        produce(&mut client, "t", 0, batch(1, -1, -1, 0))
+            .await
+            .base_offset,
+        5
+    );
     let data = fetch(&mut client, "t", 0, 0).await;
     assert_eq!(records(data.records.as_ref().expect("records")).len(), 6);
 }

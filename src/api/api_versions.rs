@@ -15,7 +15,10 @@ use super::versions::{supported, SUPPORTED_APIS};
 use super::{HandlerError, Outcome, Request};
 
 fn api_version(key: ApiKey, min: i16, max: i16) -> ApiVersion {
-    ApiVersion::default().with_api_key(key as i16).with_min_version(min).with_max_version(max)
+    ApiVersion::default()
+        .with_api_key(key as i16)
+        .with_min_version(min)
+        .with_max_version(max)
 }
 
 /// Answers ApiVersions.

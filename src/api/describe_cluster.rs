@@ -20,7 +20,11 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
         })
         .collect();
     let response = DescribeClusterResponse::default()
-        .with_endpoint_type(if request.version() >= 1 { body.endpoint_type } else { 1 })
+        .with_endpoint_type(if request.version() >= 1 {
+            body.endpoint_type
+        } else {
+            1
+        })
         .with_cluster_id(str_bytes(&image.cluster_id))
         .with_controller_id(BrokerId(image.controller_id))
         .with_brokers(brokers);

@@ -22,15 +22,25 @@ struct Entry {
     config_type: ConfigType,
 }
 
-fn entries_for(broker: &Broker, resource: &DescribeConfigsResource) -> Result<Vec<Entry>, ResponseError> {
+fn entries_for(
+    broker: &Broker,
+    resource: &DescribeConfigsResource,
+) -> Result<Vec<Entry>, ResponseError> {
     let name = resource.resource_name.as_str();
     match resource.resource_type {
         RESOURCE_TOPIC => {
             let image = broker.image();
-            let topic_image = image.topic(name).ok_or(ResponseError::UnknownTopicOrPartition)?;
+            let topic_image = image
+                .topic(name)
+                .ok_or(ResponseError::UnknownTopicOrPartition)?;
             Ok(topic::resolve(&broker.config, &topic_image.configs)
                 .into_iter()
-                .map(|c| Entry { name: c.key.name.into(), value: c.value, source: c.source, config_type: c.key.config_type })
+                .map(|c| Entry {
+                    name: c.key.name.into(),
+                    value: c.value,
+                    source: c.source,
+                    config_type: c.key.config_type,
+                })
                 .collect())
         }
         RESOURCE_BROKER => {
@@ -57,7 +67,12 @@ fn entries_for(broker: &Broker, resource: &DescribeConfigsResource) -> Result<Ve
     }
 }
 
-fn describe(broker: &Broker, request: &Request, body: &DescribeConfigsRequest, resource: &DescribeConfigsResource) -> DescribeConfigsResult {
+fn describe(
+    broker: &Broker,
+    request: &Request,
+    body: &DescribeConfigsRequest,
+    resource: &DescribeConfigsResource,
+) -> DescribeConfigsResult {
     let base = DescribeConfigsResult::default()
         .with_resource_type(resource.resource_type)
         .with_resource_name(resource.resource_name.clone());
@@ -65,10 +80,15 @@ fn describe(broker: &Broker, request: &Request, body: &DescribeConfigsRequest, r
         Ok(entries) => entries,
         Err(code) => {
             tracing::debug!(client = %request.client, api = "DescribeConfigs", resource = %resource.resource_name.as_str(), error = ?code, "refused");
-            return base.with_error_code(code.code()).with_error_message(Some(str_bytes(&format!("{code:?}"))));
+            return base
+                .with_error_code(code.code())
+                .with_error_message(Some(str_bytes(&format!("{code:?}"))));
         }
     };
-    let wanted = resource.configuration_keys.as_ref();
+    let wanted = resource
+        .configuration_keys
+        .as_ref()
+        .filter(|keys| !keys.is_empty());
     let configs = entries
         .into_iter()
         .filter(|e| wanted.is_none_or(|keys| keys.iter().any(|k| k.as_str() == e.name)))
@@ -96,6 +116,10 @@ fn describe(broker: &Broker, request: &Request, body: &DescribeConfigsRequest, r
 /// Answers DescribeConfigs.
 pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
     let body: DescribeConfigsRequest = request.decode()?;
-    let results = body.resources.iter().map(|r| describe(broker, request, &body, r)).collect();
+    let results = body
+        .resources
+        .iter()
+        .map(|r| describe(broker, request, &body, r))
+        .collect();
     request.respond(&DescribeConfigsResponse::default().with_results(results))
 }

@@ -51,5 +51,8 @@ pub fn controller_error(error: &ControllerError) -> ResponseError {
 /// Whether an error is the client's doing (logged at debug) rather than the broker's
 /// (logged at warn or error).
 pub fn is_client_error(error: ResponseError) -> bool {
-    !matches!(error, ResponseError::KafkaStorageError | ResponseError::UnknownServerError)
+    !matches!(
+        error,
+        ResponseError::KafkaStorageError | ResponseError::UnknownServerError
+    )
 }

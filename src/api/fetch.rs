@@ -41,22 +41,37 @@ struct Reading {
     has_error: bool,
 }
 
-fn resolve(broker: &Broker, request: &Request, body: &FetchRequest) -> (Vec<(TopicName, Uuid)>, Vec<Target>) {
+fn resolve(
+    broker: &Broker,
+    request: &Request,
+    body: &FetchRequest,
+) -> (Vec<(TopicName, Uuid)>, Vec<Target>) {
     let image = broker.image();
     let mut topics = Vec::new();
     let mut targets = Vec::new();
     for topic in &body.topics {
         let by_id = request.version() >= 13;
-        let found = if by_id { image.topic_by_id(topic.topic_id) } else { image.topic(&topic.topic.0) };
+        let found = if by_id {
+            image.topic_by_id(topic.topic_id)
+        } else {
+            image.topic(&topic.topic.0)
+        };
         let name = found.map_or_else(|| topic.topic.clone(), |t| topic_name(&t.name));
         topics.push((name, topic.topic_id));
         for p in &topic.partitions {
             let partition = match found {
                 None if by_id => Err(ResponseError::UnknownTopicId),
                 None => Err(ResponseError::UnknownTopicOrPartition),
-                Some(t) => broker.replicas.partition(&t.name, p.partition).map_err(|e| replica_error(&e)),
+                Some(t) => broker
+                    .replicas
+                    .partition(&t.name, p.partition)
+                    .map_err(|e| replica_error(&e)),
             };
-            targets.push(Target { topic_index: topics.len() - 1, request: p.clone(), partition });
+            targets.push(Target {
+                topic_index: topics.len() - 1,
+                request: p.clone(),
+                partition,
+            });
         }
     }
     (topics, targets)
@@ -72,12 +87,24 @@ fn error_data(index: i32, error: ResponseError) -> PartitionData {
         .with_records(Some(Bytes::new()))
 }
 
-fn read_partition(partition: &Partition, fetch: &FetchPartition, max_bytes: usize, min_one: bool) -> Result<PartitionData, ResponseError> {
-    partition.check_leader_epoch(fetch.current_leader_epoch).map_err(|e| replica_error(&e))?;
+fn read_partition(
+    partition: &Partition,
+    fetch: &FetchPartition,
+    max_bytes: usize,
+    min_one: bool,
+) -> Result<PartitionData, ResponseError> {
+    partition
+        .check_leader_epoch(fetch.current_leader_epoch)
+        .map_err(|e| replica_error(&e))?;
     let offsets = partition.offsets();
     let log = partition.log();
     let records = log
-        .read(fetch.fetch_offset, offsets.high_watermark, max_bytes, min_one)
+        .read(
+            fetch.fetch_offset,
+            offsets.high_watermark,
+            max_bytes,
+            min_one,
+        )
         .map_err(|e| replica_error(&partition.log_error(e)))?;
     Ok(PartitionData::default()
         .with_partition_index(fetch.partition)
@@ -87,7 +114,12 @@ fn read_partition(partition: &Partition, fetch: &FetchPartition, max_bytes: usiz
         .with_records(Some(records)))
 }
 
-fn read_all(request: &Request, body: &FetchRequest, topics: &[(TopicName, Uuid)], targets: &[Target]) -> Reading {
+fn read_all(
+    request: &Request,
+    body: &FetchRequest,
+    topics: &[(TopicName, Uuid)],
+    targets: &[Target],
+) -> Reading {
     let mut reading = Reading {
         topics: topics
             .iter()
@@ -105,9 +137,10 @@ fn read_all(request: &Request, body: &FetchRequest, topics: &[(TopicName, Uuid)]
         let index = target.request.partition;
         let remaining = response_max_bytes.saturating_sub(reading.bytes);
         let max_bytes = (target.request.partition_max_bytes.max(0) as usize).min(remaining);
-        let data = target.partition.clone().and_then(|p| {
-            read_partition(&p, &target.request, max_bytes, reading.bytes == 0)
-        });
+        let data = target
+            .partition
+            .clone()
+            .and_then(|p| read_partition(&p, &target.request, max_bytes, reading.bytes == 0));
         let data = data.unwrap_or_else(|error| {
             tracing::debug!(client = %request.client, api = "Fetch", partition = index,
                 offset = target.request.fetch_offset, error = ?error, "fetch partition error");
@@ -137,14 +170,17 @@ async fn wait_for_data(receivers: &mut [watch::Receiver<i64>], deadline: Instant
 pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
     let body: FetchRequest = request.decode()?;
     if body.session_id != 0 {
-        let response = FetchResponse::default()
-            .with_error_code(ResponseError::FetchSessionIdNotFound.code());
+        let response =
+            FetchResponse::default().with_error_code(ResponseError::FetchSessionIdNotFound.code());
         return request.respond(&response);
     }
     let (topics, targets) = resolve(broker, request, &body);
     let deadline = Instant::now() + Duration::from_millis(body.max_wait_ms.max(0) as u64);
-    let mut receivers: Vec<watch::Receiver<i64>> =
-        targets.iter().filter_map(|t| t.partition.as_ref().ok()).map(|p| p.subscribe()).collect();
+    let mut receivers: Vec<watch::Receiver<i64>> = targets
+        .iter()
+        .filter_map(|t| t.partition.as_ref().ok())
+        .map(|p| p.subscribe())
+        .collect();
     let reading = loop {
         for receiver in &mut receivers {
             receiver.mark_unchanged();

@@ -3,7 +3,9 @@
 //! first record whose timestamp is at or after a given time (-1 offset past the end).
 
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
 use super::errors::replica_error;
@@ -20,7 +22,11 @@ const LATEST_TIERED: i64 = -5;
 fn epoch_of(partition: &Partition, offset: i64) -> i32 {
     let log = partition.log();
     let entries = log.epoch_cache().entries();
-    entries.iter().rev().find(|e| e.start_offset <= offset).map_or(-1, |e| e.epoch)
+    entries
+        .iter()
+        .rev()
+        .find(|e| e.start_offset <= offset)
+        .map_or(-1, |e| e.epoch)
 }
 
 /// (timestamp, offset) for one partition's query.
@@ -32,11 +38,15 @@ fn lookup(partition: &Partition, timestamp: i64) -> (i64, i64) {
         LATEST_TIERED => (-1, -1),
         MAX_TIMESTAMP => {
             let found = partition.log().offset_of_max_timestamp();
-            found.filter(|f| f.offset < offsets.high_watermark).map_or((-1, -1), |f| (f.timestamp, f.offset))
+            found
+                .filter(|f| f.offset < offsets.high_watermark)
+                .map_or((-1, -1), |f| (f.timestamp, f.offset))
         }
         target => {
             let found = partition.log().offset_for_timestamp(target);
-            found.filter(|f| f.offset < offsets.high_watermark).map_or((-1, -1), |f| (f.timestamp, f.offset))
+            found
+                .filter(|f| f.offset < offsets.high_watermark)
+                .map_or((-1, -1), |f| (f.timestamp, f.offset))
         }
     }
 }

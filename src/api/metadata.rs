@@ -50,7 +50,11 @@ pub fn describe_topic(version: i16, topic: &TopicImage) -> MetadataResponseTopic
         .collect();
     MetadataResponseTopic::default()
         .with_name(Some(topic_name(&topic.name)))
-        .with_topic_id(if version >= 10 { topic.topic_id } else { Uuid::nil() })
+        .with_topic_id(if version >= 10 {
+            topic.topic_id
+        } else {
+            Uuid::nil()
+        })
         .with_partitions(partitions)
 }
 
@@ -61,15 +65,28 @@ fn error_topic(name: Option<&str>, topic_id: Uuid, error: ResponseError) -> Meta
         .with_error_code(error.code())
 }
 
-fn topic_by_name(broker: &Broker, request: &Request, name: &str, auto_create: bool) -> MetadataResponseTopic {
+fn topic_by_name(
+    broker: &Broker,
+    request: &Request,
+    name: &str,
+    auto_create: bool,
+) -> MetadataResponseTopic {
     if let Some(topic) = broker.image().topic(name) {
         return describe_topic(request.version(), topic);
     }
     if validate_topic_name(name).is_err() {
-        return error_topic(Some(name), Uuid::nil(), ResponseError::InvalidTopicException);
+        return error_topic(
+            Some(name),
+            Uuid::nil(),
+            ResponseError::InvalidTopicException,
+        );
     }
     if !auto_create {
-        return error_topic(Some(name), Uuid::nil(), ResponseError::UnknownTopicOrPartition);
+        return error_topic(
+            Some(name),
+            Uuid::nil(),
+            ResponseError::UnknownTopicOrPartition,
+        );
     }
     match topics::create_with_defaults(broker, name) {
         Ok(()) => match broker.image().topic(name) {
@@ -92,7 +109,11 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
     let topics = match wanted_topics(request, &body) {
         None => {
             let image = broker.image();
-            image.topics.values().map(|t| describe_topic(request.version(), t)).collect()
+            image
+                .topics
+                .values()
+                .map(|t| describe_topic(request.version(), t))
+                .collect()
         }
         Some(wanted) => wanted
             .iter()
@@ -119,7 +140,11 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
     let response = MetadataResponse::default()
         .with_brokers(brokers)
         .with_cluster_id((request.version() >= 2).then(|| str_bytes(&image.cluster_id)))
-        .with_controller_id(BrokerId(if request.version() >= 1 { image.controller_id } else { -1 }))
+        .with_controller_id(BrokerId(if request.version() >= 1 {
+            image.controller_id
+        } else {
+            -1
+        }))
         .with_topics(topics);
     request.respond(&response)
 }

@@ -45,7 +45,11 @@ impl Broker {
         let replicas = ReplicaManager::open(Arc::clone(&config))
             .map_err(|source| ControllerError::Storage { source })?;
         replicas.apply_image(&controller.image())?;
-        Ok(Broker { config, controller, replicas })
+        Ok(Broker {
+            config,
+            controller,
+            replicas,
+        })
     }
 
     /// The current metadata image.
@@ -90,7 +94,10 @@ impl Request {
     }
 
     /// Encodes `response` as this request's answer.
-    pub fn respond<R: Encodable + HeaderVersion>(&self, response: &R) -> Result<Outcome, HandlerError> {
+    pub fn respond<R: Encodable + HeaderVersion>(
+        &self,
+        response: &R,
+    ) -> Result<Outcome, HandlerError> {
         let frame = response::encode(self, response, R::header_version(self.version()))?;
         Ok(Outcome::Respond(frame))
     }
@@ -140,7 +147,10 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         ApiKey::OffsetForLeaderEpoch => offset_for_leader_epoch::handle(broker, request),
         ApiKey::DescribeConfigs => describe_configs::handle(broker, request),
         ApiKey::DescribeCluster => describe_cluster::handle(broker, request),
-        api_key => Err(HandlerError::UnsupportedVersion { api_key, version: request.version() }),
+        api_key => Err(HandlerError::UnsupportedVersion {
+            api_key,
+            version: request.version(),
+        }),
     }
 }
 

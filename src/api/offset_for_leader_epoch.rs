@@ -3,7 +3,9 @@
 //! caller's current leader epoch. Consumers use it to validate positions after a leader
 //! change; followers, to find where their log diverges.
 
-use kafka_protocol::messages::offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderTopicResult};
+use kafka_protocol::messages::offset_for_leader_epoch_response::{
+    EpochEndOffset, OffsetForLeaderTopicResult,
+};
 use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 
 use super::errors::replica_error;

@@ -18,7 +18,13 @@ fn partition_error(index: i32, error: ResponseError) -> PartitionProduceResponse
         .with_log_start_offset(-1)
 }
 
-fn append(broker: &Broker, request: &Request, topic: &str, index: i32, records: &[u8]) -> PartitionProduceResponse {
+fn append(
+    broker: &Broker,
+    request: &Request,
+    topic: &str,
+    index: i32,
+    records: &[u8],
+) -> PartitionProduceResponse {
     let result = broker
         .replicas
         .partition(topic, index)

@@ -55,7 +55,12 @@ fn contains(source: &Bytes, slice: &[u8]) -> bool {
 impl ResponseBuf {
     /// A buffer that will not copy slices of `sources`.
     pub fn new(sources: Vec<Bytes>) -> Self {
-        ResponseBuf { chunks: Vec::new(), current: BytesMut::with_capacity(256), sealed: 0, sources }
+        ResponseBuf {
+            chunks: Vec::new(),
+            current: BytesMut::with_capacity(256),
+            sealed: 0,
+            sources,
+        }
     }
 
     fn seal_current(&mut self) {
@@ -140,10 +145,14 @@ pub fn encode_with_sources<R: Encodable>(
     let size = header.compute_size(header_version).map_err(fail)?
         + body.compute_size(request.version()).map_err(fail)?;
     let mut buf = ResponseBuf::new(sources);
-    buf.put_i32(i32::try_from(size).map_err(|_| HandlerError::Encode("response too large".into()))?);
+    buf.put_i32(
+        i32::try_from(size).map_err(|_| HandlerError::Encode("response too large".into()))?,
+    );
     header.encode(&mut buf, header_version).map_err(fail)?;
     body.encode(&mut buf, request.version()).map_err(fail)?;
-    let frame = ResponseFrame { chunks: buf.finish() };
+    let frame = ResponseFrame {
+        chunks: buf.finish(),
+    };
     debug_assert_eq!(frame.len(), size + 4, "encoded size matches computed size");
     Ok(frame)
 }

@@ -7,7 +7,9 @@ use std::collections::{BTreeMap, HashMap};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
-use kafka_protocol::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{
     CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse,
@@ -40,10 +42,12 @@ pub fn create_with_defaults(broker: &Broker, name: &str) -> Result<(), Controlle
 fn publish(broker: &Broker) -> Result<(), ControllerError> {
     broker.publish().map_err(|e| {
         tracing::error!(error = %e, "cannot open partitions of the new metadata image");
-        ControllerError::Storage { source: crate::log::LogError::CorruptFile {
-            path: broker.config.log_dir.clone(),
-            reason: e.to_string(),
-        } }
+        ControllerError::Storage {
+            source: crate::log::LogError::CorruptFile {
+                path: broker.config.log_dir.clone(),
+                reason: e.to_string(),
+            },
+        }
     })
 }
 
@@ -54,7 +58,10 @@ fn new_topic(topic: &CreatableTopic) -> NewTopic {
         name: topic.name.0.to_string(),
         partitions: topic.num_partitions,
         replication_factor: i32::from(topic.replication_factor),
-        assignments: assignments.iter().map(|a| a.broker_ids.iter().map(|b| b.0).collect()).collect(),
+        assignments: assignments
+            .iter()
+            .map(|a| a.broker_ids.iter().map(|b| b.0).collect())
+            .collect(),
         configs: topic
             .configs
             .iter()
@@ -63,7 +70,12 @@ fn new_topic(topic: &CreatableTopic) -> NewTopic {
     }
 }
 
-fn created_result(broker: &Broker, request: &Request, topic: &CreatableTopic, validate_only: bool) -> CreatableTopicResult {
+fn created_result(
+    broker: &Broker,
+    request: &Request,
+    topic: &CreatableTopic,
+    validate_only: bool,
+) -> CreatableTopicResult {
     let base = CreatableTopicResult::default().with_name(topic.name.clone());
     let wanted = new_topic(topic);
     let created = broker.controller.create_topic(&wanted, validate_only);
@@ -131,20 +143,31 @@ pub fn create_topics(broker: &Broker, request: &Request) -> Result<Outcome, Hand
 /// Answers DeleteTopics (by name, or by topic id from v6).
 pub fn delete_topics(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
     let body: DeleteTopicsRequest = request.decode()?;
-    let mut wanted: Vec<(Option<String>, Uuid)> =
-        body.topic_names.iter().map(|n| (Some(n.0.to_string()), Uuid::nil())).collect();
-    wanted.extend(body.topics.iter().map(|t| (t.name.as_ref().map(|n| n.0.to_string()), t.topic_id)));
+    let mut wanted: Vec<(Option<String>, Uuid)> = body
+        .topic_names
+        .iter()
+        .map(|n| (Some(n.0.to_string()), Uuid::nil()))
+        .collect();
+    wanted.extend(
+        body.topics
+            .iter()
+            .map(|t| (t.name.as_ref().map(|n| n.0.to_string()), t.topic_id)),
+    );
     let responses = wanted
         .into_iter()
         .map(|(name, topic_id)| {
             let image = broker.image();
             let found = match &name {
                 Some(name) => image.topic(name).map(|t| (t.name.clone(), t.topic_id)),
-                None => image.topic_by_id(topic_id).map(|t| (t.name.clone(), t.topic_id)),
+                None => image
+                    .topic_by_id(topic_id)
+                    .map(|t| (t.name.clone(), t.topic_id)),
             };
             let result = match found {
                 None if name.is_none() => Err(ControllerError::UnknownTopicId { topic_id }),
-                None => Err(ControllerError::UnknownTopic { topic: name.clone().unwrap_or_default() }),
+                None => Err(ControllerError::UnknownTopic {
+                    topic: name.clone().unwrap_or_default(),
+                }),
                 Some((found_name, found_id)) => broker
                     .controller
                     .delete_topic(&found_name)
@@ -155,7 +178,8 @@ pub fn delete_topics(broker: &Broker, request: &Request) -> Result<Outcome, Hand
             let (result, name, id) = match result {
                 Ok((name, id)) => (DeletableTopicResult::default(), Some(name), id),
                 Err(error) => {
-                    let failed = DeletableTopicResult::default().with_error_code(controller_error(&error).code());
+                    let failed = DeletableTopicResult::default()
+                        .with_error_code(controller_error(&error).code());
                     let failed = match version >= 5 {
                         true => failed.with_error_message(Some(str_bytes(&error.to_string()))),
                         false => failed,

@@ -19,15 +19,25 @@ pub struct SupportedApi {
 }
 
 const fn api(key: ApiKey, min_version: i16, max_version: i16) -> SupportedApi {
-    SupportedApi { key, min_version, max_version, min_served: min_version }
+    SupportedApi {
+        key,
+        min_version,
+        max_version,
+        min_served: min_version,
+    }
 }
 
 /// Every API served, in API key order.
 pub const SUPPORTED_APIS: &[SupportedApi] = &[
-    SupportedApi { key: ApiKey::Produce, min_version: 0, max_version: 11, min_served: 3 },
-    api(ApiKey::Fetch, 4, 16),
-    api(ApiKey::ListOffsets, 1, 9),
-    api(ApiKey::Metadata, 0, 12),
+    SupportedApi {
+        key: ApiKey::Produce,
+        min_version: 0,
+        max_version: 13,
+        min_served: 3,
+    },
+    api(ApiKey::Fetch, 4, 18),
+    api(ApiKey::ListOffsets, 1, 10),
+    api(ApiKey::Metadata, 0, 13),
     api(ApiKey::ApiVersions, 0, 4),
     api(ApiKey::CreateTopics, 2, 7),
     api(ApiKey::DeleteTopics, 1, 6),
@@ -35,7 +45,7 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::OffsetForLeaderEpoch, 2, 4),
     api(ApiKey::DescribeConfigs, 1, 4),
     api(ApiKey::CreatePartitions, 0, 3),
-    api(ApiKey::DescribeCluster, 0, 1),
+    api(ApiKey::DescribeCluster, 0, 2),
 ];
 
 /// The entry for `key`, if highwater serves it.
@@ -60,7 +70,10 @@ pub fn markdown_table() -> String {
                 api.min_served, api.max_version, api.min_version
             )
         };
-        table.push_str(&format!("| {:?} | {} | {} |\n", api.key, api.key as i16, versions));
+        table.push_str(&format!(
+            "| {:?} | {} | {} |\n",
+            api.key, api.key as i16, versions
+        ));
     }
     table
 }
@@ -73,8 +86,18 @@ mod tests {
     fn every_served_version_is_decodable_by_the_codec() {
         for api in SUPPORTED_APIS {
             let codec = api.key.valid_versions();
-            assert!(api.min_served >= codec.min, "{:?} min {}", api.key, api.min_served);
-            assert!(api.max_version <= codec.max, "{:?} max {}", api.key, api.max_version);
+            assert!(
+                api.min_served >= codec.min,
+                "{:?} min {}",
+                api.key,
+                api.min_served
+            );
+            assert!(
+                api.max_version <= codec.max,
+                "{:?} max {}",
+                api.key,
+                api.max_version
+            );
         }
     }
 

@@ -86,7 +86,11 @@ fn flatten(prefix: &str, value: &toml::Value, out: &mut ConfigMap) {
     match value {
         toml::Value::Table(table) => {
             for (key, inner) in table {
-                let name = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+                let name = if prefix.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{prefix}.{key}")
+                };
                 flatten(&name, inner, out);
             }
         }
@@ -108,11 +112,14 @@ fn flatten(prefix: &str, value: &toml::Value, out: &mut ConfigMap) {
 
 /// Reads a TOML config file into a flat map of Kafka keys.
 pub fn read_file(path: &Path) -> Result<ConfigMap, ConfigError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
-    let value: toml::Value = text
-        .parse()
-        .map_err(|source| ConfigError::Parse { path: path.to_path_buf(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let value: toml::Value = text.parse().map_err(|source| ConfigError::Parse {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let mut map = ConfigMap::new();
     flatten("", &value, &mut map);
     Ok(map)
@@ -120,24 +127,37 @@ pub fn read_file(path: &Path) -> Result<ConfigMap, ConfigError> {
 
 fn parse<T: std::str::FromStr>(values: &ConfigMap, key: &'static str) -> Result<T, ConfigError> {
     let raw = values.get(key).map(String::as_str).unwrap_or_default();
-    raw.trim().parse().map_err(|_| ConfigError::Invalid { key, value: raw.to_string() })
+    raw.trim().parse().map_err(|_| ConfigError::Invalid {
+        key,
+        value: raw.to_string(),
+    })
 }
 
 /// Parses `PLAINTEXT://host:port` or `host:port` into the host and port.
 fn parse_listener(key: &'static str, raw: &str) -> Result<(String, u16), ConfigError> {
     let first = raw.split(',').next().unwrap_or_default().trim();
     let address = first.rsplit("://").next().unwrap_or(first);
-    let invalid = || ConfigError::Invalid { key, value: raw.to_string() };
+    let invalid = || ConfigError::Invalid {
+        key,
+        value: raw.to_string(),
+    };
     let (host, port) = address.rsplit_once(':').ok_or_else(invalid)?;
     let port = port.parse().map_err(|_| invalid())?;
-    Ok((host.trim_start_matches('[').trim_end_matches(']').to_string(), port))
+    Ok((
+        host.trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string(),
+        port,
+    ))
 }
 
 impl BrokerConfig {
     /// Builds the configuration from explicitly set keys on top of the defaults.
     pub fn from_map(explicit: ConfigMap) -> Result<Self, ConfigError> {
-        let mut values: ConfigMap =
-            BROKER_DEFAULTS.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let mut values: ConfigMap = BROKER_DEFAULTS
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         for key in explicit.keys() {
             if !values.contains_key(key) && !topic::is_topic_key(key) {
                 tracing::warn!(key = %key, "unknown configuration key ignored");
@@ -148,12 +168,20 @@ impl BrokerConfig {
         let listener: SocketAddr = format!("{host}:{port}")
             .parse()
             .or_else(|_| format!("[{host}]:{port}").parse())
-            .map_err(|_| ConfigError::Invalid { key: "listeners", value: host.clone() })?;
+            .map_err(|_| ConfigError::Invalid {
+                key: "listeners",
+                value: host.clone(),
+            })?;
         let advertised = match values["advertised.listeners"].as_str() {
             "" => (host, port),
             raw => parse_listener("advertised.listeners", raw)?,
         };
-        let log_dir = values["log.dirs"].split(',').next().unwrap_or("./data").trim().into();
+        let log_dir = values["log.dirs"]
+            .split(',')
+            .next()
+            .unwrap_or("./data")
+            .trim()
+            .into();
         Ok(BrokerConfig {
             node_id: parse(&values, "node.id")?,
             listener,
@@ -181,8 +209,9 @@ mod tests {
 
     #[test]
     fn nested_tables_flatten_to_kafka_keys() {
-        let value: toml::Value =
-            "node.id = 3\n[log]\ndirs = \"/tmp/x\"\nsegment.bytes = 1024\n".parse().expect("toml");
+        let value: toml::Value = "node.id = 3\n[log]\ndirs = \"/tmp/x\"\nsegment.bytes = 1024\n"
+            .parse()
+            .expect("toml");
         let mut map = ConfigMap::new();
         flatten("", &value, &mut map);
         assert_eq!(map["log.dirs"], "/tmp/x");

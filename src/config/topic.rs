@@ -38,7 +38,12 @@ const fn key(
     fallback: &'static str,
     config_type: ConfigType,
 ) -> TopicKey {
-    TopicKey { name, broker_synonym, fallback, config_type }
+    TopicKey {
+        name,
+        broker_synonym,
+        fallback,
+        config_type,
+    }
 }
 
 use ConfigType::{Boolean, Double, Int, List, Long, String as Str};
@@ -46,36 +51,141 @@ use ConfigType::{Boolean, Double, Int, List, Long, String as Str};
 /// Every topic config, sorted by name, as Apache Kafka 4.x lists them.
 pub const TOPIC_KEYS: &[TopicKey] = &[
     key("cleanup.policy", Some("log.cleanup.policy"), "delete", List),
-    key("compression.gzip.level", Some("compression.gzip.level"), "-1", Int),
-    key("compression.lz4.level", Some("compression.lz4.level"), "9", Int),
-    key("compression.type", Some("compression.type"), "producer", Str),
-    key("compression.zstd.level", Some("compression.zstd.level"), "3", Int),
-    key("delete.retention.ms", Some("log.cleaner.delete.retention.ms"), "86400000", Long),
-    key("file.delete.delay.ms", Some("log.segment.delete.delay.ms"), "60000", Long),
-    key("flush.messages", Some("log.flush.interval.messages"), "9223372036854775807", Long),
-    key("flush.ms", Some("log.flush.interval.ms"), "9223372036854775807", Long),
+    key(
+        "compression.gzip.level",
+        Some("compression.gzip.level"),
+        "-1",
+        Int,
+    ),
+    key(
+        "compression.lz4.level",
+        Some("compression.lz4.level"),
+        "9",
+        Int,
+    ),
+    key(
+        "compression.type",
+        Some("compression.type"),
+        "producer",
+        Str,
+    ),
+    key(
+        "compression.zstd.level",
+        Some("compression.zstd.level"),
+        "3",
+        Int,
+    ),
+    key(
+        "delete.retention.ms",
+        Some("log.cleaner.delete.retention.ms"),
+        "86400000",
+        Long,
+    ),
+    key(
+        "file.delete.delay.ms",
+        Some("log.segment.delete.delay.ms"),
+        "60000",
+        Long,
+    ),
+    key(
+        "flush.messages",
+        Some("log.flush.interval.messages"),
+        "9223372036854775807",
+        Long,
+    ),
+    key(
+        "flush.ms",
+        Some("log.flush.interval.ms"),
+        "9223372036854775807",
+        Long,
+    ),
     key("follower.replication.throttled.replicas", None, "", List),
-    key("index.interval.bytes", Some("log.index.interval.bytes"), "4096", Int),
+    key(
+        "index.interval.bytes",
+        Some("log.index.interval.bytes"),
+        "4096",
+        Int,
+    ),
     key("leader.replication.throttled.replicas", None, "", List),
-    key("local.retention.bytes", Some("log.local.retention.bytes"), "-2", Long),
-    key("local.retention.ms", Some("log.local.retention.ms"), "-2", Long),
-    key("max.compaction.lag.ms", Some("log.cleaner.max.compaction.lag.ms"), "9223372036854775807", Long),
-    key("max.message.bytes", Some("message.max.bytes"), "1048588", Int),
-    key("message.timestamp.after.max.ms", Some("log.message.timestamp.after.max.ms"), "3600000", Long),
-    key("message.timestamp.before.max.ms", Some("log.message.timestamp.before.max.ms"), "9223372036854775807", Long),
-    key("message.timestamp.type", Some("log.message.timestamp.type"), "CreateTime", Str),
-    key("min.cleanable.dirty.ratio", Some("log.cleaner.min.cleanable.ratio"), "0.5", Double),
-    key("min.compaction.lag.ms", Some("log.cleaner.min.compaction.lag.ms"), "0", Long),
+    key(
+        "local.retention.bytes",
+        Some("log.local.retention.bytes"),
+        "-2",
+        Long,
+    ),
+    key(
+        "local.retention.ms",
+        Some("log.local.retention.ms"),
+        "-2",
+        Long,
+    ),
+    key(
+        "max.compaction.lag.ms",
+        Some("log.cleaner.max.compaction.lag.ms"),
+        "9223372036854775807",
+        Long,
+    ),
+    key(
+        "max.message.bytes",
+        Some("message.max.bytes"),
+        "1048588",
+        Int,
+    ),
+    key(
+        "message.timestamp.after.max.ms",
+        Some("log.message.timestamp.after.max.ms"),
+        "3600000",
+        Long,
+    ),
+    key(
+        "message.timestamp.before.max.ms",
+        Some("log.message.timestamp.before.max.ms"),
+        "9223372036854775807",
+        Long,
+    ),
+    key(
+        "message.timestamp.type",
+        Some("log.message.timestamp.type"),
+        "CreateTime",
+        Str,
+    ),
+    key(
+        "min.cleanable.dirty.ratio",
+        Some("log.cleaner.min.cleanable.ratio"),
+        "0.5",
+        Double,
+    ),
+    key(
+        "min.compaction.lag.ms",
+        Some("log.cleaner.min.compaction.lag.ms"),
+        "0",
+        Long,
+    ),
     key("min.insync.replicas", Some("min.insync.replicas"), "1", Int),
     key("preallocate", Some("log.preallocate"), "false", Boolean),
     key("remote.storage.enable", None, "false", Boolean),
     key("retention.bytes", Some("log.retention.bytes"), "-1", Long),
     key("retention.ms", Some("log.retention.ms"), "604800000", Long),
-    key("segment.bytes", Some("log.segment.bytes"), "1073741824", Int),
-    key("segment.index.bytes", Some("log.index.size.max.bytes"), "10485760", Int),
+    key(
+        "segment.bytes",
+        Some("log.segment.bytes"),
+        "1073741824",
+        Int,
+    ),
+    key(
+        "segment.index.bytes",
+        Some("log.index.size.max.bytes"),
+        "10485760",
+        Int,
+    ),
     key("segment.jitter.ms", Some("log.roll.jitter.ms"), "0", Long),
     key("segment.ms", Some("log.roll.ms"), "604800000", Long),
-    key("unclean.leader.election.enable", Some("unclean.leader.election.enable"), "false", Boolean),
+    key(
+        "unclean.leader.election.enable",
+        Some("unclean.leader.election.enable"),
+        "false",
+        Boolean,
+    ),
 ];
 
 /// Whether `name` is a topic config key.
@@ -95,10 +205,15 @@ fn value_is_valid(key: &TopicKey, value: &str) -> bool {
         Long => v.parse::<i64>().is_ok(),
         Double => v.parse::<f64>().is_ok(),
         Str | List => match key.name {
-            "cleanup.policy" => v.split(',').all(|p| matches!(p.trim(), "delete" | "compact")),
+            "cleanup.policy" => v
+                .split(',')
+                .all(|p| matches!(p.trim(), "delete" | "compact")),
             "message.timestamp.type" => v == "CreateTime" || v == "LogAppendTime",
             "compression.type" => {
-                matches!(v, "producer" | "uncompressed" | "gzip" | "snappy" | "lz4" | "zstd")
+                matches!(
+                    v,
+                    "producer" | "uncompressed" | "gzip" | "snappy" | "lz4" | "zstd"
+                )
             }
             _ => true,
         },
@@ -108,7 +223,8 @@ fn value_is_valid(key: &TopicKey, value: &str) -> bool {
 /// Checks topic config overrides: known keys, well-typed values, sane minimums.
 pub fn validate(overrides: &ConfigMap) -> Result<(), ConfigError> {
     for (name, value) in overrides {
-        let key = find(name).ok_or_else(|| ConfigError::UnknownTopicConfig { key: name.clone() })?;
+        let key =
+            find(name).ok_or_else(|| ConfigError::UnknownTopicConfig { key: name.clone() })?;
         let too_small = match name.as_str() {
             "segment.bytes" => value.parse::<i64>().is_ok_and(|v| v < 1024),
             "min.insync.replicas" => value.parse::<i64>().is_ok_and(|v| v < 1),
@@ -118,7 +234,10 @@ pub fn validate(overrides: &ConfigMap) -> Result<(), ConfigError> {
             _ => false,
         };
         if !value_is_valid(key, value) || too_small {
-            return Err(ConfigError::InvalidTopicConfig { key: name.clone(), value: value.clone() });
+            return Err(ConfigError::InvalidTopicConfig {
+                key: name.clone(),
+                value: value.clone(),
+            });
         }
     }
     Ok(())
@@ -138,7 +257,11 @@ pub fn resolve(broker: &BrokerConfig, overrides: &ConfigMap) -> Vec<ResolvedConf
         .iter()
         .map(|key| {
             if let Some(value) = overrides.get(key.name) {
-                return ResolvedConfig { key, value: value.clone(), source: ConfigSource::TopicConfig };
+                return ResolvedConfig {
+                    key,
+                    value: value.clone(),
+                    source: ConfigSource::TopicConfig,
+                };
             }
             let from_broker = key.broker_synonym.and_then(|s| broker.explicit.get(s));
             match from_broker {
@@ -148,8 +271,15 @@ pub fn resolve(broker: &BrokerConfig, overrides: &ConfigMap) -> Vec<ResolvedConf
                     source: ConfigSource::StaticBrokerConfig,
                 },
                 None => {
-                    let value = key.broker_synonym.and_then(|s| broker.get(s)).unwrap_or(key.fallback);
-                    ResolvedConfig { key, value: value.to_string(), source: ConfigSource::DefaultConfig }
+                    let value = key
+                        .broker_synonym
+                        .and_then(|s| broker.get(s))
+                        .unwrap_or(key.fallback);
+                    ResolvedConfig {
+                        key,
+                        value: value.to_string(),
+                        source: ConfigSource::DefaultConfig,
+                    }
                 }
             }
         })
@@ -162,7 +292,10 @@ pub fn number(broker: &BrokerConfig, overrides: &ConfigMap, name: &str) -> i64 {
     let value = overrides
         .get(name)
         .map(String::as_str)
-        .or_else(|| key.and_then(|k| k.broker_synonym).and_then(|s| broker.get(s)))
+        .or_else(|| {
+            key.and_then(|k| k.broker_synonym)
+                .and_then(|s| broker.get(s))
+        })
         .or(key.map(|k| k.fallback))
         .unwrap_or("0");
     value.trim().parse().unwrap_or(0)
@@ -175,7 +308,12 @@ mod tests {
     #[test]
     fn keys_are_sorted_and_unique() {
         for pair in TOPIC_KEYS.windows(2) {
-            assert!(pair[0].name < pair[1].name, "{} before {}", pair[0].name, pair[1].name);
+            assert!(
+                pair[0].name < pair[1].name,
+                "{} before {}",
+                pair[0].name,
+                pair[1].name
+            );
         }
     }
 
@@ -200,7 +338,13 @@ mod tests {
         let mut overrides = ConfigMap::new();
         overrides.insert("segment.bytes".into(), "2048".into());
         let resolved = resolve(&broker, &overrides);
-        let get = |n: &str| resolved.iter().find(|r| r.key.name == n).expect("key").clone();
+        let get = |n: &str| {
+            resolved
+                .iter()
+                .find(|r| r.key.name == n)
+                .expect("key")
+                .clone()
+        };
         assert_eq!(get("segment.bytes").source, ConfigSource::TopicConfig);
         assert_eq!(get("retention.ms").value, "1000");
         assert_eq!(get("retention.ms").source, ConfigSource::StaticBrokerConfig);

@@ -12,9 +12,19 @@ pub enum ControllerError {
     #[error("unknown topic id {topic_id}")]
     UnknownTopicId { topic_id: uuid::Uuid },
     #[error("invalid partition count {count} for topic {topic}: {reason}")]
-    InvalidPartitions { topic: String, count: i32, reason: &'static str },
-    #[error("invalid replication factor {factor} for topic {topic}: {brokers} broker(s) available")]
-    InvalidReplicationFactor { topic: String, factor: i32, brokers: usize },
+    InvalidPartitions {
+        topic: String,
+        count: i32,
+        reason: &'static str,
+    },
+    #[error(
+        "invalid replication factor {factor} for topic {topic}: {brokers} broker(s) available"
+    )]
+    InvalidReplicationFactor {
+        topic: String,
+        factor: i32,
+        brokers: usize,
+    },
     #[error("invalid replica assignment for topic {topic}: {reason}")]
     InvalidReplicaAssignment { topic: String, reason: &'static str },
     #[error("invalid config for topic {topic}: {source}")]

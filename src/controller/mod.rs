@@ -75,7 +75,10 @@ impl Controller {
         let path = config.log_dir.join(SNAPSHOT_FILE);
         let snapshot = match std::fs::read(&path) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-                storage(LogError::CorruptFile { path: path.clone(), reason: e.to_string() })
+                storage(LogError::CorruptFile {
+                    path: path.clone(),
+                    reason: e.to_string(),
+                })
             })?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Snapshot {
                 cluster_id: new_cluster_id(),
@@ -87,7 +90,10 @@ impl Controller {
         let controller = Controller {
             path,
             config,
-            state: Mutex::new(State { snapshot, next_producer_id }),
+            state: Mutex::new(State {
+                snapshot,
+                next_producer_id,
+            }),
             image: RwLock::new(Arc::new(MetadataImage::default())),
         };
         let mut state = controller.lock();
@@ -97,12 +103,19 @@ impl Controller {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The current metadata image.
     pub fn image(&self) -> Arc<MetadataImage> {
-        Arc::clone(&self.image.read().unwrap_or_else(std::sync::PoisonError::into_inner))
+        Arc::clone(
+            &self
+                .image
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     /// The broker's own configuration.
@@ -113,7 +126,10 @@ impl Controller {
     /// Persists the state and publishes a new image.
     fn commit(&self, state: &mut State) -> Result<Arc<MetadataImage>, ControllerError> {
         let bytes = serde_json::to_vec_pretty(&state.snapshot).map_err(|e| {
-            storage(LogError::CorruptFile { path: self.path.clone(), reason: e.to_string() })
+            storage(LogError::CorruptFile {
+                path: self.path.clone(),
+                reason: e.to_string(),
+            })
         })?;
         std::fs::create_dir_all(&self.config.log_dir)
             .map_err(|e| storage(LogError::io(&self.config.log_dir, e)))?;
@@ -133,23 +149,38 @@ impl Controller {
                 .map(|(name, t)| (name.clone(), Arc::new(t.clone())))
                 .collect(),
         });
-        *self.image.write().unwrap_or_else(std::sync::PoisonError::into_inner) =
-            Arc::clone(&image);
+        *self
+            .image
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::clone(&image);
         Ok(image)
     }
 
-    fn validate_new_topic(&self, state: &State, topic: &NewTopic) -> Result<TopicImage, ControllerError> {
+    fn validate_new_topic(
+        &self,
+        state: &State,
+        topic: &NewTopic,
+    ) -> Result<TopicImage, ControllerError> {
         let name = topic.name.clone();
-        validate_topic_name(&name)
-            .map_err(|reason| ControllerError::InvalidTopic { topic: name.clone(), reason })?;
+        validate_topic_name(&name).map_err(|reason| ControllerError::InvalidTopic {
+            topic: name.clone(),
+            reason,
+        })?;
         if state.snapshot.topics.contains_key(&name) {
             return Err(ControllerError::TopicAlreadyExists { topic: name });
         }
         let brokers = [self.config.node_id];
         let (partitions, replicas) = if topic.assignments.is_empty() {
-            let partitions =
-                if topic.partitions == -1 { self.config.num_partitions } else { topic.partitions };
-            let factor = if topic.replication_factor == -1 { 1 } else { topic.replication_factor };
+            let partitions = if topic.partitions == -1 {
+                self.config.num_partitions
+            } else {
+                topic.partitions
+            };
+            let factor = if topic.replication_factor == -1 {
+                1
+            } else {
+                topic.replication_factor
+            };
             if factor <= 0 || factor as usize > brokers.len() {
                 return Err(ControllerError::InvalidReplicationFactor {
                     topic: name,
@@ -157,14 +188,22 @@ impl Controller {
                     brokers: brokers.len(),
                 });
             }
-            (partitions, vec![self.config.node_id; partitions.max(0) as usize])
+            (
+                partitions,
+                vec![self.config.node_id; partitions.max(0) as usize],
+            )
         } else {
             check_assignments(&name, &topic.assignments, &brokers)?;
-            (topic.assignments.len() as i32, topic.assignments.iter().map(|a| a[0]).collect())
+            (
+                topic.assignments.len() as i32,
+                topic.assignments.iter().map(|a| a[0]).collect(),
+            )
         };
         check_partition_count(&name, partitions)?;
-        topic::validate(&topic.configs)
-            .map_err(|source| ControllerError::InvalidConfig { topic: name.clone(), source })?;
+        topic::validate(&topic.configs).map_err(|source| ControllerError::InvalidConfig {
+            topic: name.clone(),
+            source,
+        })?;
         Ok(TopicImage {
             name,
             topic_id: Uuid::new_v4(),
@@ -184,7 +223,10 @@ impl Controller {
         let mut state = self.lock();
         let image = self.validate_new_topic(&state, topic)?;
         if !validate_only {
-            state.snapshot.topics.insert(image.name.clone(), image.clone());
+            state
+                .snapshot
+                .topics
+                .insert(image.name.clone(), image.clone());
             self.commit(&mut state)?;
             tracing::info!(topic = %image.name, partitions = image.partitions, "created topic");
         }
@@ -194,11 +236,14 @@ impl Controller {
     /// Deletes a topic by name.
     pub fn delete_topic(&self, name: &str) -> Result<TopicImage, ControllerError> {
         let mut state = self.lock();
-        let removed = state
-            .snapshot
-            .topics
-            .remove(name)
-            .ok_or_else(|| ControllerError::UnknownTopic { topic: name.to_string() })?;
+        let removed =
+            state
+                .snapshot
+                .topics
+                .remove(name)
+                .ok_or_else(|| ControllerError::UnknownTopic {
+                    topic: name.to_string(),
+                })?;
         self.commit(&mut state)?;
         tracing::info!(topic = %name, "deleted topic");
         Ok(removed)
@@ -212,14 +257,21 @@ impl Controller {
         validate_only: bool,
     ) -> Result<(), ControllerError> {
         let mut state = self.lock();
-        let topic = state
-            .snapshot
-            .topics
-            .get_mut(name)
-            .ok_or_else(|| ControllerError::UnknownTopic { topic: name.to_string() })?;
+        let topic =
+            state
+                .snapshot
+                .topics
+                .get_mut(name)
+                .ok_or_else(|| ControllerError::UnknownTopic {
+                    topic: name.to_string(),
+                })?;
         if count <= topic.partitions {
             let reason = "the new count must be greater than the current count";
-            return Err(ControllerError::InvalidPartitions { topic: name.to_string(), count, reason });
+            return Err(ControllerError::InvalidPartitions {
+                topic: name.to_string(),
+                count,
+                reason,
+            });
         }
         check_partition_count(name, count)?;
         if validate_only {
@@ -236,8 +288,7 @@ impl Controller {
     pub fn allocate_producer_id(&self) -> Result<i64, ControllerError> {
         let mut state = self.lock();
         if state.next_producer_id >= state.snapshot.producer_id_block_end {
-            state.snapshot.producer_id_block_end =
-                state.next_producer_id + PRODUCER_ID_BLOCK_SIZE;
+            state.snapshot.producer_id_block_end = state.next_producer_id + PRODUCER_ID_BLOCK_SIZE;
             self.commit(&mut state)?;
         }
         let id = state.next_producer_id;
@@ -254,7 +305,11 @@ fn check_partition_count(topic: &str, count: i32) -> Result<(), ControllerError>
     } else {
         return Ok(());
     };
-    Err(ControllerError::InvalidPartitions { topic: topic.to_string(), count, reason })
+    Err(ControllerError::InvalidPartitions {
+        topic: topic.to_string(),
+        count,
+        reason,
+    })
 }
 
 fn check_assignments(
@@ -262,7 +317,10 @@ fn check_assignments(
     assignments: &[Vec<i32>],
     brokers: &[i32],
 ) -> Result<(), ControllerError> {
-    let invalid = |reason| ControllerError::InvalidReplicaAssignment { topic: topic.into(), reason };
+    let invalid = |reason| ControllerError::InvalidReplicaAssignment {
+        topic: topic.into(),
+        reason,
+    };
     for replicas in assignments {
         if replicas.is_empty() {
             return Err(invalid("a partition has no replicas"));
@@ -271,7 +329,9 @@ fn check_assignments(
             return Err(invalid("a replica is not a registered broker"));
         }
         if replicas.len() > brokers.len() {
-            return Err(invalid("a partition has more replicas than there are brokers"));
+            return Err(invalid(
+                "a partition has more replicas than there are brokers",
+            ));
         }
     }
     Ok(())
@@ -284,12 +344,15 @@ fn new_cluster_id() -> String {
 
 /// Kafka's text form of a UUID: unpadded base64url of its 16 bytes.
 pub fn base64url(id: Uuid) -> String {
-    const ALPHABET: &[u8; 64] =
-        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     let bytes = id.as_bytes();
     let mut out = String::with_capacity(22);
     for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         let chars = chunk.len() + 1;
         for i in 0..chars {
@@ -324,7 +387,9 @@ mod tests {
     #[test]
     fn topics_survive_a_reopen() {
         let (dir, controller) = controller();
-        controller.create_topic(&new_topic("a", 3), false).expect("create");
+        controller
+            .create_topic(&new_topic("a", 3), false)
+            .expect("create");
         let id = controller.image().topic("a").expect("a").topic_id;
         drop(controller);
         let mut map = ConfigMap::new();
@@ -337,7 +402,9 @@ mod tests {
     #[test]
     fn duplicate_and_invalid_topics_are_refused() {
         let (_dir, controller) = controller();
-        controller.create_topic(&new_topic("a", 1), false).expect("create");
+        controller
+            .create_topic(&new_topic("a", 1), false)
+            .expect("create");
         assert!(matches!(
             controller.create_topic(&new_topic("a", 1), false),
             Err(ControllerError::TopicAlreadyExists { .. })

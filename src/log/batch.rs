@@ -113,13 +113,18 @@ impl BatchHeader {
 
 /// Checks one complete batch as a leader receives it: length, magic, counts and CRC.
 pub fn validate(bytes: &[u8]) -> Result<BatchHeader, LogError> {
-    let header =
-        BatchHeader::parse(bytes).ok_or(LogError::InvalidBatch { reason: "truncated header" })?;
+    let header = BatchHeader::parse(bytes).ok_or(LogError::InvalidBatch {
+        reason: "truncated header",
+    })?;
     if header.size != bytes.len() {
-        return Err(LogError::InvalidBatch { reason: "batch length does not match its bytes" });
+        return Err(LogError::InvalidBatch {
+            reason: "batch length does not match its bytes",
+        });
     }
     if header.magic != MAGIC_V2 {
-        return Err(LogError::InvalidBatch { reason: "only record batch v2 (magic 2) is accepted" });
+        return Err(LogError::InvalidBatch {
+            reason: "only record batch v2 (magic 2) is accepted",
+        });
     }
     if header.record_count <= 0 || header.last_offset_delta != header.record_count - 1 {
         return Err(LogError::InvalidBatch {
@@ -211,7 +216,10 @@ pub(crate) mod tests {
             })
             .collect();
         let mut buf = BytesMut::new();
-        let options = RecordEncodeOptions { version: 2, compression: Compression::None };
+        let options = RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        };
         RecordBatchEncoder::encode(&mut buf, &records, &options).expect("encode");
         buf.to_vec()
     }
@@ -230,7 +238,10 @@ pub(crate) mod tests {
         let mut bytes = encode_batch(3, -1, -1, 1000);
         let last = bytes.len() - 1;
         bytes[last] ^= 0x40;
-        assert!(matches!(validate(&bytes), Err(LogError::CorruptBatch { .. })));
+        assert!(matches!(
+            validate(&bytes),
+            Err(LogError::CorruptBatch { .. })
+        ));
     }
 
     #[test]

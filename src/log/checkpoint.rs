@@ -36,7 +36,9 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), LogError> {
 
 /// Fsyncs a directory so that a created or renamed entry survives a crash.
 pub fn sync_dir(dir: &Path) -> Result<(), LogError> {
-    std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| LogError::io(dir, e))
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| LogError::io(dir, e))
 }
 
 /// Reads a checkpoint's entry lines; `Ok(None)` when the file does not exist.
@@ -74,8 +76,14 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("leader-epoch-checkpoint");
         write(&path, &["0 0".into(), "3 120".into()]).expect("write");
-        assert_eq!(std::fs::read_to_string(&path).expect("read"), "0\n2\n0 0\n3 120\n");
-        assert_eq!(read(&path).expect("read"), Some(vec!["0 0".into(), "3 120".into()]));
+        assert_eq!(
+            std::fs::read_to_string(&path).expect("read"),
+            "0\n2\n0 0\n3 120\n"
+        );
+        assert_eq!(
+            read(&path).expect("read"),
+            Some(vec!["0 0".into(), "3 120".into()])
+        );
     }
 
     #[test]

@@ -35,7 +35,10 @@ impl EpochCache {
             let mut parts = line.split_whitespace().map(str::parse::<i64>);
             match (parts.next(), parts.next()) {
                 (Some(Ok(epoch)), Some(Ok(start_offset))) => {
-                    entries.push(EpochEntry { epoch: epoch as i32, start_offset });
+                    entries.push(EpochEntry {
+                        epoch: epoch as i32,
+                        start_offset,
+                    });
                 }
                 _ => {
                     return Err(LogError::CorruptFile {
@@ -68,8 +71,12 @@ impl EpochCache {
                 return Ok(false);
             }
         }
-        self.entries.retain(|e| e.epoch < epoch && e.start_offset < start_offset);
-        self.entries.push(EpochEntry { epoch, start_offset });
+        self.entries
+            .retain(|e| e.epoch < epoch && e.start_offset < start_offset);
+        self.entries.push(EpochEntry {
+            epoch,
+            start_offset,
+        });
         self.check_invariants();
         self.persist()?;
         Ok(true)
@@ -107,8 +114,11 @@ impl EpochCache {
     }
 
     fn persist(&self) -> Result<(), LogError> {
-        let lines: Vec<String> =
-            self.entries.iter().map(|e| format!("{} {}", e.epoch, e.start_offset)).collect();
+        let lines: Vec<String> = self
+            .entries
+            .iter()
+            .map(|e| format!("{} {}", e.epoch, e.start_offset))
+            .collect();
         checkpoint::write(&self.path, &lines)
     }
 
@@ -116,7 +126,10 @@ impl EpochCache {
     pub fn check_invariants(&self) {
         for pair in self.entries.windows(2) {
             debug_assert!(pair[0].epoch < pair[1].epoch, "epochs must increase");
-            debug_assert!(pair[0].start_offset <= pair[1].start_offset, "starts must not decrease");
+            debug_assert!(
+                pair[0].start_offset <= pair[1].start_offset,
+                "starts must not decrease"
+            );
         }
     }
 }
@@ -151,7 +164,13 @@ mod tests {
         drop(cache);
         let reloaded = EpochCache::load(dir.path()).expect("reload");
         assert_eq!(reloaded.entries().len(), 2);
-        assert_eq!(reloaded.entries()[1], EpochEntry { epoch: 2, start_offset: 7 });
+        assert_eq!(
+            reloaded.entries()[1],
+            EpochEntry {
+                epoch: 2,
+                start_offset: 7
+            }
+        );
     }
 
     #[test]

@@ -15,7 +15,11 @@ pub enum LogError {
     },
     /// A batch whose stored CRC does not match its bytes.
     #[error("corrupt batch at offset {offset}: CRC {stored:#010x} != computed {computed:#010x}")]
-    CorruptBatch { offset: i64, stored: u32, computed: u32 },
+    CorruptBatch {
+        offset: i64,
+        stored: u32,
+        computed: u32,
+    },
     /// A batch whose header is inconsistent (bad length, bad magic, bad counts).
     #[error("invalid batch: {reason}")]
     InvalidBatch { reason: &'static str },
@@ -30,13 +34,25 @@ pub enum LogError {
     TransactionsUnsupported { producer_id: i64 },
     /// The producer's epoch is older than the one on record.
     #[error("producer {producer_id}: epoch {epoch} is older than {current_epoch}")]
-    InvalidProducerEpoch { producer_id: i64, epoch: i16, current_epoch: i16 },
+    InvalidProducerEpoch {
+        producer_id: i64,
+        epoch: i16,
+        current_epoch: i16,
+    },
     /// The batch's first sequence does not follow the producer's last one.
     #[error("producer {producer_id}: sequence {first_sequence} does not follow {last_sequence}")]
-    OutOfOrderSequence { producer_id: i64, first_sequence: i32, last_sequence: i32 },
+    OutOfOrderSequence {
+        producer_id: i64,
+        first_sequence: i32,
+        last_sequence: i32,
+    },
     /// A read or lookup outside [log start offset, log end offset].
     #[error("offset {offset} is out of range [{log_start_offset}, {log_end_offset}]")]
-    OffsetOutOfRange { offset: i64, log_start_offset: i64, log_end_offset: i64 },
+    OffsetOutOfRange {
+        offset: i64,
+        log_start_offset: i64,
+        log_end_offset: i64,
+    },
     /// A file on disk that cannot be interpreted (bad name, bad checkpoint text).
     #[error("corrupt file {path}: {reason}")]
     CorruptFile { path: PathBuf, reason: String },
@@ -45,6 +61,9 @@ pub enum LogError {
 impl LogError {
     /// Wraps an `io::Error` with the path it happened on.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Self::Io { path: path.into(), source }
+        Self::Io {
+            path: path.into(),
+            source,
+        }
     }
 }

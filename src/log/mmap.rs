@@ -39,8 +39,16 @@ impl MappedFile {
         if length < capacity {
             file.set_len(capacity as u64).map_err(io)?;
         }
-        let map = MmapOptions::new().len(capacity).map_raw(&file).map_err(io)?;
-        Ok(MappedFile { path: path.to_path_buf(), file, map, capacity })
+        let map = MmapOptions::new()
+            .len(capacity)
+            .map_raw(&file)
+            .map_err(io)?;
+        Ok(MappedFile {
+            path: path.to_path_buf(),
+            file,
+            map,
+            capacity,
+        })
     }
 
     /// The path of the mapped file.
@@ -58,15 +66,16 @@ impl MappedFile {
     /// The caller must be the single writer and `position` must be at or past every length
     /// it has published to readers.
     pub fn write_at(&self, position: usize, bytes: &[u8]) -> &mut [u8] {
-        assert!(position + bytes.len() <= self.capacity, "write past the mapped capacity");
+        assert!(
+            position + bytes.len() <= self.capacity,
+            "write past the mapped capacity"
+        );
         // SAFETY: the range lies inside the mapping (asserted above). Only the single writer
         // touches bytes past the published length, and no reader holds a slice of them, so
         // the returned `&mut` is unique for as long as the writer holds it.
         unsafe {
-            let target = std::slice::from_raw_parts_mut(
-                self.map.as_mut_ptr().add(position),
-                bytes.len(),
-            );
+            let target =
+                std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(position), bytes.len());
             target.copy_from_slice(bytes);
             target
         }
@@ -74,7 +83,10 @@ impl MappedFile {
 
     /// The bytes in `[start, end)`, which the caller has published (or is the writer).
     pub fn slice(&self, start: usize, end: usize) -> &[u8] {
-        assert!(start <= end && end <= self.capacity, "read outside the mapping");
+        assert!(
+            start <= end && end <= self.capacity,
+            "read outside the mapping"
+        );
         // SAFETY: in range (asserted); published bytes are never written again while a
         // reader may hold them (see the type's thread-safety note).
         unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(start), end - start) }
@@ -84,7 +96,9 @@ impl MappedFile {
     pub fn flush(&self, length: usize) -> Result<(), LogError> {
         let io = |e| LogError::io(&self.path, e);
         if length > 0 {
-            self.map.flush_range(0, length.min(self.capacity)).map_err(io)?;
+            self.map
+                .flush_range(0, length.min(self.capacity))
+                .map_err(io)?;
         }
         self.file.sync_data().map_err(io)
     }
@@ -93,7 +107,9 @@ impl MappedFile {
     /// `length` must never be read again.
     pub fn trim(&self, length: usize) -> Result<(), LogError> {
         self.flush(length)?;
-        self.file.set_len(length as u64).map_err(|e| LogError::io(&self.path, e))
+        self.file
+            .set_len(length as u64)
+            .map_err(|e| LogError::io(&self.path, e))
     }
 }
 

@@ -33,12 +33,22 @@ impl OffsetIndex {
     /// Opens an index. `valid_entries` is how many entries at the start of the file are to
     /// be trusted (all of them after a clean shutdown; zero when it will be rebuilt).
     pub fn open(path: &Path, max_bytes: usize, trust_existing: bool) -> Result<Self, LogError> {
-        let existing = std::fs::metadata(path).map(|m| m.len() as usize).unwrap_or(0);
+        let existing = std::fs::metadata(path)
+            .map(|m| m.len() as usize)
+            .unwrap_or(0);
         let capacity = (max_bytes / ENTRY_BYTES).max(1) * ENTRY_BYTES;
         let file = MappedFile::open(path, capacity.max(existing))?;
         let max_entries = file.capacity() / ENTRY_BYTES;
-        let entries = if trust_existing { existing / ENTRY_BYTES } else { 0 };
-        let index = OffsetIndex { file, entries, max_entries };
+        let entries = if trust_existing {
+            existing / ENTRY_BYTES
+        } else {
+            0
+        };
+        let index = OffsetIndex {
+            file,
+            entries,
+            max_entries,
+        };
         index.check_invariants();
         Ok(index)
     }

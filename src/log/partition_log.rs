@@ -52,7 +52,10 @@ fn segment_base_offsets(dir: &Path) -> Result<Vec<i64>, LogError> {
         if path.extension().and_then(|e| e.to_str()) != Some("log") {
             continue;
         }
-        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default();
         match stem.parse::<i64>() {
             Ok(base) if stem.len() == 20 => bases.push(base),
             _ => {
@@ -138,7 +141,9 @@ impl Log {
     }
 
     fn active(&self) -> &Segment {
-        self.segments.last().expect("a log always has an active segment")
+        self.segments
+            .last()
+            .expect("a log always has an active segment")
     }
 
     /// Validates one batch sent by a producer (exactly one per partition, as Produce v3+
@@ -161,11 +166,18 @@ impl Log {
         }
         let base_offset = self.log_end_offset();
         self.epoch_cache.maybe_assign(leader_epoch, base_offset)?;
-        let segment = self.segments.last_mut().expect("a log always has an active segment");
+        let segment = self
+            .segments
+            .last_mut()
+            .expect("a log always has an active segment");
         let written = segment.append(records, base_offset, leader_epoch);
         self.producers.update(&written);
         self.check_invariants();
-        Ok(AppendInfo { base_offset, last_offset: written.last_offset(), duplicate: false })
+        Ok(AppendInfo {
+            base_offset,
+            last_offset: written.last_offset(),
+            duplicate: false,
+        })
     }
 
     fn validate_client_batch(&self, records: &[u8]) -> Result<BatchHeader, LogError> {
@@ -173,7 +185,9 @@ impl Log {
             if records.is_empty() {
                 return Err(LogError::BatchCount { count: 0 });
             }
-            return Err(LogError::InvalidBatch { reason: "truncated batch header" });
+            return Err(LogError::InvalidBatch {
+                reason: "truncated batch header",
+            });
         };
         if first.size < records.len() {
             let count = batch::BatchIter::new(records).count();
@@ -181,11 +195,16 @@ impl Log {
         }
         if first.size > self.config.max_message_bytes {
             let max = self.config.max_message_bytes;
-            return Err(LogError::MessageTooLarge { size: first.size, max });
+            return Err(LogError::MessageTooLarge {
+                size: first.size,
+                max,
+            });
         }
         let header = batch::validate(records)?;
         if header.is_transactional() || header.is_control() {
-            return Err(LogError::TransactionsUnsupported { producer_id: header.producer_id });
+            return Err(LogError::TransactionsUnsupported {
+                producer_id: header.producer_id,
+            });
         }
         Ok(header)
     }
@@ -245,7 +264,10 @@ impl Log {
     /// Checks the log's invariants (debug builds).
     pub fn check_invariants(&self) {
         debug_assert!(!self.segments.is_empty(), "a log has an active segment");
-        debug_assert!(self.log_start_offset <= self.log_end_offset(), "start <= end");
+        debug_assert!(
+            self.log_start_offset <= self.log_end_offset(),
+            "start <= end"
+        );
         for pair in self.segments.windows(2) {
             debug_assert_eq!(pair[0].next_offset(), pair[1].base_offset(), "contiguous");
         }

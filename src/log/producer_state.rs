@@ -153,9 +153,15 @@ mod tests {
         table.update(&header(7, 0, 3, 0));
         assert!(matches!(
             table.check(&header(7, 5, 1, 0)),
-            Err(LogError::OutOfOrderSequence { last_sequence: 2, .. })
+            Err(LogError::OutOfOrderSequence {
+                last_sequence: 2,
+                ..
+            })
         ));
-        assert_eq!(table.check(&header(7, 3, 1, 0)).expect("next"), SequenceCheck::Append);
+        assert_eq!(
+            table.check(&header(7, 3, 1, 0)).expect("next"),
+            SequenceCheck::Append
+        );
     }
 
     #[test]

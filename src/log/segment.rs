@@ -51,7 +51,10 @@ pub struct Segment {
 impl Segment {
     /// Creates a new, empty segment in `dir`.
     pub fn create(dir: &Path, base_offset: i64, config: SegmentConfig) -> Result<Self, LogError> {
-        let log = MappedFile::open(&dir.join(file_name(base_offset, "log")), config.segment_bytes)?;
+        let log = MappedFile::open(
+            &dir.join(file_name(base_offset, "log")),
+            config.segment_bytes,
+        )?;
         let index_path = dir.join(file_name(base_offset, "index"));
         let index = OffsetIndex::open(&index_path, config.segment_index_bytes, false)?;
         Ok(Segment {
@@ -81,8 +84,11 @@ impl Segment {
         let log = MappedFile::open(&log_path, config.segment_bytes.max(file_length))?;
         let index_path = dir.join(file_name(base_offset, "index"));
         let index_exists = index_path.exists();
-        let index =
-            OffsetIndex::open(&index_path, config.segment_index_bytes, index_exists && !recover)?;
+        let index = OffsetIndex::open(
+            &index_path,
+            config.segment_index_bytes,
+            index_exists && !recover,
+        )?;
         let mut segment = Segment {
             base_offset,
             log: Arc::new(log),
@@ -95,7 +101,9 @@ impl Segment {
         if recover || !index_exists {
             segment.recover(file_length)?;
         } else {
-            segment.next_offset = segment.last_batch().map_or(base_offset, |h| h.last_offset() + 1);
+            segment.next_offset = segment
+                .last_batch()
+                .map_or(base_offset, |h| h.last_offset() + 1);
         }
         Ok(segment)
     }
@@ -155,7 +163,8 @@ impl Segment {
     fn maybe_index(&mut self, position: usize, header: &BatchHeader) {
         if self.bytes_since_last_index_entry > self.index_interval_bytes {
             let relative = RelativeOffset((header.last_offset() - self.base_offset) as u32);
-            self.index.maybe_append(relative, FilePosition(position as u32));
+            self.index
+                .maybe_append(relative, FilePosition(position as u32));
             self.bytes_since_last_index_entry = 0;
         }
         self.bytes_since_last_index_entry += header.size;
@@ -232,17 +241,23 @@ impl Segment {
             end = position + header.size;
         }
         match start {
-            Some(first) if end > first => {
-                MappedRegion { file: Arc::clone(&self.log), start: first, end }.into_bytes()
+            Some(first) if end > first => MappedRegion {
+                file: Arc::clone(&self.log),
+                start: first,
+                end,
             }
+            .into_bytes(),
             _ => Bytes::new(),
         }
     }
 
     /// The raw bytes of a batch at `position` (for record-level lookups).
     pub fn batch_bytes(&self, position: usize, header: &BatchHeader) -> Bytes {
-        let region =
-            MappedRegion { file: Arc::clone(&self.log), start: position, end: position + header.size };
+        let region = MappedRegion {
+            file: Arc::clone(&self.log),
+            start: position,
+            end: position + header.size,
+        };
         region.into_bytes()
     }
 

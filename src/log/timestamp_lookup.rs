@@ -23,7 +23,11 @@ pub struct TimestampAndOffset {
 fn record_times(bytes: Bytes, header: &BatchHeader) -> Vec<(i64, i64)> {
     let mut buf = bytes;
     match RecordBatchDecoder::decode(&mut buf) {
-        Ok(set) => set.records.iter().map(|r| (r.offset, r.timestamp)).collect(),
+        Ok(set) => set
+            .records
+            .iter()
+            .map(|r| (r.offset, r.timestamp))
+            .collect(),
         Err(error) => {
             tracing::warn!(%error, base_offset = header.base_offset, "undecodable stored batch");
             vec![(header.base_offset, header.max_timestamp)]
@@ -65,8 +69,9 @@ impl Log {
         let (n, position, header) = best?;
         let bytes = self.segments()[n].batch_bytes(position, &header);
         let times = record_times(bytes, &header);
-        let (offset, timestamp) =
-            times.into_iter().find(|(_, timestamp)| *timestamp == header.max_timestamp)?;
+        let (offset, timestamp) = times
+            .into_iter()
+            .find(|(_, timestamp)| *timestamp == header.max_timestamp)?;
         Some(TimestampAndOffset { timestamp, offset })
     }
 }

@@ -68,8 +68,13 @@ pub fn validate_topic_name(name: &str) -> Result<(), &'static str> {
     if name.len() > TOPIC_NAME_LENGTH_MAX {
         return Err("topic name is longer than 249 characters");
     }
-    if !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')) {
-        return Err("topic name contains characters other than ASCII alphanumerics, '.', '_' and '-'");
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    {
+        return Err(
+            "topic name contains characters other than ASCII alphanumerics, '.', '_' and '-'",
+        );
     }
     Ok(())
 }

@@ -8,9 +8,19 @@ pub enum ReplicaError {
     #[error("unknown topic or partition {topic}-{partition}")]
     UnknownTopicOrPartition { topic: String, partition: i32 },
     #[error("{topic}-{partition}: leader epoch {requested} is older than {current}")]
-    FencedLeaderEpoch { topic: String, partition: i32, requested: i32, current: i32 },
+    FencedLeaderEpoch {
+        topic: String,
+        partition: i32,
+        requested: i32,
+        current: i32,
+    },
     #[error("{topic}-{partition}: leader epoch {requested} is newer than {current}")]
-    UnknownLeaderEpoch { topic: String, partition: i32, requested: i32, current: i32 },
+    UnknownLeaderEpoch {
+        topic: String,
+        partition: i32,
+        requested: i32,
+        current: i32,
+    },
     #[error("{topic}-{partition}: {source}")]
     Log {
         topic: String,

@@ -61,15 +61,26 @@ impl ReplicaManager {
         } else {
             tracing::info!(log_dir = %dir.display(), "no clean-shutdown marker: recovering logs");
         }
-        Ok(ReplicaManager { config, partitions: DashMap::new(), clean_start })
+        Ok(ReplicaManager {
+            config,
+            partitions: DashMap::new(),
+            clean_start,
+        })
     }
 
     /// The partition `topic`-`partition`, if hosted here.
     pub fn partition(&self, topic: &str, partition: i32) -> Result<Arc<Partition>, ReplicaError> {
-        let tp = TopicPartition { topic: topic.to_string(), partition };
-        self.partitions.get(&tp).map(|p| Arc::clone(p.value())).ok_or(
-            ReplicaError::UnknownTopicOrPartition { topic: tp.topic, partition },
-        )
+        let tp = TopicPartition {
+            topic: topic.to_string(),
+            partition,
+        };
+        self.partitions
+            .get(&tp)
+            .map(|p| Arc::clone(p.value()))
+            .ok_or(ReplicaError::UnknownTopicOrPartition {
+                topic: tp.topic,
+                partition,
+            })
     }
 
     /// Brings the hosted partitions in line with `image`: opens logs of new partitions and
@@ -90,7 +101,10 @@ impl ReplicaManager {
         }
         for topic_image in image.topics.values() {
             for index in 0..topic_image.partitions {
-                let tp = TopicPartition { topic: topic_image.name.clone(), partition: index };
+                let tp = TopicPartition {
+                    topic: topic_image.name.clone(),
+                    partition: index,
+                };
                 if !self.partitions.contains_key(&tp) {
                     let partition = self.open_partition(&tp, topic_image)?;
                     self.partitions.insert(tp, Arc::new(partition));
@@ -100,20 +114,36 @@ impl ReplicaManager {
         Ok(())
     }
 
-    fn open_partition(&self, tp: &TopicPartition, image: &TopicImage) -> Result<Partition, ReplicaError> {
+    fn open_partition(
+        &self,
+        tp: &TopicPartition,
+        image: &TopicImage,
+    ) -> Result<Partition, ReplicaError> {
         let dir = partition_dir(&self.config.log_dir, tp);
-        let wrap = |source| ReplicaError::Log { topic: tp.topic.clone(), partition: tp.partition, source };
-        let log = Log::open(&dir, log_config(&self.config, image), self.clean_start).map_err(wrap)?;
+        let wrap = |source| ReplicaError::Log {
+            topic: tp.topic.clone(),
+            partition: tp.partition,
+            source,
+        };
+        let log =
+            Log::open(&dir, log_config(&self.config, image), self.clean_start).map_err(wrap)?;
         let metadata_path = dir.join(PARTITION_METADATA_FILE);
         if !metadata_path.exists() {
             let text = format!("version: 0\ntopic_id: {}\n", base64url(image.topic_id));
             write_atomically(&metadata_path, text.as_bytes()).map_err(wrap)?;
         }
-        Ok(Partition::new(tp.clone(), image.topic_id, image.leader_epoch, log))
+        Ok(Partition::new(
+            tp.clone(),
+            image.topic_id,
+            image.leader_epoch,
+            log,
+        ))
     }
 
     fn remove_partition(&self, tp: &TopicPartition) {
-        let Some((_, partition)) = self.partitions.remove(tp) else { return };
+        let Some((_, partition)) = self.partitions.remove(tp) else {
+            return;
+        };
         let dir = partition.log().dir().to_path_buf();
         drop(partition);
         if let Err(error) = std::fs::remove_dir_all(&dir) {
@@ -135,7 +165,11 @@ impl ReplicaManager {
         if clean {
             let marker = self.config.log_dir.join(CLEAN_SHUTDOWN_FILE);
             write_atomically(&marker, br#"{"version":0,"brokerEpoch":0}"#).map_err(|source| {
-                ReplicaError::Log { topic: String::new(), partition: -1, source }
+                ReplicaError::Log {
+                    topic: String::new(),
+                    partition: -1,
+                    source,
+                }
             })?;
         }
         Ok(())

@@ -50,9 +50,20 @@ pub struct Partition {
 
 impl Partition {
     /// Wraps an opened log as the leader at `leader_epoch`.
-    pub fn new(topic_partition: TopicPartition, topic_id: Uuid, leader_epoch: i32, log: Log) -> Self {
+    pub fn new(
+        topic_partition: TopicPartition,
+        topic_id: Uuid,
+        leader_epoch: i32,
+        log: Log,
+    ) -> Self {
         let (high_watermark, _) = watch::channel(log.log_end_offset());
-        Partition { topic_partition, topic_id, leader_epoch, log: RwLock::new(log), high_watermark }
+        Partition {
+            topic_partition,
+            topic_id,
+            leader_epoch,
+            log: RwLock::new(log),
+            high_watermark,
+        }
     }
 
     /// The current leader epoch.
@@ -100,9 +111,19 @@ impl Partition {
         }
         let (topic, partition) = (tp.topic.clone(), tp.partition);
         if requested < current {
-            Err(ReplicaError::FencedLeaderEpoch { topic, partition, requested, current })
+            Err(ReplicaError::FencedLeaderEpoch {
+                topic,
+                partition,
+                requested,
+                current,
+            })
         } else {
-            Err(ReplicaError::UnknownLeaderEpoch { topic, partition, requested, current })
+            Err(ReplicaError::UnknownLeaderEpoch {
+                topic,
+                partition,
+                requested,
+                current,
+            })
         }
     }
 
@@ -119,7 +140,9 @@ impl Partition {
     /// the high watermark is the log end offset).
     pub fn append_as_leader(&self, records: &[u8]) -> Result<AppendInfo, ReplicaError> {
         let mut log = self.log_mut();
-        let info = log.append_as_leader(records, self.leader_epoch).map_err(|e| self.log_error(e))?;
+        let info = log
+            .append_as_leader(records, self.leader_epoch)
+            .map_err(|e| self.log_error(e))?;
         let log_end_offset = log.log_end_offset();
         drop(log);
         self.maybe_advance_high_watermark(log_end_offset);
@@ -146,7 +169,13 @@ impl Partition {
     /// Checks the partition's invariants (debug builds).
     pub fn check_invariants(&self) {
         let offsets = self.offsets();
-        debug_assert!(offsets.log_start_offset <= offsets.high_watermark, "start <= HW");
-        debug_assert!(offsets.high_watermark <= offsets.log_end_offset, "HW <= LEO");
+        debug_assert!(
+            offsets.log_start_offset <= offsets.high_watermark,
+            "start <= HW"
+        );
+        debug_assert!(
+            offsets.high_watermark <= offsets.log_end_offset,
+            "HW <= LEO"
+        );
     }
 }

@@ -43,7 +43,11 @@ pub enum CloseReason {
     #[error("unknown API key {0}")]
     UnknownApiKey(i16),
     #[error("cannot decode request header of {api_key:?} v{version}: {reason}")]
-    Header { api_key: ApiKey, version: i16, reason: String },
+    Header {
+        api_key: ApiKey,
+        version: i16,
+        reason: String,
+    },
     #[error("{api_key:?} v{version}: {source}")]
     Handler {
         api_key: ApiKey,
@@ -56,7 +60,10 @@ pub enum CloseReason {
 }
 
 /// Reads one frame; `Ok(None)` at a clean end of stream.
-async fn read_frame<R: AsyncRead + Unpin>(reader: &mut R, max: usize) -> Result<Option<Bytes>, CloseReason> {
+async fn read_frame<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    max: usize,
+) -> Result<Option<Bytes>, CloseReason> {
     let mut length = [0u8; 4];
     match reader.read_exact(&mut length).await {
         Ok(_) => {}
@@ -65,13 +72,19 @@ async fn read_frame<R: AsyncRead + Unpin>(reader: &mut R, max: usize) -> Result<
     }
     let length = i32::from_be_bytes(length);
     if length < 0 || length as usize > max {
-        return Err(CloseReason::FrameLength { length: i64::from(length), max });
+        return Err(CloseReason::FrameLength {
+            length: i64::from(length),
+            max,
+        });
     }
     let expected = length as usize;
     let mut body = Vec::with_capacity(expected.min(WRITE_BUFFER_BYTES));
     reader.take(expected as u64).read_to_end(&mut body).await?;
     if body.len() != expected {
-        return Err(CloseReason::Truncated { got: body.len(), expected });
+        return Err(CloseReason::Truncated {
+            got: body.len(),
+            expected,
+        });
     }
     Ok(Some(Bytes::from(body)))
 }
@@ -79,23 +92,35 @@ async fn read_frame<R: AsyncRead + Unpin>(reader: &mut R, max: usize) -> Result<
 /// Splits a frame into its decoded header and body.
 pub fn parse_request(mut frame: Bytes, client: SocketAddr) -> Result<Request, CloseReason> {
     if frame.len() < HEADER_BYTES_MIN {
-        return Err(CloseReason::Truncated { got: frame.len(), expected: HEADER_BYTES_MIN });
+        return Err(CloseReason::Truncated {
+            got: frame.len(),
+            expected: HEADER_BYTES_MIN,
+        });
     }
     let key = i16::from_be_bytes([frame[0], frame[1]]);
     let version = i16::from_be_bytes([frame[2], frame[3]]);
     let api_key = ApiKey::try_from(key).map_err(|()| CloseReason::UnknownApiKey(key))?;
     let header_version = api_key.request_header_version(version);
-    let header = RequestHeader::decode(&mut frame, header_version).map_err(|e| {
-        CloseReason::Header { api_key, version, reason: e.to_string() }
-    })?;
-    Ok(Request { api_key, header, body: frame, client })
+    let header =
+        RequestHeader::decode(&mut frame, header_version).map_err(|e| CloseReason::Header {
+            api_key,
+            version,
+            reason: e.to_string(),
+        })?;
+    Ok(Request {
+        api_key,
+        header,
+        body: frame,
+        client,
+    })
 }
 
 /// Serves one connection until the client closes it or a frame is refused.
 pub async fn serve(broker: Arc<Broker>, stream: TcpStream, client: SocketAddr, limits: Limits) {
     let _ = stream.set_nodelay(true);
     let (mut read_half, write_half) = stream.into_split();
-    let (frames, mut queue) = mpsc::channel::<Result<Bytes, CloseReason>>(limits.queued_requests_max);
+    let (frames, mut queue) =
+        mpsc::channel::<Result<Bytes, CloseReason>>(limits.queued_requests_max);
     let reader = tokio::spawn(async move {
         loop {
             let frame = read_frame(&mut read_half, limits.frame_bytes_max).await;
@@ -129,11 +154,14 @@ async fn answer_all<W: tokio::io::AsyncWrite + Unpin>(
 ) -> Result<(), CloseReason> {
     while let Some(frame) = queue.recv().await {
         let request = parse_request(frame?, client)?;
-        let outcome = api::handle(broker, &request).await.map_err(|source| CloseReason::Handler {
-            api_key: request.api_key,
-            version: request.version(),
-            source,
-        })?;
+        let outcome =
+            api::handle(broker, &request)
+                .await
+                .map_err(|source| CloseReason::Handler {
+                    api_key: request.api_key,
+                    version: request.version(),
+                    source,
+                })?;
         if let Outcome::Respond(frame) = outcome {
             for chunk in &frame.chunks {
                 writer.write_all(chunk).await?;

@@ -48,7 +48,9 @@ impl TestBroker {
 
     /// Starts a broker on an existing directory (for restarts).
     pub async fn start_in(dir: tempfile::TempDir, extra: &[(&str, &str)]) -> TestBroker {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
         let addr = listener.local_addr().expect("addr");
         let port = addr.port().to_string();
         let advertised = format!("127.0.0.1:{port}");
@@ -59,7 +61,12 @@ impl TestBroker {
         let task = tokio::spawn(highwater::server::run(broker, listener, async {
             let _ = stopped.await;
         }));
-        TestBroker { addr, dir, stop: Some(stop), task: Some(task) }
+        TestBroker {
+            addr,
+            dir,
+            stop: Some(stop),
+            task: Some(task),
+        }
     }
 
     /// Stops the broker cleanly and returns its directory.
@@ -99,7 +106,10 @@ pub struct Client {
 impl Client {
     pub async fn connect(addr: SocketAddr) -> Client {
         let stream = TcpStream::connect(addr).await.expect("connect");
-        Client { stream, correlation_id: 0 }
+        Client {
+            stream,
+            correlation_id: 0,
+        }
     }
 
     /// Encodes a request frame.
@@ -112,7 +122,9 @@ impl Client {
             .with_correlation_id(self.correlation_id)
             .with_client_id(Some(StrBytes::from_static_str("highwater-test")));
         let mut buf = BytesMut::new();
-        header.encode(&mut buf, key.request_header_version(version)).expect("header");
+        header
+            .encode(&mut buf, key.request_header_version(version))
+            .expect("header");
         body.encode(&mut buf, version).expect("body");
         let mut out = BytesMut::new();
         out.put_i32(buf.len() as i32);
@@ -134,7 +146,9 @@ impl Client {
             self.stream.read_exact(&mut body).await.ok()?;
             Some(Bytes::from(body))
         };
-        tokio::time::timeout(Duration::from_secs(30), read).await.expect("response in time")
+        tokio::time::timeout(Duration::from_secs(30), read)
+            .await
+            .expect("response in time")
     }
 
     /// Sends `body` at `version` and decodes the response.
@@ -180,7 +194,10 @@ pub fn batch(count: i32, producer_id: i64, base_sequence: i32, timestamp: i64) -
         })
         .collect();
     let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions { version: 2, compression: Compression::None };
+    let options = RecordEncodeOptions {
+        version: 2,
+        compression: Compression::None,
+    };
     RecordBatchEncoder::encode(&mut buf, &records, &options).expect("encode");
     buf.freeze()
 }
@@ -190,9 +207,7 @@ use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::produce_response::PartitionProduceResponse;
-use kafka_protocol::messages::{
-    CreateTopicsRequest, FetchRequest, ProduceRequest, TopicName,
-};
+use kafka_protocol::messages::{CreateTopicsRequest, FetchRequest, ProduceRequest, TopicName};
 
 /// A wire topic name.
 pub fn name(s: &str) -> TopicName {
@@ -215,36 +230,53 @@ pub fn produce_request(topic: &str, partition: i32, records: Bytes, acks: i16) -
     ProduceRequest::default()
         .with_acks(acks)
         .with_timeout_ms(5000)
-        .with_topic_data(vec![TopicProduceData::default().with_name(name(topic)).with_partition_data(
-            vec![PartitionProduceData::default().with_index(partition).with_records(Some(records))],
-        )])
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(name(topic))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(partition)
+                .with_records(Some(records))])])
 }
 
 /// Produces one batch (Produce v9) and returns the partition's response.
-pub async fn produce(client: &mut Client, topic: &str, partition: i32, records: Bytes) -> PartitionProduceResponse {
-    let response = client.call(&produce_request(topic, partition, records, -1), 9).await;
+pub async fn produce(
+    client: &mut Client,
+    topic: &str,
+    partition: i32,
+    records: Bytes,
+) -> PartitionProduceResponse {
+    let response = client
+        .call(&produce_request(topic, partition, records, -1), 9)
+        .await;
     response.responses[0].partition_responses[0].clone()
 }
 
 /// A Fetch v12 request for one partition.
-pub fn fetch_request(topic: &str, partition: i32, offset: i64, max_wait_ms: i32, min_bytes: i32) -> FetchRequest {
+pub fn fetch_request(
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    max_wait_ms: i32,
+    min_bytes: i32,
+) -> FetchRequest {
     FetchRequest::default()
         .with_replica_id(kafka_protocol::messages::BrokerId(-1))
         .with_max_wait_ms(max_wait_ms)
         .with_min_bytes(min_bytes)
         .with_max_bytes(50 * 1024 * 1024)
         .with_session_epoch(-1)
-        .with_topics(vec![FetchTopic::default().with_topic(name(topic)).with_partitions(vec![
-            FetchPartition::default()
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(name(topic))
+            .with_partitions(vec![FetchPartition::default()
                 .with_partition(partition)
                 .with_fetch_offset(offset)
-                .with_partition_max_bytes(1024 * 1024),
-        ])])
+                .with_partition_max_bytes(1024 * 1024)])])
 }
 
 /// Fetches one partition (Fetch v12) and returns its data.
 pub async fn fetch(client: &mut Client, topic: &str, partition: i32, offset: i64) -> PartitionData {
-    let response = client.call(&fetch_request(topic, partition, offset, 0, 1), 12).await;
+    let response = client
+        .call(&fetch_request(topic, partition, offset, 0, 1), 12)
+        .await;
     response.responses[0].partitions[0].clone()
 }
 
@@ -255,7 +287,9 @@ pub fn records(bytes: &Bytes) -> Vec<(i64, String, String)> {
     sets.iter()
         .flat_map(|s| s.records.iter())
         .map(|r| {
-            let text = |b: &Option<Bytes>| String::from_utf8_lossy(b.as_deref().unwrap_or_default()).to_string();
+            let text = |b: &Option<Bytes>| {
+                String::from_utf8_lossy(b.as_deref().unwrap_or_default()).to_string()
+            };
             (r.offset, text(&r.key), text(&r.value))
         })
         .collect()

@@ -1,0 +1,224 @@
+//! Hostile and malformed input: each gets Kafka's error code, or its connection closed,
+//! and the broker keeps serving every other connection.
+
+mod common;
+
+use bytes::{BufMut, BytesMut};
+use common::*;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::{ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest};
+
+/// Asserts that a fresh connection still gets answers.
+async fn broker_still_serves(broker: &TestBroker) {
+    let mut client = broker.client().await;
+    let response = client.call(&ApiVersionsRequest::default(), 0).await;
+    assert_eq!(response.error_code, 0);
+}
+
+async fn closes_after(bytes: &[u8]) {
+    let broker = TestBroker::start(&[("socket.request.max.bytes", "1048576")]).await;
+    let mut bystander = broker.client().await;
+    let mut client = broker.client().await;
+    client.send_raw(bytes).await;
+    assert!(client.is_closed().await, "connection must be closed");
+    broker_still_serves(&broker).await;
+    assert_eq!(
+        bystander
+            .call(&ApiVersionsRequest::default(), 3)
+            .await
+            .error_code,
+        0
+    );
+}
+
+#[tokio::test]
+async fn garbage_bytes_close_the_connection() {
+    // Goal: a frame of random bytes (unknown API key) is refused without harm to others.
+    closes_after(&[
+        0, 0, 0, 12, 0x7f, 0x13, 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6,
+    ])
+    .await;
+}
+
+#[tokio::test]
+async fn a_negative_frame_length_closes_the_connection() {
+    // Goal: a negative length is never used to allocate.
+    closes_after(&(-5i32).to_be_bytes()).await;
+}
+
+#[tokio::test]
+async fn an_oversized_frame_length_closes_the_connection() {
+    // Goal: a length above socket.request.max.bytes is refused before reading the body.
+    closes_after(&(2 * 1024 * 1024i32).to_be_bytes()).await;
+}
+
+#[tokio::test]
+async fn a_frame_too_short_for_a_header_closes_the_connection() {
+    // Goal: a frame shorter than a request header is refused.
+    closes_after(&[0, 0, 0, 3, 0, 18, 0]).await;
+}
+
+#[tokio::test]
+async fn a_truncated_body_closes_the_connection() {
+    // Goal: a client announcing more bytes than it sends and hanging up is cleaned up.
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    client
+        .send_raw(&[0, 0, 0, 100, 0, 18, 0, 0, 0, 0, 0, 1])
+        .await;
+    tokio::io::AsyncWriteExt::shutdown(&mut client.stream)
+        .await
+        .expect("shutdown");
+    assert!(client.is_closed().await);
+    broker_still_serves(&broker).await;
+}
+
+#[tokio::test]
+async fn an_undecodable_body_closes_the_connection() {
+    // Goal: a valid header followed by a body the codec cannot read is refused.
+    let mut client_frame = BytesMut::new();
+    let body: &[u8] = &[0, 3, 0, 9, 0, 0, 0, 7, 0, 0, 0xff, 0xff, 0xff, 0x00];
+    client_frame.put_i32(body.len() as i32);
+    client_frame.extend_from_slice(body);
+    closes_after(&client_frame).await;
+}
+
+#[tokio::test]
+async fn an_unsupported_version_closes_the_connection() {
+    // Goal: Produce v99 (and Produce v0, which Kafka 4 no longer serves) are refused.
+    let broker = TestBroker::start(&[]).await;
+    for version in [99, 0] {
+        let mut client = broker.client().await;
+        let frame = client.frame(&produce_request("t", 0, batch(1, -1, -1, 0), 1), 9);
+        let mut bytes = BytesMut::from(&frame[..]);
+        bytes[6..8].copy_from_slice(&(version as i16).to_be_bytes());
+        client.send_raw(&bytes).await;
+        assert!(
+            client.is_closed().await,
+            "Produce v{version} must be refused"
+        );
+    }
+    broker_still_serves(&broker).await;
+}
+
+#[tokio::test]
+async fn an_unimplemented_api_is_not_advertised_and_is_refused() {
+    // Goal: FindCoordinator (groups are not implemented yet) is absent and closes cleanly.
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    let versions = client.call(&ApiVersionsRequest::default(), 3).await;
+    assert!(versions.api_keys.iter().all(|k| k.api_key != 10));
+    let frame = client.frame(&FindCoordinatorRequest::default(), 3);
+    client.send_raw(&frame).await;
+    assert!(client.is_closed().await);
+    broker_still_serves(&broker).await;
+}
+
+#[tokio::test]
+async fn a_too_new_api_versions_request_gets_a_v0_error_response() {
+    // Goal: Kafka's fallback: v0 response, UNSUPPORTED_VERSION, the ApiVersions range.
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    let frame = client.frame(&ApiVersionsRequest::default(), 3);
+    let mut bytes = BytesMut::from(&frame[..]);
+    bytes[6..8].copy_from_slice(&77i16.to_be_bytes());
+    client.send_raw(&bytes).await;
+    let mut response = client.read_frame().await.expect("response");
+    let _ =
+        <kafka_protocol::messages::ResponseHeader as kafka_protocol::protocol::Decodable>::decode(
+            &mut response,
+            0,
+        );
+    let body = <kafka_protocol::messages::ApiVersionsResponse as kafka_protocol::protocol::Decodable>::decode(&mut response, 0)
+        .expect("v0 body");
+    assert_eq!(body.error_code, ResponseError::UnsupportedVersion.code());
+    assert_eq!(body.api_keys.len(), 1);
+    assert_eq!(
+        (body.api_keys[0].api_key, body.api_keys[0].max_version),
+        (18, 4)
+    );
+}
+
+#[tokio::test]
+async fn invalid_topic_names_are_refused() {
+    // Goal: CreateTopics and Metadata answer INVALID_TOPIC_EXCEPTION for illegal names.
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    for bad in ["has space", "..", "slash/name", &"x".repeat(250)] {
+        assert_eq!(
+            create_topic(&mut client, bad, 1).await,
+            ResponseError::InvalidTopicException.code()
+        );
+        let request = MetadataRequest::default()
+            .with_topics(Some(vec![
+                MetadataRequestTopic::default().with_name(Some(name(bad)))
+            ]))
+            .with_allow_auto_topic_creation(true);
+        let response = client.call(&request, 12).await;
+        assert_eq!(
+            response.topics[0].error_code,
+            ResponseError::InvalidTopicException.code()
+        );
+    }
+    assert!(!broker.dir.path().join("has space-0").exists());
+}
+
+#[tokio::test]
+async fn produce_to_a_missing_partition_is_unknown() {
+    // Goal: partitions that do not exist get UNKNOWN_TOPIC_OR_PARTITION, nothing created.
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "t", 1).await;
+    let code = ResponseError::UnknownTopicOrPartition.code();
+    assert_eq!(
+        produce(&mut client, "t", 5, batch(1, -1, -1, 0))
+            .await
+            .error_code,
+        code
+    );
+    assert_eq!(
+        produce(&mut client, "nope", 0, batch(1, -1, -1, 0))
+            .await
+            .error_code,
+        code
+    );
+}
+
+#[tokio::test]
+async fn a_corrupt_batch_is_refused_and_not_stored() {
+    // Goal: a flipped bit fails the CRC check: CORRUPT_MESSAGE, and the log stays empty.
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "t", 1).await;
+    let mut bad = BytesMut::from(&batch(3, -1, -1, 0)[..]);
+    let last = bad.len() - 2;
+    bad[last] ^= 0x10;
+    let response = produce(&mut client, "t", 0, bad.freeze()).await;
+    assert_eq!(response.error_code, ResponseError::CorruptMessage.code());
+    assert_eq!(fetch(&mut client, "t", 0, 0).await.high_watermark, 0);
+}
+
+#[tokio::test]
+async fn an_oversized_batch_is_refused() {
+    // Goal: a batch above max.message.bytes gets MESSAGE_TOO_LARGE.
+    let broker = TestBroker::start(&[("message.max.bytes", "100")]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "t", 1).await;
+    let response = produce(&mut client, "t", 0, batch(20, -1, -1, 0)).await;
+    assert_eq!(response.error_code, ResponseError::MessageTooLarge.code());
+}
+
+#[tokio::test]
+async fn two_batches_in_one_partition_are_refused() {
+    // Goal: Produce v3+ carries exactly one batch per partition (INVALID_RECORD otherwise).
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "t", 1).await;
+    let mut two = BytesMut::from(&batch(1, -1, -1, 0)[..]);
+    two.extend_from_slice(&batch(1, -1, -1, 0));
+    let response = produce(&mut client, "t", 0, two.freeze()).await;
+    assert_eq!(response.error_code, ResponseError::InvalidRecord.code());
+    let empty = produce(&mut client, "t", 0, bytes::Bytes::new()).await;
+    assert_eq!(empty.error_code, ResponseError::InvalidRecord.code());
+}
