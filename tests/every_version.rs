@@ -26,6 +26,19 @@ async fn topic_id(client: &mut Client, topic: &str) -> Uuid {
 
 async fn exercise(client: &mut Client, key: ApiKey, version: i16, id: Uuid) {
     match key {
+        ApiKey::Produce | ApiKey::Fetch | ApiKey::ListOffsets | ApiKey::OffsetForLeaderEpoch => {
+            exercise_data(client, key, version, id).await
+        }
+        ApiKey::Metadata
+        | ApiKey::ApiVersions
+        | ApiKey::DescribeCluster
+        | ApiKey::InitProducerId => exercise_cluster(client, key, version).await,
+        _ => exercise_admin(client, key, version).await,
+    }
+}
+
+async fn exercise_data(client: &mut Client, key: ApiKey, version: i16, id: Uuid) {
+    match key {
         ApiKey::Produce => {
             let mut request = produce_request("t", 0, batch(1, -1, -1, 0), -1);
             if version >= 13 {
@@ -64,6 +77,28 @@ async fn exercise(client: &mut Client, key: ApiKey, version: i16, id: Uuid) {
             let response = client.call(&request, version).await;
             assert_eq!(response.topics[0].partitions[0].error_code, 0, "v{version}");
         }
+        ApiKey::OffsetForLeaderEpoch => {
+            let request = OffsetForLeaderEpochRequest::default().with_topics(vec![
+                OffsetForLeaderTopic::default()
+                    .with_topic(name("t"))
+                    .with_partitions(vec![OffsetForLeaderPartition::default()
+                        .with_partition(0)
+                        .with_leader_epoch(0)]),
+            ]);
+            let response = client.call(&request, version).await;
+            let partition = &response.topics[0].partitions[0];
+            assert_eq!(
+                (partition.error_code, partition.leader_epoch),
+                (0, 0),
+                "v{version}"
+            );
+        }
+        other => panic!("no exercise for {other:?}"),
+    }
+}
+
+async fn exercise_cluster(client: &mut Client, key: ApiKey, version: i16) {
+    match key {
         ApiKey::Metadata => {
             let topics = vec![MetadataRequestTopic::default().with_name(Some(name("t")))];
             let response = client
@@ -86,6 +121,27 @@ async fn exercise(client: &mut Client, key: ApiKey, version: i16, id: Uuid) {
             assert_eq!(response.error_code, 0);
             assert_eq!(response.api_keys.len(), SUPPORTED_APIS.len());
         }
+        ApiKey::DescribeCluster => {
+            let response = client
+                .call(&DescribeClusterRequest::default(), version)
+                .await;
+            assert_eq!(response.error_code, 0);
+            assert_eq!(response.brokers.len(), 1);
+        }
+        ApiKey::InitProducerId => {
+            let request = InitProducerIdRequest::default()
+                .with_transactional_id(None)
+                .with_transaction_timeout_ms(60000);
+            let response = client.call(&request, version).await;
+            assert_eq!(response.error_code, 0);
+            assert!(response.producer_id.0 >= 0);
+        }
+        other => panic!("no exercise for {other:?}"),
+    }
+}
+
+async fn exercise_admin(client: &mut Client, key: ApiKey, version: i16) {
+    match key {
         ApiKey::CreateTopics => {
             assert_eq!(
                 create_topic_at(client, &format!("created-v{version}"), version).await,
@@ -104,30 +160,6 @@ async fn exercise(client: &mut Client, key: ApiKey, version: i16, id: Uuid) {
             };
             let response = client.call(&request, version).await;
             assert_eq!(response.responses[0].error_code, 0, "v{version}");
-        }
-        ApiKey::InitProducerId => {
-            let request = InitProducerIdRequest::default()
-                .with_transactional_id(None)
-                .with_transaction_timeout_ms(60000);
-            let response = client.call(&request, version).await;
-            assert_eq!(response.error_code, 0);
-            assert!(response.producer_id.0 >= 0);
-        }
-        ApiKey::OffsetForLeaderEpoch => {
-            let request = OffsetForLeaderEpochRequest::default().with_topics(vec![
-                OffsetForLeaderTopic::default()
-                    .with_topic(name("t"))
-                    .with_partitions(vec![OffsetForLeaderPartition::default()
-                        .with_partition(0)
-                        .with_leader_epoch(0)]),
-            ]);
-            let response = client.call(&request, version).await;
-            let partition = &response.topics[0].partitions[0];
-            assert_eq!(
-                (partition.error_code, partition.leader_epoch),
-                (0, 0),
-                "v{version}"
-            );
         }
         ApiKey::DescribeConfigs => {
             let request = DescribeConfigsRequest::default().with_resources(vec![
@@ -152,13 +184,6 @@ async fn exercise(client: &mut Client, key: ApiKey, version: i16, id: Uuid) {
             ]);
             let response = client.call(&request, version).await;
             assert_eq!(response.results[0].error_code, 0, "v{version}");
-        }
-        ApiKey::DescribeCluster => {
-            let response = client
-                .call(&DescribeClusterRequest::default(), version)
-                .await;
-            assert_eq!(response.error_code, 0);
-            assert_eq!(response.brokers.len(), 1);
         }
         other => panic!("no exercise for {other:?}"),
     }

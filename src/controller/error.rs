@@ -31,7 +31,7 @@ pub enum ControllerError {
     InvalidConfig {
         topic: String,
         #[source]
-        source: crate::config::ConfigError,
+        source: Box<crate::config::ConfigError>,
     },
     #[error("cannot persist cluster metadata: {source}")]
     Storage {

@@ -202,7 +202,7 @@ impl Controller {
         check_partition_count(&name, partitions)?;
         topic::validate(&topic.configs).map_err(|source| ControllerError::InvalidConfig {
             topic: name.clone(),
-            source,
+            source: Box::new(source),
         })?;
         Ok(TopicImage {
             name,

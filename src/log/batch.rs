@@ -15,6 +15,8 @@ use super::error::LogError;
 pub const HEADER_BYTES: usize = 61;
 /// Bytes before the batch length field counts from (base offset + length).
 pub const LOG_OVERHEAD: usize = 12;
+/// Byte position of the partition leader epoch in a batch.
+pub const PARTITION_LEADER_EPOCH_AT: usize = 12;
 /// The only record batch format highwater stores.
 pub const MAGIC_V2: i8 = 2;
 const ATTR_TRANSACTIONAL: i16 = 1 << 4;

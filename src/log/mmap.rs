@@ -61,23 +61,24 @@ impl MappedFile {
         self.capacity
     }
 
-    /// Copies `bytes` into the map at `position` and returns the written region for patching.
+    /// Copies `bytes` into the map at `position`.
     ///
     /// The caller must be the single writer and `position` must be at or past every length
     /// it has published to readers.
-    pub fn write_at(&self, position: usize, bytes: &[u8]) -> &mut [u8] {
+    pub fn write_at(&self, position: usize, bytes: &[u8]) {
         assert!(
             position + bytes.len() <= self.capacity,
             "write past the mapped capacity"
         );
         // SAFETY: the range lies inside the mapping (asserted above). Only the single writer
         // touches bytes past the published length, and no reader holds a slice of them, so
-        // the returned `&mut` is unique for as long as the writer holds it.
+        // nothing aliases the region while it is written.
         unsafe {
-            let target =
-                std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(position), bytes.len());
-            target.copy_from_slice(bytes);
-            target
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                self.map.as_mut_ptr().add(position),
+                bytes.len(),
+            );
         }
     }
 

@@ -196,8 +196,13 @@ impl Segment {
     pub fn append(&mut self, bytes: &[u8], base_offset: i64, leader_epoch: i32) -> BatchHeader {
         assert_eq!(base_offset, self.next_offset, "appends must be contiguous");
         let position = self.size;
-        let written = self.log.write_at(position, bytes);
-        batch::patch(written, base_offset, leader_epoch);
+        self.log.write_at(position, bytes);
+        self.log.write_at(position, &base_offset.to_be_bytes());
+        self.log.write_at(
+            position + batch::PARTITION_LEADER_EPOCH_AT,
+            &leader_epoch.to_be_bytes(),
+        );
+        let written = self.log.slice(position, position + bytes.len());
         let header = BatchHeader::parse(written).expect("validated batch has a header");
         self.maybe_index(position, &header);
         self.size += header.size;

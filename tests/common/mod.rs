@@ -167,10 +167,8 @@ impl Client {
     /// Whether the broker closed the connection (EOF) within a few seconds.
     pub async fn is_closed(&mut self) -> bool {
         let mut byte = [0u8; 1];
-        match tokio::time::timeout(Duration::from_secs(5), self.stream.read(&mut byte)).await {
-            Ok(Ok(0)) | Ok(Err(_)) => true,
-            _ => false,
-        }
+        let read = tokio::time::timeout(Duration::from_secs(5), self.stream.read_exact(&mut byte));
+        matches!(read.await, Ok(Err(_)))
     }
 }
 
