@@ -104,6 +104,15 @@ impl MappedFile {
         self.file.sync_data().map_err(io)
     }
 
+    /// Cuts the file to `length` bytes and grows it back to its capacity, so that everything
+    /// after `length` reads as zeros (the tail's blocks are freed, nothing is written).
+    /// Used only while opening, before any reader exists.
+    pub fn truncate_and_regrow(&self, length: usize) -> Result<(), LogError> {
+        let io = |e| LogError::io(&self.path, e);
+        self.file.set_len(length as u64).map_err(io)?;
+        self.file.set_len(self.capacity as u64).map_err(io)
+    }
+
     /// Shrinks the file on disk to `length` bytes. The mapping keeps its size; bytes past
     /// `length` must never be read again.
     pub fn trim(&self, length: usize) -> Result<(), LogError> {

@@ -274,3 +274,84 @@ impl Log {
         self.epoch_cache.check_invariants();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::batch::tests::encode_batch;
+    use std::io::{Seek, SeekFrom, Write};
+
+    fn config(segment_bytes: usize) -> LogConfig {
+        LogConfig {
+            segment: SegmentConfig {
+                segment_bytes,
+                segment_index_bytes: 4096,
+                index_interval_bytes: 64,
+            },
+            max_message_bytes: 1 << 20,
+        }
+    }
+
+    #[test]
+    fn appends_roll_into_new_segments_and_reads_span_them() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut log = Log::open(dir.path(), config(300), true).expect("open");
+        for _ in 0..10 {
+            log.append_as_leader(&encode_batch(2, -1, -1, 0), 0)
+                .expect("append");
+        }
+        assert!(log.segments().len() > 1, "small segments must roll");
+        assert_eq!(log.log_end_offset(), 20);
+        for offset in 0..20 {
+            let bytes = log.read(offset, 20, 1 << 20, true).expect("read");
+            let header = crate::log::batch::BatchHeader::parse(&bytes).expect("a batch");
+            assert!(header.base_offset <= offset && offset <= header.last_offset());
+        }
+        log.close().expect("close");
+        drop(log);
+        let reopened = Log::open(dir.path(), config(300), true).expect("reopen");
+        assert_eq!(reopened.log_end_offset(), 20);
+    }
+
+    #[test]
+    fn a_torn_tail_is_cut_off_after_an_unclean_stop() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut log = Log::open(dir.path(), config(1 << 16), true).expect("open");
+        log.append_as_leader(&encode_batch(3, -1, -1, 0), 0)
+            .expect("append");
+        let valid = log.segments()[0].size();
+        drop(log);
+        let path = dir.path().join("00000000000000000000.log");
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .expect("file");
+        file.seek(SeekFrom::Start(valid as u64)).expect("seek");
+        let torn = encode_batch(5, -1, -1, 0);
+        file.write_all(&torn[..torn.len() - 7]).expect("write");
+        drop(file);
+        let mut log = Log::open(dir.path(), config(1 << 16), false).expect("recover");
+        assert_eq!(log.log_end_offset(), 3);
+        let info = log
+            .append_as_leader(&encode_batch(1, -1, -1, 0), 0)
+            .expect("append");
+        assert_eq!(info.base_offset, 3);
+        drop(log);
+        let log = Log::open(dir.path(), config(1 << 16), false).expect("recover again");
+        assert_eq!(log.log_end_offset(), 4);
+    }
+
+    #[test]
+    fn reads_stop_before_max_offset() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut log = Log::open(dir.path(), config(1 << 16), true).expect("open");
+        log.append_as_leader(&encode_batch(2, -1, -1, 0), 0)
+            .expect("append");
+        log.append_as_leader(&encode_batch(2, -1, -1, 0), 0)
+            .expect("append");
+        let bytes = log.read(0, 2, 1 << 20, true).expect("read");
+        let header = crate::log::batch::BatchHeader::parse(&bytes).expect("batch");
+        assert_eq!(bytes.len(), header.size, "only the batch below max_offset");
+        assert!(log.read(5, 4, 100, true).is_err(), "beyond the log end");
+    }
+}

@@ -132,31 +132,23 @@ impl Segment {
             self.next_offset = header.last_offset() + 1;
         }
         if valid < length {
-            tracing::warn!(
-                segment = %self.log.path().display(),
-                valid_bytes = valid,
-                dropped_bytes = length - valid,
-                "truncating torn or corrupt tail of segment"
-            );
-            self.zero_tail(valid, length);
+            let tail = self
+                .log
+                .slice(valid, length.min(valid + batch::HEADER_BYTES));
+            if tail.iter().any(|b| *b != 0) {
+                tracing::warn!(
+                    segment = %self.log.path().display(),
+                    valid_bytes = valid,
+                    "truncating torn or corrupt tail of segment"
+                );
+            }
+            self.log.truncate_and_regrow(valid)?;
         }
         for (position, header) in entries {
             self.maybe_index(position, &header);
         }
         self.size = valid;
         Ok(())
-    }
-
-    /// Overwrites `[from, to)` with zeros so that stale bytes can never be read as batches.
-    fn zero_tail(&self, from: usize, to: usize) {
-        const CHUNK: usize = 64 * 1024;
-        let zeros = [0u8; CHUNK];
-        let mut at = from;
-        while at < to {
-            let n = CHUNK.min(to - at);
-            self.log.write_at(at, &zeros[..n]);
-            at += n;
-        }
     }
 
     /// Adds an index entry for a batch at `position` if enough bytes have passed.
