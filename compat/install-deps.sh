@@ -13,6 +13,8 @@ compat="$root/compat"
 venv="$compat/.venv"
 libs="$root/.kafka-ref/libs"
 mvn_flags=(-q -B --no-transfer-progress)
+# Debian's Maven prints stray ANSI resets through jansi without this.
+export MAVEN_OPTS="${MAVEN_OPTS:-} -Djansi.noreset=true"
 apt_updated=0
 
 as_root() {
@@ -28,7 +30,15 @@ apt_install() {
         as_root apt-get update -qq
         apt_updated=1
     fi
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"
+    local log
+    log="$(mktemp)"
+    if ! as_root env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq --no-install-recommends "$@" >"$log" 2>&1; then
+        cat "$log" >&2
+        echo "install-deps: apt-get install $* failed" >&2
+        exit 1
+    fi
+    rm -f "$log"
 }
 
 # Prints a short fingerprint of the given files, to skip steps whose inputs did not change.
@@ -72,7 +82,7 @@ import kafka
 lib = confluent_kafka.libversion()[0]
 if not lib.startswith("2.16."):
     sys.exit(f"install-deps: confluent-kafka bundles librdkafka {lib}, expected 2.16.x")
-print(f"install-deps: python ok: confluent-kafka {confluent_kafka.version()[0]} "
+print(f"install-deps: python ok: confluent-kafka {confluent_kafka.__version__} "
       f"(librdkafka {lib}), kafka-python {kafka.__version__}")
 PY
 

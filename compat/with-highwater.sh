@@ -11,16 +11,18 @@ set -euo pipefail
 
 (($# > 0)) || { echo "usage: compat/with-highwater.sh CMD [ARGS...]" >&2; exit 2; }
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
+# The broker runs in the repository root, so these paths are relative to it; CMD runs where
+# this script was started.
 bin="${HIGHWATER_BIN:-./target/release/highwater}"
 config="${HIGHWATER_CONFIG:-config/server.toml}"
 timeout_s="${HIGHWATER_START_TIMEOUT:-30}"
 
-[[ -x "$bin" ]] || { echo "with-highwater: no broker binary at $bin (make build)" >&2; exit 1; }
+[[ -x "$bin" || -x "$root/$bin" ]] || { echo "with-highwater: no broker binary at $bin (make build)" >&2; exit 1; }
 
 # A port the kernel just handed out and released; another process could take it in between,
 # in which case the broker fails to bind and the start-up check below reports it.
-port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])')"
 bootstrap="127.0.0.1:$port"
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/highwater-compat.XXXXXX")"
 log="$tmp/broker.log"
@@ -61,8 +63,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-"$bin" serve --config "$config" --listeners "$bootstrap" --log-dirs "$tmp/data" \
-    >"$log" 2>&1 </dev/null &
+(cd "$root" && exec "$bin" serve --config "$config" --listeners "$bootstrap" \
+    --log-dirs "$tmp/data") >"$log" 2>&1 </dev/null &
 pid=$!
 
 answers() {
@@ -93,14 +95,21 @@ done
 echo "with-highwater: highwater (pid $pid) answers on $bootstrap after $((SECONDS - start))s"
 
 rc=0
-"$@" "$bootstrap" || rc=$?
-if ((rc != 0)); then
-    echo "with-highwater: '$*' failed with status $rc" >&2
+set +o pipefail
+"$@" "$bootstrap" 2>&1 | tee "$tmp/cmd.out"
+rc=${PIPESTATUS[0]}
+set -o pipefail
+crashed=0
+kill -0 "$pid" 2>/dev/null || crashed=1
+if ((rc != 0 || crashed)); then
+    echo "with-highwater: '$*' exited with status $rc$( ((crashed)) &&
+        echo "; the broker had exited before the end of the run")" >&2
     log_tail
-fi
-if ! kill -0 "$pid" 2>/dev/null; then
-    echo "with-highwater: the broker had exited before the end of the run" >&2
-    ((rc != 0)) || log_tail
-    rc=$((rc == 0 ? 1 : rc))
+    ((rc != 0)) || rc=1
+    # Keep run-all.sh's "N passed, N failed" as the closing line.
+    last="$(tail -n 1 "$tmp/cmd.out")"
+    if [[ "$last" =~ ^[0-9]+\ passed,\ [0-9]+\ failed$ ]]; then
+        echo "$last"
+    fi
 fi
 exit "$rc"

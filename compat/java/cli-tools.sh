@@ -29,7 +29,9 @@ console_consumer() {
     kafka_tool org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server "$bootstrap" \
         "$@"
 }
-get_offsets() { kafka_tool org.apache.kafka.tools.GetOffsetShell --bootstrap-server "$bootstrap" "$@"; }
+get_offsets() {
+    kafka_tool org.apache.kafka.tools.GetOffsetShell --bootstrap-server "$bootstrap" "$@"
+}
 
 topic_listed() { topics --list | grep -qxF "$1"; }
 topic_not_listed() { ! topics --list | grep -qxF "$1"; }

@@ -67,14 +67,17 @@ share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 EOF
 
+request_log_level=WARN
+[[ "${KAFKA_REF_REQUEST_LOG:-0}" == 1 ]] && request_log_level=DEBUG
 java_opts=(-Xms256m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20
     -Djava.awt.headless=true
     "-Dkafka.logs.dir=$ref/logs"
-    "-Dkafka.request.log.level=$([[ "${KAFKA_REF_REQUEST_LOG:-0}" == 1 ]] && echo DEBUG || echo WARN)"
+    "-Dkafka.request.log.level=$request_log_level"
     "-Dlog4j2.configurationFile=$here/log4j2.properties")
 classpath="$ref/libs/*"
 
-cluster_id="$(java -Xmx128m -cp "$classpath" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n1)"
+cluster_id="$(java -Xmx128m -cp "$classpath" kafka.tools.StorageTool random-uuid 2>/dev/null |
+    tail -n1)"
 if [[ -z "$cluster_id" ]]; then
     echo "kafka-ref: kafka.tools.StorageTool random-uuid printed nothing" >&2
     exit 1

@@ -48,7 +48,7 @@ def parse_args(argv):
 
 
 def client_config(args):
-    conf = {"bootstrap.servers": args.bootstrap, "client.id": "compat-pykcat"}
+    conf = {"bootstrap.servers": args.bootstrap, "client.id": "compat-pykcat-rdkafka-2.16"}
     for kv in args.config:
         k, _, v = kv.partition("=")
         conf[k] = v

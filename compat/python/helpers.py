@@ -1,8 +1,13 @@
 """Helpers shared by the Python compat tests."""
 
+import pathlib
+import subprocess
+import sys
 import time
 
 import pytest
+
+STORED_CODECS = pathlib.Path(__file__).resolve().parents[1] / "lib" / "stored_codecs.py"
 
 
 def wait_until(what, condition, timeout_s=30.0):
@@ -22,3 +27,12 @@ TS_DELTAS = [10, 20, 30, 25, 40, 40, 60, 50]
 TS_EXPECTED = [(-100_000, 0), (5, 0), (10, 0), (11, 1), (20, 1), (21, 2), (25, 2), (26, 2),
                (30, 2), (31, 4), (40, 4), (41, 6), (50, 6), (51, 6), (60, 6), (61, None),
                (100_000, None)]
+
+
+def stored_codecs(bootstrap, topic, partition):
+    """The distinct codecs of the batches the broker stores for a partition, read with a raw
+    Fetch: a client may quietly send uncompressed batches, which a consumer cannot see."""
+    out = subprocess.run([sys.executable, str(STORED_CODECS), bootstrap, topic, str(partition)],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()

@@ -14,6 +14,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -50,6 +51,10 @@ class ProduceConsumeTest {
         long baseTs = System.currentTimeMillis() - 3_600_000L;
         long[] ackedOffset = produceAll(topic, compression, baseTs);
         consumeAndCheck(topic, compression, baseTs, ackedOffset);
+        for (int p = 0; p < PARTITIONS; p++) {
+            assertEquals(Set.of(compression), StoredCodecs.of(topic, p),
+                    "codecs of the batches stored in partition " + p);
+        }
     }
 
     private static long[] produceAll(String topic, String compression, long baseTs)
