@@ -7,7 +7,7 @@ use bytes::{BufMut, BytesMut};
 use common::*;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::{ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest};
+use kafka_protocol::messages::{ApiVersionsRequest, JoinGroupRequest, MetadataRequest};
 
 /// Asserts that a fresh connection still gets answers.
 async fn broker_still_serves(broker: &TestBroker) {
@@ -104,12 +104,12 @@ async fn an_unsupported_version_closes_the_connection() {
 
 #[tokio::test]
 async fn an_unimplemented_api_is_not_advertised_and_is_refused() {
-    // Goal: FindCoordinator (groups are not implemented yet) is absent and closes cleanly.
+    // Goal: JoinGroup (groups are not implemented yet) is absent and closes cleanly.
     let broker = TestBroker::start(&[]).await;
     let mut client = broker.client().await;
     let versions = client.call(&ApiVersionsRequest::default(), 3).await;
-    assert!(versions.api_keys.iter().all(|k| k.api_key != 10));
-    let frame = client.frame(&FindCoordinatorRequest::default(), 3);
+    assert!(versions.api_keys.iter().all(|k| k.api_key != 11));
+    let frame = client.frame(&JoinGroupRequest::default(), 5);
     client.send_raw(&frame).await;
     assert!(client.is_closed().await);
     broker_still_serves(&broker).await;
@@ -221,4 +221,25 @@ async fn two_batches_in_one_partition_are_refused() {
     assert_eq!(response.error_code, ResponseError::InvalidRecord.code());
     let empty = produce(&mut client, "t", 0, bytes::Bytes::new()).await;
     assert_eq!(empty.error_code, ResponseError::InvalidRecord.code());
+}
+
+#[tokio::test]
+async fn a_timestamp_far_in_the_future_is_refused() {
+    // Goal: as Kafka 4 (message.timestamp.after.max.ms = 1 h): INVALID_TIMESTAMP.
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "t", 1).await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock");
+    let in_two_hours = now.as_millis() as i64 + 2 * 3600 * 1000;
+    let response = produce(&mut client, "t", 0, batch(1, -1, -1, in_two_hours)).await;
+    assert_eq!(response.error_code, ResponseError::InvalidTimestamp.code());
+    let now = now.as_millis() as i64;
+    assert_eq!(
+        produce(&mut client, "t", 0, batch(1, -1, -1, now))
+            .await
+            .error_code,
+        0
+    );
 }

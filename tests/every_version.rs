@@ -6,6 +6,7 @@ mod common;
 
 use common::*;
 use highwater::api::versions::SUPPORTED_APIS;
+use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
@@ -32,7 +33,8 @@ async fn exercise(client: &mut Client, key: ApiKey, version: i16, id: Uuid) {
         ApiKey::Metadata
         | ApiKey::ApiVersions
         | ApiKey::DescribeCluster
-        | ApiKey::InitProducerId => exercise_cluster(client, key, version).await,
+        | ApiKey::InitProducerId
+        | ApiKey::FindCoordinator => exercise_cluster(client, key, version).await,
         _ => exercise_admin(client, key, version).await,
     }
 }
@@ -120,6 +122,23 @@ async fn exercise_cluster(client: &mut Client, key: ApiKey, version: i16) {
             let response = client.call(&request, version).await;
             assert_eq!(response.error_code, 0);
             assert_eq!(response.api_keys.len(), SUPPORTED_APIS.len());
+        }
+        ApiKey::FindCoordinator => {
+            let key = StrBytes::from_static_str("g");
+            let request = match version >= 4 {
+                true => FindCoordinatorRequest::default().with_coordinator_keys(vec![key]),
+                false => FindCoordinatorRequest::default().with_key(key),
+            };
+            let response = client.call(&request, version).await;
+            let code = match version >= 4 {
+                true => response.coordinators[0].error_code,
+                false => response.error_code,
+            };
+            assert_eq!(
+                code,
+                ResponseError::CoordinatorNotAvailable.code(),
+                "v{version}"
+            );
         }
         ApiKey::DescribeCluster => {
             let response = client

@@ -8,6 +8,7 @@ pub mod describe_cluster;
 pub mod describe_configs;
 pub mod errors;
 pub mod fetch;
+pub mod find_coordinator;
 pub mod init_producer_id;
 pub mod list_offsets;
 pub mod metadata;
@@ -138,6 +139,7 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         ApiKey::Produce => produce::handle(broker, request),
         ApiKey::Fetch => fetch::handle(broker, request).await,
         ApiKey::ListOffsets => list_offsets::handle(broker, request),
+        ApiKey::FindCoordinator => find_coordinator::handle(request),
         ApiKey::Metadata => metadata::handle(broker, request),
         ApiKey::ApiVersions => api_versions::handle(request),
         ApiKey::CreateTopics => topics::create_topics(broker, request),

@@ -38,6 +38,7 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::Fetch, 4, 18),
     api(ApiKey::ListOffsets, 1, 10),
     api(ApiKey::Metadata, 0, 13),
+    api(ApiKey::FindCoordinator, 0, 6),
     api(ApiKey::ApiVersions, 0, 4),
     api(ApiKey::CreateTopics, 2, 7),
     api(ApiKey::DeleteTopics, 1, 6),

@@ -188,10 +188,9 @@ impl Controller {
                     brokers: brokers.len(),
                 });
             }
-            (
-                partitions,
-                vec![self.config.node_id; partitions.max(0) as usize],
-            )
+            // Checked before sizing the replica list by a count read from the wire.
+            check_partition_count(&name, partitions)?;
+            (partitions, vec![self.config.node_id; partitions as usize])
         } else {
             check_assignments(&name, &topic.assignments, &brokers)?;
             (

@@ -29,6 +29,10 @@ pub enum LogError {
     /// A batch larger than the topic's `max.message.bytes`.
     #[error("batch of {size} bytes exceeds max.message.bytes {max}")]
     MessageTooLarge { size: usize, max: usize },
+    /// A record timestamp outside [now - message.timestamp.before.max.ms,
+    /// now + message.timestamp.after.max.ms].
+    #[error("timestamp {timestamp} is outside the accepted range [{min}, {max}]")]
+    InvalidTimestamp { timestamp: i64, min: i64, max: i64 },
     /// Transactional or control batches sent by a client: not supported yet.
     #[error("transactional batches are not supported (producer {producer_id})")]
     TransactionsUnsupported { producer_id: i64 },

@@ -22,6 +22,10 @@ pub struct LogConfig {
     pub segment: SegmentConfig,
     /// `max.message.bytes`: the largest batch accepted.
     pub max_message_bytes: usize,
+    /// `message.timestamp.before.max.ms`: how far in the past a CreateTime timestamp may be.
+    pub timestamp_before_max_ms: i64,
+    /// `message.timestamp.after.max.ms`: how far in the future a CreateTime timestamp may be.
+    pub timestamp_after_max_ms: i64,
 }
 
 /// Where an appended (or de-duplicated) batch landed.
@@ -201,12 +205,38 @@ impl Log {
             });
         }
         let header = batch::validate(records)?;
+        self.check_timestamps(&header)?;
         if header.is_transactional() || header.is_control() {
             return Err(LogError::TransactionsUnsupported {
                 producer_id: header.producer_id,
             });
         }
         Ok(header)
+    }
+
+    /// Checks CreateTime timestamps against the accepted window (KIP-937, Kafka 3.6+). The
+    /// batch's max timestamp bounds every record from above; its base timestamp (the first
+    /// record's) stands for the earliest, as only the header is read.
+    fn check_timestamps(&self, header: &BatchHeader) -> Result<(), LogError> {
+        const LOG_APPEND_TIME: i16 = 1 << 3;
+        if header.attributes & LOG_APPEND_TIME != 0 {
+            return Ok(());
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        let min = now.saturating_sub(self.config.timestamp_before_max_ms);
+        let max = now.saturating_add(self.config.timestamp_after_max_ms);
+        for timestamp in [header.base_timestamp, header.max_timestamp] {
+            if timestamp < min || timestamp > max {
+                return Err(LogError::InvalidTimestamp {
+                    timestamp,
+                    min,
+                    max,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Seals the active segment and starts a new one at the log end offset.
@@ -289,6 +319,8 @@ mod tests {
                 index_interval_bytes: 64,
             },
             max_message_bytes: 1 << 20,
+            timestamp_before_max_ms: i64::MAX,
+            timestamp_after_max_ms: i64::MAX,
         }
     }
 

@@ -35,6 +35,7 @@ pub struct ReplicaManager {
 /// The log configuration of a topic: broker defaults overridden by topic configs.
 pub fn log_config(broker: &BrokerConfig, topic_image: &TopicImage) -> LogConfig {
     let n = |key| topic::number(broker, &topic_image.configs, key).max(0) as usize;
+    let ms = |key| topic::number(broker, &topic_image.configs, key).max(0);
     LogConfig {
         segment: SegmentConfig {
             segment_bytes: n("segment.bytes").max(1024),
@@ -42,6 +43,8 @@ pub fn log_config(broker: &BrokerConfig, topic_image: &TopicImage) -> LogConfig 
             index_interval_bytes: n("index.interval.bytes"),
         },
         max_message_bytes: n("max.message.bytes"),
+        timestamp_before_max_ms: ms("message.timestamp.before.max.ms"),
+        timestamp_after_max_ms: ms("message.timestamp.after.max.ms"),
     }
 }
 
