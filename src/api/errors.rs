@@ -3,6 +3,7 @@
 
 use kafka_protocol::error::ResponseError;
 
+use super::topics::AdminError;
 use crate::controller::ControllerError;
 use crate::log::LogError;
 use crate::replica::ReplicaError;
@@ -46,6 +47,14 @@ pub fn controller_error(error: &ControllerError) -> ResponseError {
         ControllerError::InvalidReplicaAssignment { .. } => ResponseError::InvalidReplicaAssignment,
         ControllerError::InvalidConfig { .. } => ResponseError::InvalidConfig,
         ControllerError::Storage { .. } => ResponseError::KafkaStorageError,
+    }
+}
+
+/// The Kafka error for a topic change that failed in the controller or when applied.
+pub fn admin_error(error: &AdminError) -> ResponseError {
+    match error {
+        AdminError::Controller(error) => controller_error(error),
+        AdminError::Replica(error) => replica_error(error),
     }
 }
 

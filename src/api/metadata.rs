@@ -9,7 +9,7 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
 use uuid::Uuid;
 
-use super::errors::controller_error;
+use super::errors::admin_error;
 use super::{str_bytes, topic_name, topics, Broker, HandlerError, Outcome, Request};
 use crate::metadata::{validate_topic_name, TopicImage};
 
@@ -94,7 +94,7 @@ fn topic_by_name(
             None => error_topic(Some(name), Uuid::nil(), ResponseError::LeaderNotAvailable),
         },
         Err(error) => {
-            let code = controller_error(&error);
+            let code = admin_error(&error);
             tracing::warn!(client = %request.client, topic = %name, %error, "auto-creation failed");
             error_topic(Some(name), Uuid::nil(), code)
         }

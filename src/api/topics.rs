@@ -17,14 +17,15 @@ use kafka_protocol::messages::{
 };
 use uuid::Uuid;
 
-use super::errors::controller_error;
+use super::errors::admin_error;
 use super::{str_bytes, topic_name, Broker, HandlerError, Outcome, Request};
 use crate::config::{topic, ConfigMap};
 use crate::controller::{ControllerError, NewTopic};
+use crate::replica::ReplicaError;
 
 /// Creates `name` with the broker's default partitions and configs (Metadata auto-creation).
 /// A topic created concurrently by someone else counts as success.
-pub fn create_with_defaults(broker: &Broker, name: &str) -> Result<(), ControllerError> {
+pub fn create_with_defaults(broker: &Broker, name: &str) -> Result<(), AdminError> {
     let topic = NewTopic {
         name: name.to_string(),
         partitions: -1,
@@ -34,20 +35,24 @@ pub fn create_with_defaults(broker: &Broker, name: &str) -> Result<(), Controlle
     };
     match broker.controller.create_topic(&topic, false) {
         Ok(_) | Err(ControllerError::TopicAlreadyExists { .. }) => {}
-        Err(error) => return Err(error),
+        Err(error) => return Err(error.into()),
     }
     publish(broker)
 }
 
-fn publish(broker: &Broker) -> Result<(), ControllerError> {
-    broker.publish().map_err(|e| {
-        tracing::error!(error = %e, "cannot open partitions of the new metadata image");
-        ControllerError::Storage {
-            source: crate::log::LogError::CorruptFile {
-                path: broker.config.log_dir.clone(),
-                reason: e.to_string(),
-            },
-        }
+/// A failed topic change: refused by the controller, or committed but not applied here.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error(transparent)]
+    Controller(#[from] ControllerError),
+    #[error(transparent)]
+    Replica(#[from] ReplicaError),
+}
+
+fn publish(broker: &Broker) -> Result<(), AdminError> {
+    broker.publish().map_err(|error| {
+        tracing::error!(%error, "cannot open partitions of the new metadata image");
+        AdminError::from(error)
     })
 }
 
@@ -79,7 +84,9 @@ fn created_result(
     let base = CreatableTopicResult::default().with_name(topic.name.clone());
     let wanted = new_topic(topic);
     let created = broker.controller.create_topic(&wanted, validate_only);
-    let created = created.and_then(|image| publish(broker).map(|()| image));
+    let created = created
+        .map_err(AdminError::from)
+        .and_then(|image| publish(broker).map(|()| image));
     match created {
         Ok(image) => {
             let configs = topic::resolve(&broker.config, &image.configs)
@@ -104,7 +111,7 @@ fn created_result(
             }
         }
         Err(error) => {
-            let code = controller_error(&error);
+            let code = admin_error(&error);
             tracing::debug!(client = %request.client, topic = %wanted.name, %error, "CreateTopics refused");
             let base = base
                 .with_error_code(code.code())
@@ -164,13 +171,15 @@ pub fn delete_topics(broker: &Broker, request: &Request) -> Result<Outcome, Hand
                     .map(|t| (t.name.clone(), t.topic_id)),
             };
             let result = match found {
-                None if name.is_none() => Err(ControllerError::UnknownTopicId { topic_id }),
+                None if name.is_none() => Err(ControllerError::UnknownTopicId { topic_id }.into()),
                 None => Err(ControllerError::UnknownTopic {
                     topic: name.clone().unwrap_or_default(),
-                }),
+                }
+                .into()),
                 Some((found_name, found_id)) => broker
                     .controller
                     .delete_topic(&found_name)
+                    .map_err(AdminError::from)
                     .and_then(|_| publish(broker))
                     .map(|()| (found_name, found_id)),
             };
@@ -178,8 +187,8 @@ pub fn delete_topics(broker: &Broker, request: &Request) -> Result<Outcome, Hand
             let (result, name, id) = match result {
                 Ok((name, id)) => (DeletableTopicResult::default(), Some(name), id),
                 Err(error) => {
-                    let failed = DeletableTopicResult::default()
-                        .with_error_code(controller_error(&error).code());
+                    let failed =
+                        DeletableTopicResult::default().with_error_code(admin_error(&error).code());
                     let failed = match version >= 5 {
                         true => failed.with_error_message(Some(str_bytes(&error.to_string()))),
                         false => failed,
@@ -208,12 +217,13 @@ pub fn create_partitions(broker: &Broker, request: &Request) -> Result<Outcome, 
             let result = broker
                 .controller
                 .create_partitions(name, topic.count, body.validate_only)
+                .map_err(AdminError::from)
                 .and_then(|()| publish(broker));
             let base = CreatePartitionsTopicResult::default().with_name(topic.name.clone());
             match result {
                 Ok(()) => base,
                 Err(error) => base
-                    .with_error_code(controller_error(&error).code())
+                    .with_error_code(admin_error(&error).code())
                     .with_error_message(Some(str_bytes(&error.to_string()))),
             }
         })

@@ -146,6 +146,7 @@ impl Partition {
         let log_end_offset = log.log_end_offset();
         drop(log);
         self.maybe_advance_high_watermark(log_end_offset);
+        self.check_invariants();
         Ok(info)
     }
 
@@ -168,6 +169,9 @@ impl Partition {
 
     /// Checks the partition's invariants (debug builds).
     pub fn check_invariants(&self) {
+        if !cfg!(debug_assertions) {
+            return;
+        }
         let offsets = self.offsets();
         debug_assert!(
             offsets.log_start_offset <= offsets.high_watermark,
