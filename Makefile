@@ -36,6 +36,11 @@ compat-kafka-ref: compat-deps
 	./compat/kafka-ref/start.sh
 	./compat/run-all.sh $$(cat .kafka-ref/bootstrap); rc=$$?; ./compat/kafka-ref/stop.sh; exit $$rc
 
+# Fuzzes request decoding and handling (cargo-fuzz, nightly) for FUZZ_SECONDS.
+FUZZ_SECONDS ?= 300
+fuzz:
+	./fuzz/run.sh $(FUZZ_SECONDS)
+
 fmt:
 	$(CARGO) fmt --all
 
