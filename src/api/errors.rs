@@ -32,6 +32,7 @@ pub fn replica_error(error: &ReplicaError) -> ResponseError {
         ReplicaError::FencedLeaderEpoch { .. } => ResponseError::FencedLeaderEpoch,
         ReplicaError::UnknownLeaderEpoch { .. } => ResponseError::UnknownLeaderEpoch,
         ReplicaError::Log { source, .. } => log_error(source),
+        ReplicaError::InconsistentLogDir { .. } => ResponseError::KafkaStorageError,
     }
 }
 

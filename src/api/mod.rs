@@ -45,7 +45,13 @@ impl Broker {
         let controller = Controller::open(Arc::clone(&config))?;
         let replicas = ReplicaManager::open(Arc::clone(&config))
             .map_err(|source| ControllerError::Storage { source })?;
-        replicas.apply_image(&controller.image())?;
+        let image = controller.image();
+        crate::replica::checkpoints::ensure_meta_properties(
+            &config.log_dir,
+            config.node_id,
+            &image.cluster_id,
+        )?;
+        replicas.apply_image(&image)?;
         Ok(Broker {
             config,
             controller,

@@ -19,7 +19,8 @@ use super::error::LogError;
 pub struct MappedFile {
     path: PathBuf,
     file: File,
-    map: MmapRaw,
+    /// `None` for a zero-length file (a mapping cannot be empty).
+    map: Option<MmapRaw>,
     capacity: usize,
 }
 
@@ -35,16 +36,22 @@ impl MappedFile {
             .open(path)
             .map_err(io)?;
         let length = file.metadata().map_err(io)?.len() as usize;
-        let capacity = capacity.max(length).max(1);
+        let capacity = capacity.max(length);
         if length < capacity {
             file.set_len(capacity as u64).map_err(io)?;
         }
-        let map = MmapOptions::new()
-            .len(capacity)
-            .map_raw(&file)
-            .map_err(io)?;
+        let map = match capacity {
+            0 => None,
+            _ => Some(
+                MmapOptions::new()
+                    .len(capacity)
+                    .map_raw(&file)
+                    .map_err(io)?,
+            ),
+        };
+        let path = path.to_path_buf();
         Ok(MappedFile {
-            path: path.to_path_buf(),
+            path,
             file,
             map,
             capacity,
@@ -66,19 +73,15 @@ impl MappedFile {
     /// The caller must be the single writer and `position` must be at or past every length
     /// it has published to readers.
     pub fn write_at(&self, position: usize, bytes: &[u8]) {
-        assert!(
-            position + bytes.len() <= self.capacity,
-            "write past the mapped capacity"
-        );
+        let end = position + bytes.len();
+        assert!(end <= self.capacity, "write past the mapped capacity");
+        let Some(map) = &self.map else { return };
         // SAFETY: the range lies inside the mapping (asserted above). Only the single writer
         // touches bytes past the published length, and no reader holds a slice of them, so
         // nothing aliases the region while it is written.
         unsafe {
-            std::ptr::copy_nonoverlapping(
-                bytes.as_ptr(),
-                self.map.as_mut_ptr().add(position),
-                bytes.len(),
-            );
+            let target = map.as_mut_ptr().add(position);
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), target, bytes.len());
         }
     }
 
@@ -88,18 +91,17 @@ impl MappedFile {
             start <= end && end <= self.capacity,
             "read outside the mapping"
         );
+        let Some(map) = &self.map else { return &[] };
         // SAFETY: in range (asserted); published bytes are never written again while a
         // reader may hold them (see the type's thread-safety note).
-        unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(start), end - start) }
+        unsafe { std::slice::from_raw_parts(map.as_ptr().add(start), end - start) }
     }
 
     /// Writes the dirty pages of `[0, length)` to disk (msync) and fsyncs the file.
     pub fn flush(&self, length: usize) -> Result<(), LogError> {
         let io = |e| LogError::io(&self.path, e);
-        if length > 0 {
-            self.map
-                .flush_range(0, length.min(self.capacity))
-                .map_err(io)?;
+        if let Some(map) = self.map.as_ref().filter(|_| length > 0) {
+            map.flush_range(0, length.min(self.capacity)).map_err(io)?;
         }
         self.file.sync_data().map_err(io)
     }

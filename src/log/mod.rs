@@ -7,12 +7,14 @@ pub mod batch;
 pub mod checkpoint;
 pub mod epoch_cache;
 pub mod error;
+pub mod index_file;
 pub mod mmap;
 pub mod offset_index;
 pub mod partition_log;
 pub mod producer_state;
 pub mod segment;
+pub mod time_index;
 pub mod timestamp_lookup;
 
 pub use error::LogError;
-pub use partition_log::{AppendInfo, Log, LogConfig};
+pub use partition_log::{AppendInfo, Log, LogConfig, OpenOptions};

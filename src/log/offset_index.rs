@@ -1,14 +1,12 @@
 //! The sparse offset index (`.index`): 8-byte big-endian entries of (offset relative to
 //! the segment's base offset, file position in the `.log`), in increasing order.
 //!
-//! The file is preallocated to `segment.index.bytes` and trimmed to its entries on roll
-//! and on clean close, as Apache Kafka's AbstractIndex does.
 //! Invariant: entries are strictly increasing in both offset and position.
 
 use std::path::Path;
 
 use super::error::LogError;
-use super::mmap::MappedFile;
+use super::index_file::{read_u32, IndexFile};
 
 /// Size of one index entry on disk.
 pub const ENTRY_BYTES: usize = 8;
@@ -24,30 +22,21 @@ pub struct FilePosition(pub u32);
 /// The memory-mapped `.index` of one segment.
 #[derive(Debug)]
 pub struct OffsetIndex {
-    file: MappedFile,
-    entries: usize,
-    max_entries: usize,
+    file: IndexFile<ENTRY_BYTES>,
+}
+
+fn decode(raw: &[u8]) -> (RelativeOffset, FilePosition) {
+    (
+        RelativeOffset(read_u32(raw, 0)),
+        FilePosition(read_u32(raw, 4)),
+    )
 }
 
 impl OffsetIndex {
-    /// Opens an index. `valid_entries` is how many entries at the start of the file are to
-    /// be trusted (all of them after a clean shutdown; zero when it will be rebuilt).
+    /// Opens an index; existing entries are trusted only with `trust_existing`.
     pub fn open(path: &Path, max_bytes: usize, trust_existing: bool) -> Result<Self, LogError> {
-        let existing = std::fs::metadata(path)
-            .map(|m| m.len() as usize)
-            .unwrap_or(0);
-        let capacity = (max_bytes / ENTRY_BYTES).max(1) * ENTRY_BYTES;
-        let file = MappedFile::open(path, capacity.max(existing))?;
-        let max_entries = file.capacity() / ENTRY_BYTES;
-        let entries = if trust_existing {
-            existing / ENTRY_BYTES
-        } else {
-            0
-        };
         let index = OffsetIndex {
-            file,
-            entries,
-            max_entries,
+            file: IndexFile::open(path, max_bytes, trust_existing)?,
         };
         index.check_invariants();
         Ok(index)
@@ -55,34 +44,28 @@ impl OffsetIndex {
 
     /// Number of entries.
     pub fn len(&self) -> usize {
-        self.entries
+        self.file.len()
     }
 
     /// Whether the index has no entries.
     pub fn is_empty(&self) -> bool {
-        self.entries == 0
+        self.file.is_empty()
     }
 
     /// Whether another entry fits.
     pub fn is_full(&self) -> bool {
-        self.entries >= self.max_entries
+        self.file.is_full()
     }
 
     /// Entry number `n`.
     pub fn entry(&self, n: usize) -> (RelativeOffset, FilePosition) {
-        let b = self.file.slice(n * ENTRY_BYTES, (n + 1) * ENTRY_BYTES);
-        let offset = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
-        let position = u32::from_be_bytes([b[4], b[5], b[6], b[7]]);
-        (RelativeOffset(offset), FilePosition(position))
+        decode(self.file.entry(n))
     }
 
     /// Appends an entry if it keeps the index increasing and the index has room; returns
     /// whether it did.
     pub fn maybe_append(&mut self, offset: RelativeOffset, position: FilePosition) -> bool {
-        if self.is_full() {
-            return false;
-        }
-        if let Some(n) = self.entries.checked_sub(1) {
+        if let Some(n) = self.len().checked_sub(1) {
             let (last_offset, last_position) = self.entry(n);
             if offset <= last_offset || position <= last_position {
                 return false;
@@ -91,58 +74,43 @@ impl OffsetIndex {
         let mut raw = [0u8; ENTRY_BYTES];
         raw[..4].copy_from_slice(&offset.0.to_be_bytes());
         raw[4..].copy_from_slice(&position.0.to_be_bytes());
-        self.file.write_at(self.entries * ENTRY_BYTES, &raw);
-        self.entries += 1;
+        let appended = self.file.push(&raw);
         self.check_invariants();
-        true
+        appended
     }
 
     /// The position of the greatest entry whose offset is at most `target`, or 0.
     pub fn lookup(&self, target: RelativeOffset) -> FilePosition {
-        let (mut low, mut high) = (0usize, self.entries);
-        while low < high {
-            let mid = (low + high) / 2;
-            if self.entry(mid).0 <= target {
-                low = mid + 1;
-            } else {
-                high = mid;
-            }
-        }
-        match low.checked_sub(1) {
-            Some(n) => self.entry(n).1,
-            None => FilePosition(0),
-        }
+        let n = self.file.partition_point(|raw| decode(raw).0 <= target);
+        n.checked_sub(1)
+            .map_or(FilePosition(0), |n| self.entry(n).1)
     }
 
     /// Drops every entry whose offset is at or past `offset`.
     pub fn truncate_to(&mut self, offset: RelativeOffset) {
-        while let Some(n) = self.entries.checked_sub(1) {
-            if self.entry(n).0 < offset {
-                break;
-            }
-            self.entries = n;
-        }
+        let keep = self.file.partition_point(|raw| decode(raw).0 < offset);
+        self.file.truncate_entries(keep);
     }
 
     /// Forgets all entries (before a rebuild).
     pub fn reset(&mut self) {
-        self.entries = 0;
+        self.file.truncate_entries(0);
     }
 
     /// Flushes the entries and trims the file to them.
     pub fn trim(&self) -> Result<(), LogError> {
-        self.file.trim(self.entries * ENTRY_BYTES)
+        self.file.trim()
     }
 
     /// Flushes the entries to disk.
     pub fn flush(&self) -> Result<(), LogError> {
-        self.file.flush(self.entries * ENTRY_BYTES)
+        self.file.flush()
     }
 
     /// Checks that entries increase (debug builds).
     pub fn check_invariants(&self) {
         if cfg!(debug_assertions) {
-            for n in 1..self.entries {
+            for n in 1..self.len() {
                 let (a, b) = (self.entry(n - 1), self.entry(n));
                 debug_assert!(a.0 < b.0, "index offsets must increase");
                 debug_assert!(a.1 < b.1, "index positions must increase");
@@ -166,6 +134,8 @@ mod tests {
         assert_eq!(index.lookup(RelativeOffset(10)), FilePosition(100));
         assert_eq!(index.lookup(RelativeOffset(19)), FilePosition(100));
         assert_eq!(index.lookup(RelativeOffset(25)), FilePosition(200));
+        index.truncate_to(RelativeOffset(20));
+        assert_eq!(index.len(), 1);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use super::batch::{self, BatchHeader};
 use super::epoch_cache::EpochCache;
 use super::error::LogError;
 use super::producer_state::{ProducerStateTable, SequenceCheck};
-use super::segment::{Segment, SegmentConfig};
+use super::segment::{file_name, now_ms, OpenMode, Segment, SegmentConfig};
 
 /// The configuration a log needs (resolved from broker defaults and topic overrides).
 #[derive(Debug, Clone, Copy)]
@@ -26,6 +26,22 @@ pub struct LogConfig {
     pub timestamp_before_max_ms: i64,
     /// `message.timestamp.after.max.ms`: how far in the future a CreateTime timestamp may be.
     pub timestamp_after_max_ms: i64,
+    /// `segment.ms`: the age at which the active segment is rolled.
+    pub segment_ms: i64,
+    /// `flush.messages`: appended records after which the log is fsynced.
+    pub flush_messages: i64,
+}
+
+/// What the broker knows about a log before opening it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OpenOptions {
+    /// The broker stopped cleanly: trust every file as it is.
+    pub clean: bool,
+    /// From `recovery-point-offset-checkpoint`: offsets below it are known to be on disk,
+    /// so only segments holding it or later offsets are re-scanned after a crash.
+    pub recovery_point: Option<i64>,
+    /// From `log-start-offset-checkpoint` (DeleteRecords may have moved it into a segment).
+    pub log_start_offset: Option<i64>,
 }
 
 /// Where an appended (or de-duplicated) batch landed.
@@ -45,8 +61,28 @@ pub struct Log {
     /// Invariant: non-empty, sorted by base offset, each ending where the next begins.
     segments: Vec<Segment>,
     log_start_offset: i64,
+    /// Offsets below it are flushed to disk (written to `recovery-point-offset-checkpoint`).
+    recovery_point: i64,
+    /// Records appended since the last flush (for `flush.messages`).
+    unflushed_messages: i64,
     epoch_cache: EpochCache,
     producers: ProducerStateTable,
+}
+
+/// Removes the files of the segments starting at `bases` (after a truncated segment).
+fn delete_segments_after(dir: &Path, bases: &[i64]) -> Result<(), LogError> {
+    for base in bases {
+        for suffix in ["log", "index", "timeindex"] {
+            let path = dir.join(file_name(*base, suffix));
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(LogError::io(&path, e)),
+            }
+        }
+        tracing::warn!(dir = %dir.display(), base_offset = base, "deleted segment after a truncated one");
+    }
+    Ok(())
 }
 
 fn segment_base_offsets(dir: &Path) -> Result<Vec<i64>, LogError> {
@@ -75,32 +111,49 @@ fn segment_base_offsets(dir: &Path) -> Result<Vec<i64>, LogError> {
 }
 
 impl Log {
-    /// Opens the log in `dir`, creating it if needed. After an unclean shutdown
-    /// (`clean == false`) the active segment is re-scanned and its torn tail cut off.
-    pub fn open(dir: &Path, config: LogConfig, clean: bool) -> Result<Log, LogError> {
+    /// Opens the log in `dir`, creating it if needed. After an unclean shutdown every
+    /// segment from the one holding the recovery point on is re-scanned; a segment whose
+    /// tail is cut makes every later segment go (as Kafka's LogLoader does).
+    pub fn open(dir: &Path, config: LogConfig, options: OpenOptions) -> Result<Log, LogError> {
         std::fs::create_dir_all(dir).map_err(|e| LogError::io(dir, e))?;
         let bases = segment_base_offsets(dir)?;
-        let mut segments = Vec::with_capacity(bases.len().max(1));
+        let mut segments: Vec<Segment> = Vec::with_capacity(bases.len().max(1));
         for (n, base) in bases.iter().enumerate() {
-            let active = n + 1 == bases.len();
-            let mut segment_config = config.segment;
-            if !active {
-                segment_config.segment_bytes = 0;
+            let next_base = bases.get(n + 1).copied();
+            let active = next_base.is_none();
+            let holds_unflushed = match (options.recovery_point, next_base) {
+                (Some(point), Some(next)) => next > point,
+                _ => true,
+            };
+            let mode = OpenMode {
+                active,
+                recover: !options.clean && holds_unflushed,
+            };
+            let (segment, truncated) = Segment::open(dir, *base, config.segment, mode)?;
+            segments.push(segment);
+            if truncated && !active {
+                delete_segments_after(dir, &bases[n + 1..])?;
+                break;
             }
-            segments.push(Segment::open(dir, *base, segment_config, active && !clean)?);
         }
         if segments.is_empty() {
             segments.push(Segment::create(dir, 0, config.segment)?);
         }
-        let log_start_offset = segments[0].base_offset();
-        let mut epoch_cache = EpochCache::load(dir)?;
+        let first_base = segments[0].base_offset();
         let log_end_offset = segments.last().map_or(0, Segment::next_offset);
+        let log_start_offset = options
+            .log_start_offset
+            .unwrap_or(0)
+            .clamp(first_base, log_end_offset);
+        let mut epoch_cache = EpochCache::load(dir)?;
         epoch_cache.truncate_from_end(log_end_offset)?;
         let mut log = Log {
             dir: dir.to_path_buf(),
             config,
             segments,
             log_start_offset,
+            recovery_point: log_end_offset,
+            unflushed_messages: 0,
             epoch_cache,
             producers: ProducerStateTable::default(),
         };
@@ -134,6 +187,11 @@ impl Log {
         self.active().next_offset()
     }
 
+    /// Offsets below this are on disk.
+    pub fn recovery_point(&self) -> i64 {
+        self.recovery_point
+    }
+
     /// The leader epoch cache.
     pub fn epoch_cache(&self) -> &EpochCache {
         &self.epoch_cache
@@ -165,7 +223,10 @@ impl Log {
                 duplicate: true,
             });
         }
-        if !self.active().has_room_for(records.len()) {
+        let due = self
+            .active()
+            .is_due_for_time_roll(now_ms(), self.config.segment_ms);
+        if due || !self.active().has_room_for(records.len()) {
             self.roll()?;
         }
         let base_offset = self.log_end_offset();
@@ -176,6 +237,10 @@ impl Log {
             .expect("a log always has an active segment");
         let written = segment.append(records, base_offset, leader_epoch);
         self.producers.update(&written);
+        self.unflushed_messages += i64::from(written.record_count);
+        if self.unflushed_messages >= self.config.flush_messages {
+            self.flush()?;
+        }
         self.check_invariants();
         Ok(AppendInfo {
             base_offset,
@@ -239,15 +304,23 @@ impl Log {
         Ok(())
     }
 
-    /// Seals the active segment and starts a new one at the log end offset.
+    /// Seals (trims and fsyncs) the active segment and starts a new one at the log end
+    /// offset; everything before the new segment is now on disk.
     pub fn roll(&mut self) -> Result<(), LogError> {
         let base_offset = self.log_end_offset();
-        self.active().seal()?;
+        self.active_mut().seal()?;
         let segment = Segment::create(&self.dir, base_offset, self.config.segment)?;
         super::checkpoint::sync_dir(&self.dir)?;
         tracing::debug!(dir = %self.dir.display(), base_offset, "rolled a new segment");
         self.segments.push(segment);
+        self.recovery_point = self.recovery_point.max(base_offset);
         Ok(())
+    }
+
+    fn active_mut(&mut self) -> &mut Segment {
+        self.segments
+            .last_mut()
+            .expect("a log always has an active segment")
     }
 
     /// Whole batches from the one holding `offset`, stopping before `max_offset` (the high
@@ -281,14 +354,19 @@ impl Log {
         Ok(())
     }
 
-    /// Writes all dirty pages to disk.
-    pub fn flush(&self) -> Result<(), LogError> {
-        self.active().flush()
+    /// Writes all dirty pages to disk; the recovery point moves to the log end.
+    pub fn flush(&mut self) -> Result<(), LogError> {
+        self.active().flush()?;
+        self.recovery_point = self.log_end_offset();
+        self.unflushed_messages = 0;
+        Ok(())
     }
 
     /// Flushes and trims the active segment so that a clean restart trusts the files.
-    pub fn close(&self) -> Result<(), LogError> {
-        self.active().seal()
+    pub fn close(&mut self) -> Result<(), LogError> {
+        self.active_mut().seal()?;
+        self.recovery_point = self.log_end_offset();
+        Ok(())
     }
 
     /// Checks the log's invariants (debug builds).
@@ -311,6 +389,13 @@ mod tests {
     use crate::log::batch::tests::encode_batch;
     use std::io::{Seek, SeekFrom, Write};
 
+    fn clean() -> OpenOptions {
+        OpenOptions {
+            clean: true,
+            ..OpenOptions::default()
+        }
+    }
+
     fn config(segment_bytes: usize) -> LogConfig {
         LogConfig {
             segment: SegmentConfig {
@@ -321,13 +406,15 @@ mod tests {
             max_message_bytes: 1 << 20,
             timestamp_before_max_ms: i64::MAX,
             timestamp_after_max_ms: i64::MAX,
+            segment_ms: i64::MAX,
+            flush_messages: i64::MAX,
         }
     }
 
     #[test]
     fn appends_roll_into_new_segments_and_reads_span_them() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut log = Log::open(dir.path(), config(300), true).expect("open");
+        let mut log = Log::open(dir.path(), config(300), clean()).expect("open");
         for _ in 0..10 {
             log.append_as_leader(&encode_batch(2, -1, -1, 0), 0)
                 .expect("append");
@@ -341,14 +428,14 @@ mod tests {
         }
         log.close().expect("close");
         drop(log);
-        let reopened = Log::open(dir.path(), config(300), true).expect("reopen");
+        let reopened = Log::open(dir.path(), config(300), clean()).expect("reopen");
         assert_eq!(reopened.log_end_offset(), 20);
     }
 
     #[test]
     fn a_torn_tail_is_cut_off_after_an_unclean_stop() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut log = Log::open(dir.path(), config(1 << 16), true).expect("open");
+        let mut log = Log::open(dir.path(), config(1 << 16), clean()).expect("open");
         log.append_as_leader(&encode_batch(3, -1, -1, 0), 0)
             .expect("append");
         let valid = log.segments()[0].size();
@@ -362,21 +449,23 @@ mod tests {
         let torn = encode_batch(5, -1, -1, 0);
         file.write_all(&torn[..torn.len() - 7]).expect("write");
         drop(file);
-        let mut log = Log::open(dir.path(), config(1 << 16), false).expect("recover");
+        let mut log =
+            Log::open(dir.path(), config(1 << 16), OpenOptions::default()).expect("recover");
         assert_eq!(log.log_end_offset(), 3);
         let info = log
             .append_as_leader(&encode_batch(1, -1, -1, 0), 0)
             .expect("append");
         assert_eq!(info.base_offset, 3);
         drop(log);
-        let log = Log::open(dir.path(), config(1 << 16), false).expect("recover again");
+        let log =
+            Log::open(dir.path(), config(1 << 16), OpenOptions::default()).expect("recover again");
         assert_eq!(log.log_end_offset(), 4);
     }
 
     #[test]
     fn reads_stop_before_max_offset() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut log = Log::open(dir.path(), config(1 << 16), true).expect("open");
+        let mut log = Log::open(dir.path(), config(1 << 16), clean()).expect("open");
         log.append_as_leader(&encode_batch(2, -1, -1, 0), 0)
             .expect("append");
         log.append_as_leader(&encode_batch(2, -1, -1, 0), 0)
@@ -385,5 +474,50 @@ mod tests {
         let header = crate::log::batch::BatchHeader::parse(&bytes).expect("batch");
         assert_eq!(bytes.len(), header.size, "only the batch below max_offset");
         assert!(log.read(5, 4, 100, true).is_err(), "beyond the log end");
+    }
+}
+
+#[cfg(test)]
+mod recovery_tests {
+    use super::*;
+    use crate::log::batch::tests::encode_batch;
+
+    #[test]
+    fn a_crash_after_a_time_roll_keeps_the_new_segment() {
+        let config = LogConfig {
+            segment: SegmentConfig {
+                segment_bytes: 1 << 16,
+                segment_index_bytes: 4096,
+                index_interval_bytes: 64,
+            },
+            max_message_bytes: 1 << 20,
+            timestamp_before_max_ms: i64::MAX,
+            timestamp_after_max_ms: i64::MAX,
+            segment_ms: 1000,
+            flush_messages: i64::MAX,
+        };
+        let dir = tempfile::tempdir().expect("tempdir");
+        let clean = OpenOptions {
+            clean: true,
+            ..OpenOptions::default()
+        };
+        let mut log = Log::open(dir.path(), config, clean).expect("open");
+        log.append_as_leader(&encode_batch(3, -1, -1, 0), 0)
+            .expect("append");
+        log.close().expect("close");
+        let point = log.recovery_point();
+        drop(log);
+        let mut log = Log::open(dir.path(), config, clean).expect("reopen");
+        log.append_as_leader(&encode_batch(2, -1, -1, 0), 0)
+            .expect("append");
+        assert_eq!(log.segments().len(), 2, "old timestamps roll");
+        drop(log);
+        let crashed = OpenOptions {
+            clean: false,
+            recovery_point: Some(point),
+            log_start_offset: None,
+        };
+        let log = Log::open(dir.path(), config, crashed).expect("recover");
+        assert_eq!(log.log_end_offset(), 5);
     }
 }

@@ -1,10 +1,10 @@
 //! One segment of a partition's log: the memory-mapped `.log` file holding record batches
-//! exactly as producers sent them (with base offset and leader epoch patched), and its
-//! sparse `.index`.
+//! exactly as producers sent them (with base offset and leader epoch patched), its sparse
+//! `.index` and its `.timeindex`.
 //!
-//! The active segment's `.log` is preallocated to `segment.bytes` and trimmed to its
-//! batches when it is rolled or closed cleanly. Must not: know about partitions, producers
-//! or the network.
+//! The active segment's files are preallocated (`segment.bytes`, `segment.index.bytes`)
+//! and trimmed to their contents when it is rolled or closed cleanly; a sealed segment's
+//! files are never grown again. Must not: know about partitions, producers or the network.
 //! Invariant: `size` bytes at the start of the `.log` are whole, CRC-checked batches with
 //! contiguous increasing offsets, starting at `base_offset`.
 
@@ -17,13 +17,14 @@ use super::batch::{self, BatchHeader, BatchIter};
 use super::error::LogError;
 use super::mmap::{MappedFile, MappedRegion};
 use super::offset_index::{FilePosition, OffsetIndex, RelativeOffset};
+use super::time_index::TimeIndex;
 
 /// Sizes a segment needs to know (from the topic's configuration).
 #[derive(Debug, Clone, Copy)]
 pub struct SegmentConfig {
     /// `segment.bytes`: the `.log` size at which a new segment is rolled.
     pub segment_bytes: usize,
-    /// `segment.index.bytes`: the preallocated size of the `.index`.
+    /// `segment.index.bytes`: the preallocated size of the `.index` and `.timeindex`.
     pub segment_index_bytes: usize,
     /// `index.interval.bytes`: bytes of batches between two index entries.
     pub index_interval_bytes: usize,
@@ -34,92 +35,154 @@ pub fn file_name(base_offset: i64, suffix: &str) -> String {
     format!("{base_offset:020}.{suffix}")
 }
 
-/// One `.log` + `.index` pair.
+/// Milliseconds since the epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// How a segment is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenMode {
+    /// The active segment: its files are grown back to their preallocated sizes.
+    pub active: bool,
+    /// Re-scan the batches, rebuild the indexes and cut a torn tail (after a crash).
+    pub recover: bool,
+}
+
+/// One `.log` + `.index` + `.timeindex`.
 #[derive(Debug)]
 pub struct Segment {
     base_offset: i64,
     log: Arc<MappedFile>,
     index: OffsetIndex,
+    time_index: TimeIndex,
     /// Bytes of whole batches at the start of the `.log` (the published length).
     size: usize,
     /// The offset the next batch appended here gets.
     next_offset: i64,
+    /// The greatest batch max timestamp so far (-1 when none) and the last offset of the
+    /// batch that holds it.
+    max_timestamp: i64,
+    offset_of_max_timestamp: i64,
+    /// When the segment was created or opened (wall clock), for time-based rolls of an
+    /// empty segment.
+    created_ms: i64,
+    /// The first batch's max timestamp, which `segment.ms` counts from (as Kafka does).
+    first_batch_timestamp: Option<i64>,
     bytes_since_last_index_entry: usize,
     index_interval_bytes: usize,
 }
 
+fn paths(dir: &Path, base_offset: i64) -> [PathBuf; 3] {
+    ["log", "index", "timeindex"].map(|suffix| dir.join(file_name(base_offset, suffix)))
+}
+
 impl Segment {
-    /// Creates a new, empty segment in `dir`.
-    pub fn create(dir: &Path, base_offset: i64, config: SegmentConfig) -> Result<Self, LogError> {
-        let log = MappedFile::open(
-            &dir.join(file_name(base_offset, "log")),
-            config.segment_bytes,
-        )?;
-        let index_path = dir.join(file_name(base_offset, "index"));
-        let index = OffsetIndex::open(&index_path, config.segment_index_bytes, false)?;
-        Ok(Segment {
+    fn with_files(
+        base_offset: i64,
+        log: MappedFile,
+        index: OffsetIndex,
+        time_index: TimeIndex,
+        config: SegmentConfig,
+    ) -> Self {
+        Segment {
             base_offset,
             log: Arc::new(log),
             index,
+            time_index,
             size: 0,
             next_offset: base_offset,
+            max_timestamp: -1,
+            offset_of_max_timestamp: base_offset,
+            created_ms: now_ms(),
+            first_batch_timestamp: None,
             bytes_since_last_index_entry: 0,
             index_interval_bytes: config.index_interval_bytes,
-        })
+        }
     }
 
-    /// Opens an existing segment. With `recover`, every batch is re-read and CRC-checked,
-    /// the index rebuilt and a torn or corrupt tail cut off; otherwise the file length and
-    /// index written at the last clean close are trusted.
+    /// Creates a new, empty segment in `dir`.
+    pub fn create(dir: &Path, base_offset: i64, config: SegmentConfig) -> Result<Self, LogError> {
+        let [log, index, time_index] = paths(dir, base_offset);
+        let log = MappedFile::open(&log, config.segment_bytes)?;
+        let index = OffsetIndex::open(&index, config.segment_index_bytes, false)?;
+        let time_index = TimeIndex::open(&time_index, config.segment_index_bytes, false)?;
+        Ok(Self::with_files(
+            base_offset,
+            log,
+            index,
+            time_index,
+            config,
+        ))
+    }
+
+    /// Opens an existing segment (see [`OpenMode`]); missing index files are rebuilt.
+    /// Returns the segment and whether recovery cut bytes off its end.
     pub fn open(
         dir: &Path,
         base_offset: i64,
         config: SegmentConfig,
-        recover: bool,
-    ) -> Result<Self, LogError> {
-        let log_path = dir.join(file_name(base_offset, "log"));
+        mode: OpenMode,
+    ) -> Result<(Self, bool), LogError> {
+        let [log_path, index_path, time_index_path] = paths(dir, base_offset);
         let file_length = std::fs::metadata(&log_path)
             .map_err(|e| LogError::io(&log_path, e))?
             .len() as usize;
-        let log = MappedFile::open(&log_path, config.segment_bytes.max(file_length))?;
-        let index_path = dir.join(file_name(base_offset, "index"));
-        let index_exists = index_path.exists();
-        let index = OffsetIndex::open(
-            &index_path,
-            config.segment_index_bytes,
-            index_exists && !recover,
-        )?;
-        let mut segment = Segment {
-            base_offset,
-            log: Arc::new(log),
-            index,
-            size: file_length,
-            next_offset: base_offset,
-            bytes_since_last_index_entry: 0,
-            index_interval_bytes: config.index_interval_bytes,
-        };
-        if recover || !index_exists {
-            segment.recover(file_length)?;
+        let indexes_exist = index_path.exists() && time_index_path.exists();
+        let recover = mode.recover || !indexes_exist;
+        let log_bytes = if mode.active { config.segment_bytes } else { 0 };
+        let index_bytes = if mode.active || recover {
+            config.segment_index_bytes
         } else {
-            segment.next_offset = segment
-                .last_batch()
-                .map_or(base_offset, |h| h.last_offset() + 1);
+            0
+        };
+        let log = MappedFile::open(&log_path, log_bytes)?;
+        let index = OffsetIndex::open(&index_path, index_bytes, !recover)?;
+        let time_index = TimeIndex::open(&time_index_path, index_bytes, !recover)?;
+        let mut segment = Self::with_files(base_offset, log, index, time_index, config);
+        if !recover {
+            segment.load_trusted(file_length);
+            return Ok((segment, false));
         }
-        Ok(segment)
+        let truncated = segment.recover(file_length, mode.active)?;
+        if !mode.active {
+            segment.seal()?;
+        }
+        Ok((segment, truncated))
+    }
+
+    /// Takes the size from the file and the rest from the indexes and the tail batches.
+    fn load_trusted(&mut self, file_length: usize) {
+        self.size = file_length;
+        if let Some((timestamp, offset)) = self.time_index.last_entry() {
+            self.max_timestamp = timestamp;
+            self.offset_of_max_timestamp = self.base_offset + i64::from(offset.0);
+        }
+        let tail: Vec<BatchHeader> = self.batches_from(i64::MAX).map(|(_, h)| h).collect();
+        for header in &tail {
+            self.track_timestamp(header);
+        }
+        self.next_offset = tail
+            .last()
+            .map_or(self.base_offset, |h| h.last_offset() + 1);
+        self.first_batch_timestamp =
+            BatchHeader::parse(self.log.slice(0, self.size.min(batch::HEADER_BYTES)))
+                .map(|h| h.max_timestamp);
     }
 
     /// Re-reads the batches in the first `length` bytes, keeps the valid prefix, rebuilds
-    /// the index and zeroes everything after the valid prefix.
-    fn recover(&mut self, length: usize) -> Result<(), LogError> {
+    /// the indexes and frees everything after the valid prefix. Returns whether bytes other
+    /// than preallocated zeros were cut (always, for a sealed segment with a bad tail).
+    fn recover(&mut self, length: usize, active: bool) -> Result<bool, LogError> {
         self.index.reset();
-        self.size = 0;
-        self.bytes_since_last_index_entry = 0;
-        self.next_offset = self.base_offset;
+        self.time_index.reset();
         let bytes = self.log.slice(0, length.min(self.log.capacity()));
         let mut valid = 0usize;
         let mut entries = Vec::new();
+        let mut expected = self.base_offset;
         for (position, header) in BatchIter::new(bytes) {
-            let expected = self.next_offset;
             let ok = header.magic == batch::MAGIC_V2
                 && header.base_offset == expected
                 && header.last_offset_delta >= 0
@@ -129,37 +192,55 @@ impl Segment {
             }
             entries.push((position, header));
             valid = position + header.size;
-            self.next_offset = header.last_offset() + 1;
+            expected = header.last_offset() + 1;
         }
+        let mut truncated = false;
         if valid < length {
             let tail = self
                 .log
                 .slice(valid, length.min(valid + batch::HEADER_BYTES));
-            if tail.iter().any(|b| *b != 0) {
-                tracing::warn!(
-                    segment = %self.log.path().display(),
-                    valid_bytes = valid,
-                    "truncating torn or corrupt tail of segment"
-                );
+            truncated = !active || tail.iter().any(|b| *b != 0);
+            if truncated {
+                tracing::warn!(segment = %self.log.path().display(), valid_bytes = valid,
+                    "truncating torn or corrupt tail of segment");
             }
             self.log.truncate_and_regrow(valid)?;
         }
         for (position, header) in entries {
-            self.maybe_index(position, &header);
+            self.record_append(position, &header);
         }
-        self.size = valid;
-        Ok(())
+        Ok(truncated)
     }
 
-    /// Adds an index entry for a batch at `position` if enough bytes have passed.
-    fn maybe_index(&mut self, position: usize, header: &BatchHeader) {
+    fn track_timestamp(&mut self, header: &BatchHeader) {
+        if header.max_timestamp > self.max_timestamp {
+            self.max_timestamp = header.max_timestamp;
+            self.offset_of_max_timestamp = header.last_offset();
+        }
+    }
+
+    /// Updates sizes, offsets, timestamps and indexes for a batch written at `position`.
+    fn record_append(&mut self, position: usize, header: &BatchHeader) {
+        self.track_timestamp(header);
+        self.first_batch_timestamp
+            .get_or_insert(header.max_timestamp);
         if self.bytes_since_last_index_entry > self.index_interval_bytes {
             let relative = RelativeOffset((header.last_offset() - self.base_offset) as u32);
             self.index
                 .maybe_append(relative, FilePosition(position as u32));
+            self.maybe_time_index();
             self.bytes_since_last_index_entry = 0;
         }
         self.bytes_since_last_index_entry += header.size;
+        self.size = position + header.size;
+        self.next_offset = header.last_offset() + 1;
+    }
+
+    fn maybe_time_index(&mut self) {
+        if self.max_timestamp >= 0 {
+            let relative = RelativeOffset((self.offset_of_max_timestamp - self.base_offset) as u32);
+            self.time_index.maybe_append(self.max_timestamp, relative);
+        }
     }
 
     /// The segment's first offset.
@@ -177,10 +258,33 @@ impl Segment {
         self.size
     }
 
+    /// The greatest timestamp in the segment, -1 if none.
+    pub fn max_timestamp(&self) -> i64 {
+        self.max_timestamp
+    }
+
+    /// The timestamp `segment.ms` and `retention.ms` count from: the greatest timestamp,
+    /// or the creation time of a segment without timestamps.
+    pub fn largest_timestamp(&self) -> i64 {
+        if self.max_timestamp >= 0 {
+            self.max_timestamp
+        } else {
+            self.created_ms
+        }
+    }
+
+    /// Whether the segment is older than `segment_ms` by Kafka's rule (first batch's
+    /// timestamp, or creation time when empty).
+    pub fn is_due_for_time_roll(&self, now_ms: i64, segment_ms: i64) -> bool {
+        let since = self.first_batch_timestamp.unwrap_or(self.created_ms);
+        self.size > 0 && now_ms.saturating_sub(since) > segment_ms
+    }
+
     /// Whether a batch of `size` bytes still fits in this segment.
     pub fn has_room_for(&self, size: usize) -> bool {
         self.size + size <= self.log.capacity()
             && !self.index.is_full()
+            && !self.time_index.is_full()
             && self.next_offset - self.base_offset < i64::from(u32::MAX) - 1
     }
 
@@ -196,9 +300,7 @@ impl Segment {
         );
         let written = self.log.slice(position, position + bytes.len());
         let header = BatchHeader::parse(written).expect("validated batch has a header");
-        self.maybe_index(position, &header);
-        self.size += header.size;
-        self.next_offset = header.last_offset() + 1;
+        self.record_append(position, &header);
         header
     }
 
@@ -209,9 +311,14 @@ impl Segment {
         BatchIter::new(self.log.slice(start, self.size)).offset_by(start)
     }
 
-    /// The header of the last batch, if any (a linear walk from the last index entry).
-    fn last_batch(&self) -> Option<BatchHeader> {
-        self.batches_from(i64::MAX).last().map(|(_, h)| h)
+    /// The headers of the batches from where a scan for the first record with a timestamp
+    /// at or after `timestamp` may start (time index, then offset index).
+    pub fn batches_from_timestamp(
+        &self,
+        timestamp: i64,
+    ) -> impl Iterator<Item = (usize, BatchHeader)> + '_ {
+        let relative = self.time_index.lookup(timestamp);
+        self.batches_from(self.base_offset + i64::from(relative.0))
     }
 
     /// Whole batches starting with the one holding `offset`, up to (not including) the
@@ -224,58 +331,54 @@ impl Segment {
             if header.last_offset() < offset {
                 continue;
             }
-            if header.base_offset >= max_offset && start.is_none() {
-                break;
-            }
             if header.last_offset() >= max_offset {
                 break;
             }
             let first = *start.get_or_insert(position);
-            let would_be = position + header.size - first;
-            if would_be > max_bytes && !(min_one && position == first) {
+            if position + header.size - first > max_bytes && !(min_one && position == first) {
                 break;
             }
             end = position + header.size;
         }
         match start {
-            Some(first) if end > first => MappedRegion {
-                file: Arc::clone(&self.log),
-                start: first,
-                end,
-            }
-            .into_bytes(),
+            Some(first) if end > first => self.region(first, end),
             _ => Bytes::new(),
         }
     }
 
-    /// The raw bytes of a batch at `position` (for record-level lookups).
-    pub fn batch_bytes(&self, position: usize, header: &BatchHeader) -> Bytes {
-        let region = MappedRegion {
+    fn region(&self, start: usize, end: usize) -> Bytes {
+        MappedRegion {
             file: Arc::clone(&self.log),
-            start: position,
-            end: position + header.size,
-        };
-        region.into_bytes()
+            start,
+            end,
+        }
+        .into_bytes()
     }
 
-    /// Trims the `.log` and `.index` to their contents (on roll and clean close).
-    pub fn seal(&self) -> Result<(), LogError> {
+    /// The raw bytes of a batch at `position` (for record-level lookups).
+    pub fn batch_bytes(&self, position: usize, header: &BatchHeader) -> Bytes {
+        self.region(position, position + header.size)
+    }
+
+    /// Adds the final time index entry and trims all three files to their contents (on
+    /// roll and clean close), flushing them to disk.
+    pub fn seal(&mut self) -> Result<(), LogError> {
+        self.maybe_time_index();
         self.log.trim(self.size)?;
-        self.index.trim()
+        self.index.trim()?;
+        self.time_index.trim()
     }
 
     /// Writes the segment's dirty pages to disk.
     pub fn flush(&self) -> Result<(), LogError> {
         self.log.flush(self.size)?;
-        self.index.flush()
+        self.index.flush()?;
+        self.time_index.flush()
     }
 
     /// Paths of the segment's files (for deletion).
-    pub fn paths(&self, dir: &Path) -> [PathBuf; 2] {
-        [
-            dir.join(file_name(self.base_offset, "log")),
-            dir.join(file_name(self.base_offset, "index")),
-        ]
+    pub fn paths(&self, dir: &Path) -> [PathBuf; 3] {
+        paths(dir, self.base_offset)
     }
 }
 

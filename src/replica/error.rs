@@ -21,6 +21,11 @@ pub enum ReplicaError {
         requested: i32,
         current: i32,
     },
+    #[error("log directory file {path} does not fit this broker: {reason}")]
+    InconsistentLogDir {
+        path: std::path::PathBuf,
+        reason: String,
+    },
     #[error("{topic}-{partition}: {source}")]
     Log {
         topic: String,

@@ -5,18 +5,20 @@
 //! each log's active segment is re-scanned. On a clean stop it closes every log and writes
 //! the marker again.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use dashmap::DashMap;
 
+use super::checkpoints;
 use super::error::ReplicaError;
 use super::partition::{Partition, TopicPartition};
 use crate::config::{topic, BrokerConfig};
 use crate::controller::base64url;
 use crate::log::checkpoint::write_atomically;
 use crate::log::segment::SegmentConfig;
-use crate::log::{Log, LogConfig, LogError};
+use crate::log::{Log, LogConfig, LogError, OpenOptions};
 use crate::metadata::{MetadataImage, TopicImage};
 
 /// Kafka's clean-shutdown marker file name.
@@ -30,6 +32,9 @@ pub struct ReplicaManager {
     config: Arc<BrokerConfig>,
     partitions: DashMap<TopicPartition, Arc<Partition>>,
     clean_start: bool,
+    /// Read from the checkpoint files at start, consumed as partitions are opened.
+    recovery_points: HashMap<TopicPartition, i64>,
+    log_start_offsets: HashMap<TopicPartition, i64>,
 }
 
 /// The log configuration of a topic: broker defaults overridden by topic configs.
@@ -45,6 +50,8 @@ pub fn log_config(broker: &BrokerConfig, topic_image: &TopicImage) -> LogConfig 
         max_message_bytes: n("max.message.bytes"),
         timestamp_before_max_ms: ms("message.timestamp.before.max.ms"),
         timestamp_after_max_ms: ms("message.timestamp.after.max.ms"),
+        segment_ms: ms("segment.ms"),
+        flush_messages: ms("flush.messages").max(1),
     }
 }
 
@@ -64,10 +71,16 @@ impl ReplicaManager {
         } else {
             tracing::info!(log_dir = %dir.display(), "no clean-shutdown marker: recovering logs");
         }
+        let recovery_points =
+            checkpoints::read_offsets(&dir.join(checkpoints::RECOVERY_POINT_FILE))?;
+        let log_start_offsets =
+            checkpoints::read_offsets(&dir.join(checkpoints::LOG_START_OFFSET_FILE))?;
         Ok(ReplicaManager {
             config,
             partitions: DashMap::new(),
             clean_start,
+            recovery_points,
+            log_start_offsets,
         })
     }
 
@@ -128,8 +141,8 @@ impl ReplicaManager {
             partition: tp.partition,
             source,
         };
-        let log =
-            Log::open(&dir, log_config(&self.config, image), self.clean_start).map_err(wrap)?;
+        let log = Log::open(&dir, log_config(&self.config, image), self.open_options(tp))
+            .map_err(wrap)?;
         let metadata_path = dir.join(PARTITION_METADATA_FILE);
         if !metadata_path.exists() {
             let text = format!("version: 0\ntopic_id: {}\n", base64url(image.topic_id));
@@ -141,6 +154,40 @@ impl ReplicaManager {
             image.leader_epoch,
             log,
         ))
+    }
+
+    fn open_options(&self, tp: &TopicPartition) -> OpenOptions {
+        OpenOptions {
+            clean: self.clean_start,
+            recovery_point: self.recovery_points.get(tp).copied(),
+            log_start_offset: self.log_start_offsets.get(tp).copied(),
+        }
+    }
+
+    /// Writes the recovery points, high watermarks and moved log start offsets of every
+    /// partition to their checkpoint files.
+    pub fn write_checkpoints(&self) -> Result<(), LogError> {
+        let (mut recovery, mut high_watermarks, mut starts) = (Vec::new(), Vec::new(), Vec::new());
+        for entry in self.partitions.iter() {
+            let (tp, partition) = (entry.key().clone(), entry.value());
+            let log = partition.log();
+            recovery.push((tp.clone(), log.recovery_point()));
+            high_watermarks.push((tp.clone(), partition.high_watermark()));
+            if log
+                .segments()
+                .first()
+                .is_some_and(|s| s.base_offset() < log.log_start_offset())
+            {
+                starts.push((tp, log.log_start_offset()));
+            }
+        }
+        let dir = &self.config.log_dir;
+        checkpoints::write_offsets(&dir.join(checkpoints::RECOVERY_POINT_FILE), &recovery)?;
+        checkpoints::write_offsets(
+            &dir.join(checkpoints::HIGH_WATERMARK_FILE),
+            &high_watermarks,
+        )?;
+        checkpoints::write_offsets(&dir.join(checkpoints::LOG_START_OFFSET_FILE), &starts)
     }
 
     fn remove_partition(&self, tp: &TopicPartition) {
@@ -164,6 +211,10 @@ impl ReplicaManager {
                 tracing::error!(%error, "cannot close partition log cleanly");
                 clean = false;
             }
+        }
+        if let Err(error) = self.write_checkpoints() {
+            tracing::error!(%error, "cannot write checkpoints");
+            clean = false;
         }
         if clean {
             let marker = self.config.log_dir.join(CLEAN_SHUTDOWN_FILE);

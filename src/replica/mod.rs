@@ -1,6 +1,7 @@
 //! Partitions hosted by this broker: appends with acks, reads capped at the high
 //! watermark, and the wake-ups that let parked fetches answer as soon as data arrives.
 
+pub mod checkpoints;
 pub mod error;
 pub mod manager;
 pub mod partition;

@@ -164,7 +164,7 @@ impl Partition {
 
     /// Flushes and trims the log for a clean shutdown.
     pub fn close(&self) -> Result<(), ReplicaError> {
-        self.log().close().map_err(|e| self.log_error(e))
+        self.log_mut().close().map_err(|e| self.log_error(e))
     }
 
     /// Checks the partition's invariants (debug builds).

@@ -1,0 +1,141 @@
+//! The broker-level files of a log directory, in Apache Kafka's formats:
+//! `recovery-point-offset-checkpoint`, `replication-offset-checkpoint` (high watermarks)
+//! and `log-start-offset-checkpoint` (lines `topic partition offset`, written atomically),
+//! and `meta.properties` (node id, cluster id, directory id).
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::error::ReplicaError;
+use super::partition::TopicPartition;
+use crate::log::checkpoint;
+use crate::log::LogError;
+
+/// Offsets below which data is known to be flushed, per partition.
+pub const RECOVERY_POINT_FILE: &str = "recovery-point-offset-checkpoint";
+/// High watermarks, per partition.
+pub const HIGH_WATERMARK_FILE: &str = "replication-offset-checkpoint";
+/// Log start offsets moved inside a segment (DeleteRecords), per partition.
+pub const LOG_START_OFFSET_FILE: &str = "log-start-offset-checkpoint";
+/// The log directory's identity.
+pub const META_PROPERTIES_FILE: &str = "meta.properties";
+
+/// Reads a `topic partition offset` checkpoint; empty if the file does not exist.
+pub fn read_offsets(path: &Path) -> Result<HashMap<TopicPartition, i64>, LogError> {
+    let mut offsets = HashMap::new();
+    for line in checkpoint::read(path)?.unwrap_or_default() {
+        let parts: Vec<&str> = line.split_whitespace().collect();
+        let parsed = match parts.as_slice() {
+            [topic, partition, offset] => {
+                partition
+                    .parse()
+                    .ok()
+                    .zip(offset.parse().ok())
+                    .map(|(partition, offset)| {
+                        (
+                            TopicPartition {
+                                topic: topic.to_string(),
+                                partition,
+                            },
+                            offset,
+                        )
+                    })
+            }
+            _ => None,
+        };
+        let (tp, offset) = parsed.ok_or_else(|| LogError::CorruptFile {
+            path: path.to_path_buf(),
+            reason: format!("bad checkpoint entry {line:?}"),
+        })?;
+        offsets.insert(tp, offset);
+    }
+    Ok(offsets)
+}
+
+/// Writes a `topic partition offset` checkpoint atomically.
+pub fn write_offsets(path: &Path, offsets: &[(TopicPartition, i64)]) -> Result<(), LogError> {
+    let lines: Vec<String> = offsets
+        .iter()
+        .map(|(tp, offset)| format!("{} {} {offset}", tp.topic, tp.partition))
+        .collect();
+    checkpoint::write(path, &lines)
+}
+
+fn properties(text: &str) -> HashMap<&str, &str> {
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim(), v.trim()))
+        .collect()
+}
+
+/// Writes `meta.properties` on first start; afterwards refuses to start with another node
+/// id or cluster id than the directory was made for (as Kafka does).
+pub fn ensure_meta_properties(
+    dir: &Path,
+    node_id: i32,
+    cluster_id: &str,
+) -> Result<(), ReplicaError> {
+    let path = dir.join(META_PROPERTIES_FILE);
+    let inconsistent = |reason: String| ReplicaError::InconsistentLogDir {
+        path: path.clone(),
+        reason,
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            let found = properties(&text);
+            let node = found.get("node.id").copied().unwrap_or_default();
+            if node != node_id.to_string() {
+                return Err(inconsistent(format!(
+                    "made for node.id {node}, configured {node_id}"
+                )));
+            }
+            let cluster = found.get("cluster.id").copied().unwrap_or_default();
+            if cluster != cluster_id {
+                return Err(inconsistent(format!(
+                    "made for cluster {cluster}, metadata says {cluster_id}"
+                )));
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let directory_id = crate::controller::base64url(uuid::Uuid::new_v4());
+            let text = format!(
+                "#\n#Written by highwater\nversion=1\nnode.id={node_id}\ncluster.id={cluster_id}\ndirectory.id={directory_id}\n"
+            );
+            checkpoint::write_atomically(&path, text.as_bytes())
+                .map_err(|e| inconsistent(e.to_string()))
+        }
+        Err(e) => Err(inconsistent(e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_round_trip_in_kafkas_format() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(RECOVERY_POINT_FILE);
+        let tp = TopicPartition {
+            topic: "a.b-c".into(),
+            partition: 3,
+        };
+        write_offsets(&path, &[(tp.clone(), 42)]).expect("write");
+        assert_eq!(
+            std::fs::read_to_string(&path).expect("read"),
+            "0\n1\na.b-c 3 42\n"
+        );
+        assert_eq!(read_offsets(&path).expect("read")[&tp], 42);
+    }
+
+    #[test]
+    fn meta_properties_refuse_another_node() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        ensure_meta_properties(dir.path(), 1, "abc").expect("first start");
+        ensure_meta_properties(dir.path(), 1, "abc").expect("same node");
+        assert!(ensure_meta_properties(dir.path(), 2, "abc").is_err());
+        assert!(ensure_meta_properties(dir.path(), 1, "xyz").is_err());
+    }
+}
