@@ -292,3 +292,93 @@ pub fn records(bytes: &Bytes) -> Vec<(i64, String, String)> {
         })
         .collect()
 }
+
+impl Client {
+    /// Like [`Client::call`], but `None` instead of a panic when the connection fails,
+    /// closes or stays silent for 10 s (a broker that was killed or is restarting).
+    pub async fn try_call<R: Request>(&mut self, body: &R, version: i16) -> Option<R::Response> {
+        let frame = self.frame(body, version);
+        self.stream.write_all(&frame).await.ok()?;
+        let read = async {
+            let mut len = [0u8; 4];
+            self.stream.read_exact(&mut len).await.ok()?;
+            let mut body = vec![0u8; i32::from_be_bytes(len).max(0) as usize];
+            self.stream.read_exact(&mut body).await.ok()?;
+            Some(Bytes::from(body))
+        };
+        let mut response = tokio::time::timeout(Duration::from_secs(10), read)
+            .await
+            .ok()??;
+        let header = ResponseHeader::decode(&mut response, R::Response::header_version(version))
+            .expect("response header");
+        assert_eq!(header.correlation_id, self.correlation_id, "correlation id");
+        Some(R::Response::decode(&mut response, version).expect("response body"))
+    }
+
+    /// Connects, or `None` when nothing listens at `addr` yet.
+    pub async fn try_connect(addr: SocketAddr) -> Option<Client> {
+        let stream = TcpStream::connect(addr).await.ok()?;
+        Some(Client {
+            stream,
+            correlation_id: 0,
+        })
+    }
+}
+
+/// Encodes one batch whose record values are the given strings (keys null), with
+/// CreateTime timestamps `timestamp`, `timestamp + 1`, ...
+pub fn batch_of_values(values: &[String], timestamp: i64) -> Bytes {
+    let records: Vec<Record> = values
+        .iter()
+        .enumerate()
+        .map(|(i, value)| Record {
+            transactional: false,
+            control: false,
+            partition_leader_epoch: -1,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            // offset - sequence must be the same for every record of one batch; this
+            // makes the base sequence -1 (no idempotence), as Kafka's producers send it.
+            sequence: i as i32 - 1,
+            timestamp: timestamp + i as i64,
+            key: None,
+            value: Some(Bytes::from(value.clone())),
+            headers: Default::default(),
+            delete_horizon: false,
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    let options = RecordEncodeOptions {
+        version: 2,
+        compression: Compression::None,
+    };
+    RecordBatchEncoder::encode(&mut buf, &records, &options).expect("encode");
+    buf.freeze()
+}
+
+/// Fetches every record of a partition from offset 0 to the high watermark:
+/// (offset, key, value).
+pub async fn fetch_all(
+    client: &mut Client,
+    topic: &str,
+    partition: i32,
+) -> Vec<(i64, String, String)> {
+    let mut all: Vec<(i64, String, String)> = Vec::new();
+    loop {
+        let next = all.last().map_or(0, |r| r.0 + 1);
+        let data = fetch(client, topic, partition, next).await;
+        assert_eq!(data.error_code, 0, "fetch at {next}");
+        let got = records(data.records.as_ref().expect("records"));
+        let fresh: Vec<_> = got.into_iter().filter(|r| r.0 >= next).collect();
+        if fresh.is_empty() {
+            assert_eq!(
+                next, data.high_watermark,
+                "fetched up to the high watermark"
+            );
+            return all;
+        }
+        all.extend(fresh);
+    }
+}
