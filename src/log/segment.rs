@@ -263,6 +263,11 @@ impl Segment {
         self.max_timestamp
     }
 
+    /// The last offset of the batch holding the greatest timestamp.
+    pub fn offset_of_max_timestamp(&self) -> i64 {
+        self.offset_of_max_timestamp
+    }
+
     /// The timestamp `segment.ms` and `retention.ms` count from: the greatest timestamp,
     /// or the creation time of a segment without timestamps.
     pub fn largest_timestamp(&self) -> i64 {

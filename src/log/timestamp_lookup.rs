@@ -36,11 +36,17 @@ fn record_times(bytes: Bytes, header: &BatchHeader) -> Vec<(i64, i64)> {
 }
 
 impl Log {
-    /// The first record with timestamp >= `target` at or after the log start, if any.
+    /// The first record with timestamp >= `target` at or after the log start, if any: the
+    /// first segment whose max timestamp reaches the target, then its time index, then a
+    /// short scan of batch headers, then one batch decoded.
     pub fn offset_for_timestamp(&self, target: i64) -> Option<TimestampAndOffset> {
         let start = self.log_start_offset();
-        for segment in self.segments() {
-            for (position, header) in segment.batches_from(segment.base_offset()) {
+        for segment in self
+            .segments()
+            .iter()
+            .filter(|s| s.max_timestamp() >= target)
+        {
+            for (position, header) in segment.batches_from_timestamp(target) {
                 if header.last_offset() < start || header.max_timestamp < target {
                     continue;
                 }
@@ -58,20 +64,73 @@ impl Log {
 
     /// The record with the greatest timestamp (the first such if several), if any.
     pub fn offset_of_max_timestamp(&self) -> Option<TimestampAndOffset> {
-        let mut best: Option<(usize, usize, BatchHeader)> = None;
-        for (n, segment) in self.segments().iter().enumerate() {
-            for (position, header) in segment.batches_from(segment.base_offset()) {
-                if best.is_none_or(|(_, _, b)| header.max_timestamp > b.max_timestamp) {
-                    best = Some((n, position, header));
-                }
+        let mut best: Option<&super::segment::Segment> = None;
+        for segment in self.segments() {
+            if best.is_none_or(|b| segment.max_timestamp() > b.max_timestamp()) {
+                best = Some(segment);
             }
         }
-        let (n, position, header) = best?;
-        let bytes = self.segments()[n].batch_bytes(position, &header);
-        let times = record_times(bytes, &header);
+        let segment = best.filter(|s| s.max_timestamp() >= 0)?;
+        let wanted = segment.offset_of_max_timestamp();
+        let (position, header) = segment.batches_from(wanted).find(|(_, h)| {
+            h.last_offset() >= wanted && h.max_timestamp == segment.max_timestamp()
+        })?;
+        let times = record_times(segment.batch_bytes(position, &header), &header);
         let (offset, timestamp) = times
             .into_iter()
             .find(|(_, timestamp)| *timestamp == header.max_timestamp)?;
         Some(TimestampAndOffset { timestamp, offset })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::batch::tests::encode_batch;
+    use crate::log::partition_log::{LogConfig, OpenOptions};
+    use crate::log::segment::SegmentConfig;
+
+    fn log_with(timestamps: &[i64], dir: &std::path::Path) -> Log {
+        let config = LogConfig {
+            segment: SegmentConfig {
+                segment_bytes: 400,
+                segment_index_bytes: 4096,
+                index_interval_bytes: 1,
+            },
+            max_message_bytes: 1 << 20,
+            timestamp_before_max_ms: i64::MAX,
+            timestamp_after_max_ms: i64::MAX,
+            segment_ms: i64::MAX,
+            flush_messages: i64::MAX,
+        };
+        let mut log = Log::open(dir, config, OpenOptions::default()).expect("open");
+        for timestamp in timestamps {
+            log.append_as_leader(&encode_batch(2, -1, -1, *timestamp), 0)
+                .expect("append");
+        }
+        log
+    }
+
+    #[test]
+    fn finds_the_first_record_at_or_after_a_time_across_segments() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // Batches of two records: timestamps (t, t+1).
+        let log = log_with(&[100, 200, 300, 400, 500, 600], dir.path());
+        assert!(log.segments().len() > 1);
+        let at = |t| log.offset_for_timestamp(t).map(|f| (f.offset, f.timestamp));
+        assert_eq!(at(0), Some((0, 100)));
+        assert_eq!(at(101), Some((1, 101)));
+        assert_eq!(at(102), Some((2, 200)));
+        assert_eq!(at(450), Some((8, 500)));
+        assert_eq!(at(601), Some((11, 601)));
+        assert_eq!(at(602), None);
+    }
+
+    #[test]
+    fn finds_the_record_with_the_greatest_timestamp() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = log_with(&[100, 900, 300, 900], dir.path());
+        let found = log.offset_of_max_timestamp().expect("found");
+        assert_eq!((found.offset, found.timestamp), (3, 901));
     }
 }
