@@ -1,5 +1,6 @@
 //! Command-line interface: `highwater serve --config FILE`, with flags that override keys
-//! of the file. Loads configuration and starts the broker; no logic of its own.
+//! of the file, and `highwater dump FILE...`. Loads configuration and starts the broker, or
+//! hands the files to [`crate::dump`]; no logic of its own.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,6 +24,23 @@ pub struct Cli {
 pub enum Command {
     /// Runs a broker (broker and controller combined).
     Serve(ServeArgs),
+    /// Prints segment files (.log, .index, .timeindex) like Kafka's kafka-dump-log.
+    Dump(DumpArgs),
+}
+
+/// Flags of `dump`.
+#[derive(Debug, Args)]
+pub struct DumpArgs {
+    /// Segment files: a 20-digit base offset, then .log, .index or .timeindex.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Check CRCs, contiguous offsets and torn tails of a .log, and that index entries
+    /// point at the right batches of the sibling .log; exit non-zero on any problem.
+    #[arg(long)]
+    pub verify: bool,
+    /// Also decode every record of a .log (offset, timestamp, key and value sizes).
+    #[arg(long)]
+    pub deep: bool,
 }
 
 /// Flags of `serve`. Each named flag overrides the Kafka key in brackets.
@@ -114,6 +132,38 @@ async fn shutdown_signal() {
     let _ = ctrl_c.await;
 }
 
+/// Runs `highwater dump`: each file to stdout; with `--verify`, the problems found are
+/// listed on stderr and the command fails.
+pub fn dump(args: &DumpArgs) -> anyhow::Result<()> {
+    use std::io::Write;
+    let options = crate::dump::DumpOptions {
+        verify: args.verify,
+        deep: args.deep,
+    };
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut reports = Vec::with_capacity(args.files.len());
+    for path in &args.files {
+        reports.push(crate::dump::dump_file(path, options, &mut out)?);
+    }
+    out.flush()?;
+    let failed: Vec<_> = reports.iter().filter(|r| !r.passed()).collect();
+    if !args.verify || failed.is_empty() {
+        return Ok(());
+    }
+    let mut problems = 0;
+    for report in &failed {
+        for problem in &report.problems {
+            eprintln!("{}: {problem}", report.path.display());
+        }
+        problems += report.problems.len() + report.omitted;
+    }
+    anyhow::bail!(
+        "verify failed: {problems} problem(s) in {} of {} files",
+        failed.len(),
+        reports.len()
+    )
+}
+
 /// Runs `highwater serve`.
 pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     init_tracing(&args.log_level);
@@ -133,7 +183,10 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             partitions = broker.replicas.len(),
             "highwater started"
         );
+        let maintained = Arc::clone(&broker);
+        let maintenance = tokio::spawn(async move { maintained.replicas.run_maintenance().await });
         crate::server::run(broker, listener, shutdown_signal()).await;
+        maintenance.abort();
         Ok(())
     })
 }

@@ -2,12 +2,14 @@
 //!
 //! Modules are layered; each imports only from the ones below it (see STYLE.md):
 //! `cli` → `server` → `api` → `controller`, `replica` → `metadata` → `log` → `config`.
+//! `dump` (the offline `highwater dump` tool) reads `log`'s file formats; only `cli` uses it.
 #![deny(unsafe_code)]
 
 pub mod api;
 pub mod cli;
 pub mod config;
 pub mod controller;
+pub mod dump;
 pub mod log;
 pub mod metadata;
 pub mod replica;

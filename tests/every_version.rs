@@ -161,6 +161,21 @@ async fn exercise_cluster(client: &mut Client, key: ApiKey, version: i16) {
 
 async fn exercise_admin(client: &mut Client, key: ApiKey, version: i16) {
     match key {
+        ApiKey::DeleteRecords => {
+            let topic = format!("trimmed-v{version}");
+            create_topic(client, &topic, 1).await;
+            let request = DeleteRecordsRequest::default().with_topics(vec![
+                delete_records_request::DeleteRecordsTopic::default()
+                    .with_name(name(&topic))
+                    .with_partitions(vec![
+                        delete_records_request::DeleteRecordsPartition::default()
+                            .with_partition_index(0)
+                            .with_offset(-1),
+                    ]),
+            ]);
+            let response = client.call(&request, version).await;
+            assert_eq!(response.topics[0].partitions[0].error_code, 0, "v{version}");
+        }
         ApiKey::CreateTopics => {
             assert_eq!(
                 create_topic_at(client, &format!("created-v{version}"), version).await,

@@ -14,8 +14,8 @@ async fn produced_batches_are_fetched_back_with_their_offsets() {
     let broker = TestBroker::start(&[]).await;
     let mut client = broker.client().await;
     assert_eq!(create_topic(&mut client, "orders", 2).await, 0);
-    let first = produce(&mut client, "orders", 1, batch(3, -1, -1, 1000)).await;
-    let second = produce(&mut client, "orders", 1, batch(2, -1, -1, 2000)).await;
+    let first = produce(&mut client, "orders", 1, batch(3, -1, -1, now_ms())).await;
+    let second = produce(&mut client, "orders", 1, batch(2, -1, -1, now_ms())).await;
     assert_eq!((first.error_code, first.base_offset), (0, 0));
     assert_eq!((second.error_code, second.base_offset), (0, 3));
     let data = fetch(&mut client, "orders", 1, 0).await;
@@ -117,4 +117,78 @@ async fn acks_zero_gets_no_response_but_is_appended() {
     client.send_raw(&frame).await;
     let data = fetch(&mut client, "t", 0, 0).await;
     assert_eq!(data.high_watermark, 2);
+}
+
+#[tokio::test]
+async fn delete_records_moves_the_log_start_offset() {
+    // Goal: DeleteRecords answers the new low watermark; earlier offsets are out of range,
+    // ListOffsets earliest follows, and offsets past the high watermark are refused.
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "t", 1).await;
+    produce(&mut client, "t", 0, batch(5, -1, -1, 0)).await;
+    let delete = |offset: i64| {
+        kafka_protocol::messages::DeleteRecordsRequest::default()
+            .with_timeout_ms(5000)
+            .with_topics(vec![
+                kafka_protocol::messages::delete_records_request::DeleteRecordsTopic::default()
+                    .with_name(name("t"))
+                    .with_partitions(vec![
+                        kafka_protocol::messages::delete_records_request::DeleteRecordsPartition::default()
+                            .with_partition_index(0)
+                            .with_offset(offset),
+                    ]),
+            ])
+    };
+    let moved = client.call(&delete(3), 2).await.topics[0].partitions[0].clone();
+    assert_eq!((moved.error_code, moved.low_watermark), (0, 3));
+    assert_eq!(
+        fetch(&mut client, "t", 0, 2).await.error_code,
+        ResponseError::OffsetOutOfRange.code()
+    );
+    assert_eq!(fetch(&mut client, "t", 0, 3).await.log_start_offset, 3);
+    let beyond = client.call(&delete(9), 2).await.topics[0].partitions[0].clone();
+    assert_eq!(beyond.error_code, ResponseError::OffsetOutOfRange.code());
+}
+
+#[tokio::test]
+async fn retention_deletes_old_segments_in_the_background() {
+    // Goal: with retention.ms and small segments, old segments go and the log start moves,
+    // while the newest data stays. Method: poll with a deadline, no fixed sleeps.
+    let broker = TestBroker::start(&[
+        ("log.segment.bytes", "1024"),
+        ("log.retention.ms", "60000"),
+        ("log.retention.check.interval.ms", "20"),
+    ])
+    .await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "t", 1).await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock");
+    let old = now.as_millis() as i64 - 3_600_000;
+    for _ in 0..20 {
+        produce(&mut client, "t", 0, batch(3, -1, -1, old)).await;
+    }
+    produce(
+        &mut client,
+        "t",
+        0,
+        batch(3, -1, -1, now.as_millis() as i64),
+    )
+    .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let data = fetch(&mut client, "t", 0, 60).await;
+        if data.log_start_offset > 0 {
+            assert_eq!(data.error_code, 0, "the newest batch stays");
+            assert_eq!(data.high_watermark, 63);
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "retention did not run"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

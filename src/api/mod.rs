@@ -4,6 +4,7 @@
 //! [`Broker`] is the state every handler reads: configuration, controller and replicas.
 
 pub mod api_versions;
+pub mod delete_records;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod errors;
@@ -150,6 +151,7 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         ApiKey::ApiVersions => api_versions::handle(request),
         ApiKey::CreateTopics => topics::create_topics(broker, request),
         ApiKey::DeleteTopics => topics::delete_topics(broker, request),
+        ApiKey::DeleteRecords => delete_records::handle(broker, request),
         ApiKey::CreatePartitions => topics::create_partitions(broker, request),
         ApiKey::InitProducerId => init_producer_id::handle(broker, request),
         ApiKey::OffsetForLeaderEpoch => offset_for_leader_epoch::handle(broker, request),

@@ -30,6 +30,12 @@ pub struct LogConfig {
     pub segment_ms: i64,
     /// `flush.messages`: appended records after which the log is fsynced.
     pub flush_messages: i64,
+    /// `flush.ms`: the longest time appended data stays unflushed.
+    pub flush_ms: i64,
+    /// `retention.ms`: segments whose newest record is older are deleted (-1: never).
+    pub retention_ms: i64,
+    /// `retention.bytes`: the oldest segments are deleted beyond this size (-1: never).
+    pub retention_bytes: i64,
 }
 
 /// What the broker knows about a log before opening it.
@@ -65,6 +71,8 @@ pub struct Log {
     recovery_point: i64,
     /// Records appended since the last flush (for `flush.messages`).
     unflushed_messages: i64,
+    /// When the log was last flushed (for `flush.ms`).
+    last_flush_ms: i64,
     epoch_cache: EpochCache,
     producers: ProducerStateTable,
 }
@@ -154,6 +162,7 @@ impl Log {
             log_start_offset,
             recovery_point: log_end_offset,
             unflushed_messages: 0,
+            last_flush_ms: now_ms(),
             epoch_cache,
             producers: ProducerStateTable::default(),
         };
@@ -359,7 +368,38 @@ impl Log {
         self.active().flush()?;
         self.recovery_point = self.log_end_offset();
         self.unflushed_messages = 0;
+        self.last_flush_ms = now_ms();
         Ok(())
+    }
+
+    /// Flushes if data has stayed unflushed for longer than `flush.ms`; returns whether it
+    /// did.
+    pub fn maybe_flush_by_time(&mut self, now_ms: i64) -> Result<bool, LogError> {
+        let due = self.unflushed_messages > 0
+            && now_ms.saturating_sub(self.last_flush_ms) >= self.config.flush_ms;
+        if due {
+            self.flush()?;
+        }
+        Ok(due)
+    }
+
+    /// Mutable access to the segments, for retention (same crate only).
+    pub(super) fn segments_mut(&mut self) -> &mut Vec<Segment> {
+        &mut self.segments
+    }
+
+    /// Moves the log start offset forward (never back); returns whether it moved.
+    pub(super) fn maybe_advance_log_start_offset(&mut self, offset: i64) -> bool {
+        let advanced = offset > self.log_start_offset;
+        if advanced {
+            self.log_start_offset = offset;
+        }
+        advanced
+    }
+
+    /// The configuration the log was opened with.
+    pub fn config(&self) -> &LogConfig {
+        &self.config
     }
 
     /// Flushes and trims the active segment so that a clean restart trusts the files.
@@ -383,6 +423,26 @@ impl Log {
     }
 }
 
+/// A log configuration for tests: given segment size and index interval, no limits.
+#[cfg(test)]
+pub(crate) fn test_config(segment_bytes: usize, index_interval_bytes: usize) -> LogConfig {
+    LogConfig {
+        segment: SegmentConfig {
+            segment_bytes,
+            segment_index_bytes: 4096,
+            index_interval_bytes,
+        },
+        max_message_bytes: 1 << 20,
+        timestamp_before_max_ms: i64::MAX,
+        timestamp_after_max_ms: i64::MAX,
+        segment_ms: i64::MAX,
+        flush_messages: i64::MAX,
+        flush_ms: i64::MAX,
+        retention_ms: -1,
+        retention_bytes: -1,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -397,18 +457,7 @@ mod tests {
     }
 
     fn config(segment_bytes: usize) -> LogConfig {
-        LogConfig {
-            segment: SegmentConfig {
-                segment_bytes,
-                segment_index_bytes: 4096,
-                index_interval_bytes: 64,
-            },
-            max_message_bytes: 1 << 20,
-            timestamp_before_max_ms: i64::MAX,
-            timestamp_after_max_ms: i64::MAX,
-            segment_ms: i64::MAX,
-            flush_messages: i64::MAX,
-        }
+        test_config(segment_bytes, 64)
     }
 
     #[test]
@@ -485,16 +534,8 @@ mod recovery_tests {
     #[test]
     fn a_crash_after_a_time_roll_keeps_the_new_segment() {
         let config = LogConfig {
-            segment: SegmentConfig {
-                segment_bytes: 1 << 16,
-                segment_index_bytes: 4096,
-                index_interval_bytes: 64,
-            },
-            max_message_bytes: 1 << 20,
-            timestamp_before_max_ms: i64::MAX,
-            timestamp_after_max_ms: i64::MAX,
             segment_ms: 1000,
-            flush_messages: i64::MAX,
+            ..test_config(1 << 16, 64)
         };
         let dir = tempfile::tempdir().expect("tempdir");
         let clean = OpenOptions {

@@ -87,22 +87,10 @@ impl Log {
 mod tests {
     use super::*;
     use crate::log::batch::tests::encode_batch;
-    use crate::log::partition_log::{LogConfig, OpenOptions};
-    use crate::log::segment::SegmentConfig;
+    use crate::log::partition_log::{test_config, OpenOptions};
 
     fn log_with(timestamps: &[i64], dir: &std::path::Path) -> Log {
-        let config = LogConfig {
-            segment: SegmentConfig {
-                segment_bytes: 400,
-                segment_index_bytes: 4096,
-                index_interval_bytes: 1,
-            },
-            max_message_bytes: 1 << 20,
-            timestamp_before_max_ms: i64::MAX,
-            timestamp_after_max_ms: i64::MAX,
-            segment_ms: i64::MAX,
-            flush_messages: i64::MAX,
-        };
+        let config = test_config(400, 1);
         let mut log = Log::open(dir, config, OpenOptions::default()).expect("open");
         for timestamp in timestamps {
             log.append_as_leader(&encode_batch(2, -1, -1, *timestamp), 0)

@@ -52,6 +52,9 @@ pub fn log_config(broker: &BrokerConfig, topic_image: &TopicImage) -> LogConfig 
         timestamp_after_max_ms: ms("message.timestamp.after.max.ms"),
         segment_ms: ms("segment.ms"),
         flush_messages: ms("flush.messages").max(1),
+        flush_ms: ms("flush.ms"),
+        retention_ms: topic::number(broker, &topic_image.configs, "retention.ms"),
+        retention_bytes: topic::number(broker, &topic_image.configs, "retention.bytes"),
     }
 }
 
@@ -188,6 +191,53 @@ impl ReplicaManager {
             &high_watermarks,
         )?;
         checkpoints::write_offsets(&dir.join(checkpoints::LOG_START_OFFSET_FILE), &starts)
+    }
+
+    /// Runs retention, the flush policy and the checkpoints on their intervals until the
+    /// task is dropped (LogManager's scheduled tasks in Apache Kafka).
+    pub async fn run_maintenance(&self) {
+        let interval = |key: &str| {
+            self.config
+                .get(key)
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(60_000)
+        };
+        let retention_every = interval("log.retention.check.interval.ms");
+        let checkpoint_every = interval("log.flush.offset.checkpoint.interval.ms")
+            .min(interval("replica.high.watermark.checkpoint.interval.ms"));
+        let tick = retention_every.min(checkpoint_every).clamp(10, 1000);
+        let mut ticker = tokio::time::interval(std::time::Duration::from_millis(tick));
+        let (mut last_retention, mut last_checkpoint) = (0u64, 0u64);
+        let mut elapsed = 0u64;
+        loop {
+            ticker.tick().await;
+            elapsed += tick;
+            if elapsed - last_retention >= retention_every {
+                last_retention = elapsed;
+                self.maintain_partitions();
+            }
+            if elapsed - last_checkpoint >= checkpoint_every {
+                last_checkpoint = elapsed;
+                if let Err(error) = self.write_checkpoints() {
+                    tracing::error!(%error, "cannot write checkpoints");
+                }
+            }
+        }
+    }
+
+    fn maintain_partitions(&self) {
+        let now = crate::log::segment::now_ms();
+        let partitions: Vec<Arc<Partition>> = self
+            .partitions
+            .iter()
+            .map(|p| Arc::clone(p.value()))
+            .collect();
+        for partition in partitions {
+            if let Err(error) = partition.maintain(now) {
+                let tp = &partition.topic_partition;
+                tracing::error!(topic = %tp.topic, partition = tp.partition, %error, "retention failed");
+            }
+        }
     }
 
     fn remove_partition(&self, tp: &TopicPartition) {

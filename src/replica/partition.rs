@@ -162,6 +162,35 @@ impl Partition {
         })
     }
 
+    /// Applies retention and the flush policy (called by the maintenance task).
+    pub fn maintain(&self, now_ms: i64) -> Result<(), ReplicaError> {
+        let high_watermark = self.high_watermark();
+        let mut log = self.log_mut();
+        log.delete_old_segments(now_ms, high_watermark)
+            .map_err(|e| self.log_error(e))?;
+        log.maybe_flush_by_time(now_ms)
+            .map_err(|e| self.log_error(e))?;
+        Ok(())
+    }
+
+    /// DeleteRecords: moves the log start offset to `offset` (-1: the high watermark) and
+    /// returns the new log start offset.
+    pub fn delete_records(&self, offset: i64) -> Result<i64, ReplicaError> {
+        let high_watermark = self.high_watermark();
+        let target = if offset == -1 { high_watermark } else { offset };
+        let mut log = self.log_mut();
+        if target < 0 || target > high_watermark {
+            let source = LogError::OffsetOutOfRange {
+                offset,
+                log_start_offset: log.log_start_offset(),
+                log_end_offset: high_watermark,
+            };
+            return Err(self.log_error(source));
+        }
+        log.delete_records(target, high_watermark)
+            .map_err(|e| self.log_error(e))
+    }
+
     /// Flushes and trims the log for a clean shutdown.
     pub fn close(&self) -> Result<(), ReplicaError> {
         self.log_mut().close().map_err(|e| self.log_error(e))

@@ -20,6 +20,15 @@ use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+/// Aborts a task when dropped.
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// A running in-process broker.
 pub struct TestBroker {
     pub addr: SocketAddr,
@@ -58,9 +67,17 @@ impl TestBroker {
         keys.extend_from_slice(extra);
         let broker = Arc::new(Broker::open(config(dir.path(), &keys)).expect("broker"));
         let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(highwater::server::run(broker, listener, async {
-            let _ = stopped.await;
-        }));
+        let maintained = Arc::clone(&broker);
+        let task = tokio::spawn(async move {
+            // Aborted when this task ends or is aborted (a kill), like the process's tasks.
+            let _maintenance = AbortOnDrop(tokio::spawn(async move {
+                maintained.replicas.run_maintenance().await
+            }));
+            highwater::server::run(broker, listener, async {
+                let _ = stopped.await;
+            })
+            .await;
+        });
         TestBroker {
             addr,
             dir,
@@ -381,4 +398,10 @@ pub async fn fetch_all(
         }
         all.extend(fresh);
     }
+}
+
+/// Milliseconds since the epoch (record timestamps that no roll or retention treats as old).
+pub fn now_ms() -> i64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    now.expect("clock").as_millis() as i64
 }

@@ -1,0 +1,42 @@
+//! DeleteRecords: moves each partition's log start offset forward (to the high watermark
+//! for -1); segments wholly below it are deleted, and fetches below it get
+//! OFFSET_OUT_OF_RANGE from then on.
+
+use kafka_protocol::messages::delete_records_response::{
+    DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
+};
+use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
+
+use super::errors::replica_error;
+use super::{Broker, HandlerError, Outcome, Request};
+
+/// Answers DeleteRecords.
+pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
+    let body: DeleteRecordsRequest = request.decode()?;
+    let topics = body
+        .topics
+        .iter()
+        .map(|topic| {
+            let partitions = topic
+                .partitions
+                .iter()
+                .map(|p| {
+                    let base = DeleteRecordsPartitionResult::default().with_partition_index(p.partition_index);
+                    let result = broker
+                        .replicas
+                        .partition(&topic.name.0, p.partition_index)
+                        .and_then(|partition| partition.delete_records(p.offset));
+                    match result {
+                        Ok(low_watermark) => base.with_low_watermark(low_watermark),
+                        Err(error) => {
+                            tracing::debug!(client = %request.client, api = "DeleteRecords", %error, "refused");
+                            base.with_low_watermark(-1).with_error_code(replica_error(&error).code())
+                        }
+                    }
+                })
+                .collect();
+            DeleteRecordsTopicResult::default().with_name(topic.name.clone()).with_partitions(partitions)
+        })
+        .collect();
+    request.respond(&DeleteRecordsResponse::default().with_topics(topics))
+}
