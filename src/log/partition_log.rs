@@ -562,3 +562,36 @@ mod recovery_tests {
         assert_eq!(log.log_end_offset(), 5);
     }
 }
+
+#[cfg(test)]
+mod damage_tests {
+    use super::*;
+    use crate::log::batch::tests::encode_batch;
+
+    #[test]
+    fn a_damaged_index_is_rebuilt_not_trusted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let clean = OpenOptions {
+            clean: true,
+            ..OpenOptions::default()
+        };
+        let mut log = Log::open(dir.path(), test_config(1 << 16, 1), clean).expect("open");
+        for _ in 0..10 {
+            log.append_as_leader(&encode_batch(2, -1, -1, 0), 0)
+                .expect("append");
+        }
+        log.close().expect("close");
+        drop(log);
+        let index = dir.path().join("00000000000000000000.index");
+        let mut bytes = std::fs::read(&index).expect("index");
+        assert!(bytes.len() >= 16, "the test needs index entries");
+        bytes[7] ^= 0x55;
+        std::fs::write(&index, &bytes).expect("damage");
+        let log = Log::open(dir.path(), test_config(1 << 16, 1), clean).expect("reopen");
+        for offset in 0..20 {
+            let read = log.read(offset, 20, 1 << 20, true).expect("read");
+            let header = crate::log::batch::BatchHeader::parse(&read).expect("a batch");
+            assert!(header.base_offset <= offset && offset <= header.last_offset());
+        }
+    }
+}

@@ -144,7 +144,10 @@ impl Segment {
         let mut segment = Self::with_files(base_offset, log, index, time_index, config);
         if !recover {
             segment.load_trusted(file_length);
-            return Ok((segment, false));
+            if segment.indexes_are_sane() {
+                return Ok((segment, false));
+            }
+            tracing::warn!(segment = %log_path.display(), "damaged index: rebuilding it from the log");
         }
         let truncated = segment.recover(file_length, mode.active)?;
         if !mode.active {
@@ -210,6 +213,38 @@ impl Segment {
             self.record_append(position, &header);
         }
         Ok(truncated)
+    }
+
+    /// Checks trusted index files against the log (AbstractIndex.sanityCheck and more):
+    /// entries increase, and every offset index entry points at the start of the batch that
+    /// ends at its offset; time index offsets lie inside the segment.
+    fn indexes_are_sane(&self) -> bool {
+        let mut previous: Option<(RelativeOffset, FilePosition)> = None;
+        for n in 0..self.index.len() {
+            let (offset, position) = self.index.entry(n);
+            if previous.is_some_and(|(o, p)| o >= offset || p >= position) {
+                return false;
+            }
+            previous = Some((offset, position));
+            let at = position.0 as usize;
+            let header = BatchHeader::parse(self.log.slice(at.min(self.size), self.size));
+            let expected = self.base_offset + i64::from(offset.0);
+            if header.is_none_or(|h| h.last_offset() != expected || at + h.size > self.size) {
+                return false;
+            }
+        }
+        let mut previous_timestamp = i64::MIN;
+        for n in 0..self.time_index.len() {
+            let (timestamp, offset) = self.time_index.entry(n);
+            let absolute = self.base_offset + i64::from(offset.0);
+            if timestamp <= previous_timestamp
+                || absolute >= self.next_offset.max(self.base_offset + 1)
+            {
+                return false;
+            }
+            previous_timestamp = timestamp;
+        }
+        true
     }
 
     fn track_timestamp(&mut self, header: &BatchHeader) {
