@@ -118,6 +118,7 @@ impl ReplicaManager {
         for tp in stale {
             self.remove_partition(&tp);
         }
+        let mut missing = Vec::new();
         for topic_image in image.topics.values() {
             for index in 0..topic_image.partitions {
                 let tp = TopicPartition {
@@ -125,12 +126,50 @@ impl ReplicaManager {
                     partition: index,
                 };
                 if !self.partitions.contains_key(&tp) {
-                    let partition = self.open_partition(&tp, topic_image)?;
-                    self.partitions.insert(tp, Arc::new(partition));
+                    missing.push((tp, topic_image));
                 }
             }
         }
-        Ok(())
+        self.open_partitions(&missing)
+    }
+
+    /// Opens logs on as many threads as there are cores (recovery is CPU and I/O bound;
+    /// a broker with thousands of partitions starts in parallel, as Kafka's
+    /// `num.recovery.threads.per.data.dir` does).
+    fn open_partitions(
+        &self,
+        missing: &[(TopicPartition, &Arc<TopicImage>)],
+    ) -> Result<(), ReplicaError> {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(missing.len());
+        if threads <= 1 {
+            for (tp, topic_image) in missing {
+                let partition = self.open_partition(tp, topic_image)?;
+                self.partitions.insert(tp.clone(), Arc::new(partition));
+            }
+            return Ok(());
+        }
+        let chunk = missing.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = missing
+                .chunks(chunk)
+                .map(|part| {
+                    scope.spawn(move || -> Result<(), ReplicaError> {
+                        for (tp, topic_image) in part {
+                            let partition = self.open_partition(tp, topic_image)?;
+                            self.partitions.insert(tp.clone(), Arc::new(partition));
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            workers.into_iter().try_for_each(|worker| {
+                worker
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+        })
     }
 
     fn open_partition(
