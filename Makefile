@@ -3,7 +3,7 @@ CONFIG ?= config/server.toml
 BOOTSTRAP ?= 127.0.0.1:9092
 CARGO ?= cargo
 
-.PHONY: build run test unit compat compat-deps kafka-ref kafka-ref-stop compat-kafka-ref fmt clippy fuzz
+.PHONY: build run test unit compat compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref fmt clippy fuzz
 
 build:
 	$(CARGO) build --release
@@ -11,8 +11,9 @@ build:
 run: build
 	./target/release/highwater serve --config $(CONFIG)
 
-# Unit and integration tests, then every compat suite against a freshly started highwater.
-test: unit compat
+# Unit and integration tests, then every compat suite against a freshly started highwater,
+# then Apache Kafka's DumpLogSegments over segments highwater wrote.
+test: unit compat compat-storage
 
 unit:
 	$(CARGO) test --all-targets
@@ -23,6 +24,10 @@ compat-deps:
 # Starts a throwaway highwater on a free port with a temporary data dir and runs all suites.
 compat: build compat-deps
 	./compat/with-highwater.sh ./compat/run-all.sh
+
+# Apache Kafka's DumpLogSegments reads the segments and indexes highwater wrote (own broker).
+compat-storage: build compat-deps
+	./compat/storage/run.sh
 
 # Apache Kafka 4.x (KRaft, single node) from Maven Central, as the reference broker.
 kafka-ref: compat-deps
@@ -40,6 +45,18 @@ compat-kafka-ref: compat-deps
 FUZZ_SECONDS ?= 300
 fuzz:
 	./fuzz/run.sh $(FUZZ_SECONDS)
+
+# highwater against Apache Kafka 4.1.1, side by side (bench/README.md): alternating rounds of
+# ProducerPerformance, consumers and end-to-end latency; ~25 min; writes bench/results/.
+# Never part of `make test`.
+.PHONY: bench bench-smoke
+bench: build compat-deps
+	./bench/run.sh full
+
+# The same machinery with one short round and tiny workloads (~1 min); fails if a broker or a
+# tool fails or a figure is missing. Writes nothing into the tree.
+bench-smoke: build compat-deps
+	./bench/run.sh smoke
 
 fmt:
 	$(CARGO) fmt --all

@@ -243,3 +243,22 @@ async fn a_timestamp_far_in_the_future_is_refused() {
         0
     );
 }
+
+#[tokio::test]
+async fn a_batch_larger_than_a_segment_is_refused() {
+    // Goal: as Kafka, RECORD_LIST_TOO_LARGE, and the connection and log stay usable.
+    let broker = TestBroker::start(&[("log.segment.bytes", "1024")]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "t", 1).await;
+    let response = produce(&mut client, "t", 0, batch(100, -1, -1, now_ms())).await;
+    assert_eq!(
+        response.error_code,
+        ResponseError::RecordListTooLarge.code()
+    );
+    assert_eq!(
+        produce(&mut client, "t", 0, batch(2, -1, -1, now_ms()))
+            .await
+            .base_offset,
+        0
+    );
+}

@@ -1,9 +1,10 @@
 //! Issue #3's multi-process crash test: the real binary is killed with SIGKILL 20 times at
-//! random moments while a producer writes with acks=1, and restarted on the same data dir
-//! and port each time. After every restart (and a final clean stop) `dump --verify` passes
-//! on every segment and index file, and every acknowledged record is stored exactly once,
-//! at its acknowledged offset, in order; a record that was sent but not acknowledged may be
-//! missing, but never duplicated, reordered or split from its batch.
+//! random moments (each while a produce request is in flight) while a producer writes with
+//! acks=1, and restarted on the same data dir and port each time. After every restart (and
+//! a final clean stop) `dump --verify` passes on every segment and index file, and every
+//! acknowledged record is stored exactly once, at its acknowledged offset, in order; a
+//! record that was sent but not acknowledged may be missing, but never duplicated,
+//! reordered or split from its batch.
 //!
 //! A failing run prints its seed; `HIGHWATER_CRASH_SEED=<seed>` replays the same choices
 //! (the kill moments relative to the producer still depend on timing).
@@ -15,6 +16,8 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -31,6 +34,10 @@ const RECORDS_PER_BATCH_MAX: u64 = 10;
 /// A pause between batches (about a millisecond with tokio's timer), so that the log,
 /// and with it the restart and check after each kill, stays small.
 const PRODUCE_PAUSE: Duration = Duration::from_micros(500);
+/// How long a kill waits for a produce request to be in flight.
+const IN_FLIGHT_WAIT: Duration = Duration::from_millis(100);
+/// Once a request is in flight, the kill waits up to this many microseconds.
+const KILL_DELAY_US_MAX: u64 = 400;
 /// How long a (re)start may take before the test fails.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 const TOPIC: &str = "crash";
@@ -120,6 +127,15 @@ async fn wait_ready(port: u16) -> Client {
     }
 }
 
+/// Waits (briefly) until a produce request is on its way or being served, so that the kill
+/// lands while the broker may be appending.
+async fn wait_for_request_in_flight(in_flight: &AtomicBool) {
+    let deadline = Instant::now() + IN_FLIGHT_WAIT;
+    while !in_flight.load(Ordering::SeqCst) && Instant::now() < deadline {
+        tokio::task::yield_now().await;
+    }
+}
+
 /// One produced batch: the global counters it carries and, if acknowledged, its offset.
 #[derive(Debug, Clone)]
 struct SentBatch {
@@ -136,7 +152,13 @@ struct Life {
 }
 
 /// Produces batches (acks=1) of counters `next, next + 1, ...` until the connection dies.
-async fn produce_until_killed(mut client: Client, mut next: u64, mut rng: Rng) -> Life {
+/// `in_flight` is set while a request awaits its response, so that kills can aim at it.
+async fn produce_until_killed(
+    mut client: Client,
+    mut next: u64,
+    mut rng: Rng,
+    in_flight: Arc<AtomicBool>,
+) -> Life {
     let (mut sent, mut errors) = (Vec::new(), 0);
     loop {
         let count = rng.between(1, RECORDS_PER_BATCH_MAX);
@@ -148,7 +170,10 @@ async fn produce_until_killed(mut client: Client, mut next: u64, mut rng: Rng) -
             acked_at: None,
         };
         next += count;
-        let Some(response) = client.try_call(&request, 9).await else {
+        in_flight.store(true, Ordering::SeqCst);
+        let response = client.try_call(&request, 9).await;
+        in_flight.store(false, Ordering::SeqCst);
+        let Some(response) = response else {
             sent.push(batch);
             return Life { sent, next, errors };
         };
@@ -266,9 +291,20 @@ async fn acknowledged_records_survive_twenty_kill_9s() {
     let (mut sent, mut next, mut errors, mut damaged_images) = (Vec::new(), 0, 0, 0);
     let mut unacked_stored = 0;
     for kill in 1..=KILLS {
-        let producer = tokio::spawn(produce_until_killed(client, next, Rng(rng.next())));
+        let in_flight = Arc::new(AtomicBool::new(false));
+        let producer = tokio::spawn(produce_until_killed(
+            client,
+            next,
+            Rng(rng.next()),
+            Arc::clone(&in_flight),
+        ));
         let life_ms = rng.between(LIFE_MS_MIN, LIFE_MS_MAX);
         tokio::time::sleep(Duration::from_millis(life_ms)).await;
+        wait_for_request_in_flight(&in_flight).await;
+        // A blocking pause: the producer only awaits the response, the broker is another
+        // process. Spread over a produce's round trip, it lands before, during or after the
+        // append.
+        std::thread::sleep(Duration::from_micros(rng.between(0, KILL_DELAY_US_MAX)));
         child.kill().expect("kill -9");
         child.wait().expect("reap");
         let life = tokio::time::timeout(Duration::from_secs(15), producer)

@@ -17,6 +17,7 @@ pub fn log_error(error: &LogError) -> ResponseError {
         LogError::InvalidBatch { .. } => ResponseError::CorruptMessage,
         LogError::BatchCount { .. } => ResponseError::InvalidRecord,
         LogError::MessageTooLarge { .. } => ResponseError::MessageTooLarge,
+        LogError::BatchLargerThanSegment { .. } => ResponseError::RecordListTooLarge,
         LogError::InvalidTimestamp { .. } => ResponseError::InvalidTimestamp,
         LogError::TransactionsUnsupported { .. } => ResponseError::InvalidRecord,
         LogError::InvalidProducerEpoch { .. } => ResponseError::InvalidProducerEpoch,

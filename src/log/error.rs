@@ -29,6 +29,9 @@ pub enum LogError {
     /// A batch larger than the topic's `max.message.bytes`.
     #[error("batch of {size} bytes exceeds max.message.bytes {max}")]
     MessageTooLarge { size: usize, max: usize },
+    /// A batch larger than a whole segment (`segment.bytes`).
+    #[error("batch of {size} bytes exceeds segment.bytes {max}")]
+    BatchLargerThanSegment { size: usize, max: usize },
     /// A record timestamp outside [now - message.timestamp.before.max.ms,
     /// now + message.timestamp.after.max.ms].
     #[error("timestamp {timestamp} is outside the accepted range [{min}, {max}]")]

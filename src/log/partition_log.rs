@@ -232,10 +232,17 @@ impl Log {
                 duplicate: true,
             });
         }
-        let due = self
-            .active()
-            .is_due_for_time_roll(now_ms(), self.config.segment_ms);
-        if due || !self.active().has_room_for(records.len()) {
+        if records.len() > self.config.segment.segment_bytes {
+            let max = self.config.segment.segment_bytes;
+            return Err(LogError::BatchLargerThanSegment {
+                size: records.len(),
+                max,
+            });
+        }
+        let active = self.active();
+        let due =
+            active.is_due_for_time_roll(now_ms(), header.max_timestamp, self.config.segment_ms);
+        if active.size() > 0 && (due || !active.has_room_for(records.len())) {
             self.roll()?;
         }
         let base_offset = self.log_end_offset();
@@ -549,9 +556,13 @@ mod recovery_tests {
         let point = log.recovery_point();
         drop(log);
         let mut log = Log::open(dir.path(), config, clean).expect("reopen");
-        log.append_as_leader(&encode_batch(2, -1, -1, 0), 0)
+        log.append_as_leader(&encode_batch(2, -1, -1, 5000), 0)
             .expect("append");
-        assert_eq!(log.segments().len(), 2, "old timestamps roll");
+        assert_eq!(
+            log.segments().len(),
+            2,
+            "a batch 5 s after the first rolls at segment.ms 1 s"
+        );
         drop(log);
         let crashed = OpenOptions {
             clean: false,

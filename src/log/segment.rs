@@ -313,11 +313,16 @@ impl Segment {
         }
     }
 
-    /// Whether the segment is older than `segment_ms` by Kafka's rule (first batch's
-    /// timestamp, or creation time when empty).
-    pub fn is_due_for_time_roll(&self, now_ms: i64, segment_ms: i64) -> bool {
-        let since = self.first_batch_timestamp.unwrap_or(self.created_ms);
-        self.size > 0 && now_ms.saturating_sub(since) > segment_ms
+    /// Whether appending a batch whose max timestamp is `batch_timestamp` must first roll
+    /// the segment by Kafka's rule (LogSegment.timeWaitedForRoll): the time waited is the
+    /// new batch's timestamp minus the first batch's, or the wall-clock age of a segment
+    /// without timestamps.
+    pub fn is_due_for_time_roll(&self, now_ms: i64, batch_timestamp: i64, segment_ms: i64) -> bool {
+        let waited = match self.first_batch_timestamp {
+            Some(first) if first >= 0 => batch_timestamp.saturating_sub(first),
+            _ => now_ms.saturating_sub(self.created_ms),
+        };
+        self.size > 0 && waited > segment_ms
     }
 
     /// Whether a batch of `size` bytes still fits in this segment.
