@@ -74,7 +74,9 @@ pub struct Log {
     /// When the log was last flushed (for `flush.ms`).
     last_flush_ms: i64,
     epoch_cache: EpochCache,
-    producers: ProducerStateTable,
+    /// Built from the log's batch headers on the first append after opening (there are no
+    /// producer snapshots yet), so that start-up does not read every batch header.
+    producers: Option<ProducerStateTable>,
 }
 
 /// Removes the files of the segments starting at `bases` (after a truncated segment).
@@ -155,7 +157,7 @@ impl Log {
             .clamp(first_base, log_end_offset);
         let mut epoch_cache = EpochCache::load(dir)?;
         epoch_cache.truncate_from_end(log_end_offset)?;
-        let mut log = Log {
+        let log = Log {
             dir: dir.to_path_buf(),
             config,
             segments,
@@ -164,21 +166,24 @@ impl Log {
             unflushed_messages: 0,
             last_flush_ms: now_ms(),
             epoch_cache,
-            producers: ProducerStateTable::default(),
+            producers: None,
         };
-        log.rebuild_producer_state();
         log.check_invariants();
         Ok(log)
     }
 
-    fn rebuild_producer_state(&mut self) {
-        let mut producers = ProducerStateTable::default();
-        for segment in &self.segments {
-            for (_, header) in segment.batches_from(segment.base_offset()) {
-                producers.update(&header);
+    /// The producer state, rebuilt from the batch headers of the log on first use.
+    fn producers(&mut self) -> &mut ProducerStateTable {
+        let segments = &self.segments;
+        self.producers.get_or_insert_with(|| {
+            let mut producers = ProducerStateTable::default();
+            for segment in segments {
+                for (_, header) in segment.batches_from(segment.base_offset()) {
+                    producers.update(&header);
+                }
             }
-        }
-        self.producers = producers;
+            producers
+        })
     }
 
     /// The partition directory.
@@ -225,7 +230,7 @@ impl Log {
         leader_epoch: i32,
     ) -> Result<AppendInfo, LogError> {
         let header = self.validate_client_batch(records)?;
-        if let SequenceCheck::Duplicate(original) = self.producers.check(&header)? {
+        if let SequenceCheck::Duplicate(original) = self.producers().check(&header)? {
             return Ok(AppendInfo {
                 base_offset: original.first_offset,
                 last_offset: original.last_offset,
@@ -252,7 +257,7 @@ impl Log {
             .last_mut()
             .expect("a log always has an active segment");
         let written = segment.append(records, base_offset, leader_epoch);
-        self.producers.update(&written);
+        self.producers().update(&written);
         self.unflushed_messages += i64::from(written.record_count);
         if self.unflushed_messages >= self.config.flush_messages {
             self.flush()?;
