@@ -81,9 +81,14 @@ impl OffsetIndex {
 
     /// The position of the greatest entry whose offset is at most `target`, or 0.
     pub fn lookup(&self, target: RelativeOffset) -> FilePosition {
+        self.lookup_entry(target)
+            .map_or(FilePosition(0), |entry| entry.1)
+    }
+
+    /// The greatest entry whose offset is at most `target`, if any.
+    pub fn lookup_entry(&self, target: RelativeOffset) -> Option<(RelativeOffset, FilePosition)> {
         let n = self.file.partition_point(|raw| decode(raw).0 <= target);
-        n.checked_sub(1)
-            .map_or(FilePosition(0), |n| self.entry(n).1)
+        n.checked_sub(1).map(|n| self.entry(n))
     }
 
     /// Drops every entry whose offset is at or past `offset`.

@@ -215,23 +215,24 @@ impl Segment {
         Ok(truncated)
     }
 
-    /// Checks trusted index files against the log (AbstractIndex.sanityCheck and more):
-    /// entries increase, and every offset index entry points at the start of the batch that
-    /// ends at its offset; time index offsets lie inside the segment.
+    /// Checks trusted index files without reading the log (AbstractIndex.sanityCheck and
+    /// more, so that a clean start reads index pages only): entries increase and lie
+    /// inside the segment, and the last offset index entry points at the batch that ends
+    /// at its offset. A damaged entry elsewhere is caught when a lookup lands on it
+    /// (see [`Segment::batches_from`]).
     fn indexes_are_sane(&self) -> bool {
         let mut previous: Option<(RelativeOffset, FilePosition)> = None;
         for n in 0..self.index.len() {
             let (offset, position) = self.index.entry(n);
-            if previous.is_some_and(|(o, p)| o >= offset || p >= position) {
+            let outside = position.0 as usize >= self.size.max(1)
+                || self.base_offset + i64::from(offset.0) >= self.next_offset;
+            if outside || previous.is_some_and(|(o, p)| o >= offset || p >= position) {
                 return false;
             }
             previous = Some((offset, position));
-            let at = position.0 as usize;
-            let header = BatchHeader::parse(self.log.slice(at.min(self.size), self.size));
-            let expected = self.base_offset + i64::from(offset.0);
-            if header.is_none_or(|h| h.last_offset() != expected || at + h.size > self.size) {
-                return false;
-            }
+        }
+        if previous.is_some_and(|entry| !self.entry_matches_log(entry)) {
+            return false;
         }
         let mut previous_timestamp = i64::MIN;
         for n in 0..self.time_index.len() {
@@ -245,6 +246,14 @@ impl Segment {
             previous_timestamp = timestamp;
         }
         true
+    }
+
+    /// Whether an offset index entry points at the start of the batch ending at its offset.
+    fn entry_matches_log(&self, (offset, position): (RelativeOffset, FilePosition)) -> bool {
+        let at = position.0 as usize;
+        let header = BatchHeader::parse(self.log.slice(at.min(self.size), self.size));
+        let expected = self.base_offset + i64::from(offset.0);
+        header.is_some_and(|h| h.last_offset() == expected && at + h.size <= self.size)
     }
 
     fn track_timestamp(&mut self, header: &BatchHeader) {
@@ -352,7 +361,15 @@ impl Segment {
     /// The headers of all batches, from the index position at or below `offset`.
     pub fn batches_from(&self, offset: i64) -> impl Iterator<Item = (usize, BatchHeader)> + '_ {
         let relative = (offset - self.base_offset).clamp(0, i64::from(u32::MAX)) as u32;
-        let start = self.index.lookup(RelativeOffset(relative)).0 as usize;
+        let start = match self.index.lookup_entry(RelativeOffset(relative)) {
+            Some(entry) if self.entry_matches_log(entry) => entry.1 .0 as usize,
+            Some(entry) => {
+                tracing::warn!(segment = %self.log.path().display(), offset = entry.0 .0,
+                    "damaged index entry: scanning the segment from its start");
+                0
+            }
+            None => 0,
+        };
         BatchIter::new(self.log.slice(start, self.size)).offset_by(start)
     }
 
