@@ -53,9 +53,13 @@ fn start_up_time_with_many_partitions_clean_and_unclean() {
     broker.replicas.shutdown().expect("clean shutdown");
     drop(broker);
     let total_gb = (partitions as usize * batches * batch.len()) as f64 / 1e9;
+    let through_log = started.elapsed();
+    println!("wrote {total_gb:.2} GB in {partitions} partitions in {through_log:?}");
+    let plain = plain_writes(dir.path(), partitions, batches, &batch);
     println!(
-        "wrote {total_gb:.2} GB in {partitions} partitions in {:?}",
-        started.elapsed()
+        "append through the log {:.0} MB/s; plain write(2)+fsync of the same bytes {:.0} MB/s",
+        total_gb * 1e3 / through_log.as_secs_f64(),
+        total_gb * 1e3 / plain.as_secs_f64()
     );
 
     // Let writeback finish so that it does not slow the measured opens.
@@ -63,6 +67,7 @@ fn start_up_time_with_many_partitions_clean_and_unclean() {
     let started = Instant::now();
     let broker = Broker::open(Arc::clone(&config)).expect("clean open");
     println!("clean start: {:?}", started.elapsed());
+    random_reads(&broker, partitions, expected_end);
     let check = |broker: &Broker| {
         for p in 0..partitions {
             let partition = broker.replicas.partition("load", p).expect("partition");
@@ -85,4 +90,62 @@ fn start_up_time_with_many_partitions_clean_and_unclean() {
         elapsed.as_secs_f64() / total_gb
     );
     check(&broker);
+}
+
+/// The same bytes written with write(2) into one file per partition, then fsynced.
+fn plain_writes(
+    dir: &std::path::Path,
+    partitions: i32,
+    batches: usize,
+    batch: &[u8],
+) -> std::time::Duration {
+    use std::io::Write;
+    let started = Instant::now();
+    for p in 0..partitions {
+        let path = dir.join(format!("plain-{p}"));
+        let mut file = std::fs::File::create(&path).expect("create");
+        for _ in 0..batches {
+            file.write_all(batch).expect("write");
+        }
+        file.sync_all().expect("fsync");
+    }
+    let elapsed = started.elapsed();
+    for p in 0..partitions {
+        std::fs::remove_file(dir.join(format!("plain-{p}"))).ok();
+    }
+    elapsed
+}
+
+/// Latency of reads at random offsets of random partitions (one index lookup, a short
+/// scan, zero-copy bytes), as a consumer seeking would cause.
+fn random_reads(broker: &Broker, partitions: i32, end: i64) {
+    const READS: usize = 20_000;
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        state >> 33
+    };
+    let mut micros: Vec<f64> = Vec::with_capacity(READS);
+    for _ in 0..READS {
+        let p = (next() % partitions as u64) as i32;
+        let offset = (next() % end as u64) as i64;
+        let partition = broker.replicas.partition("load", p).expect("partition");
+        let started = Instant::now();
+        let bytes = partition
+            .log()
+            .read(offset, end, 1 << 20, true)
+            .expect("read");
+        micros.push(started.elapsed().as_secs_f64() * 1e6);
+        assert!(!bytes.is_empty());
+    }
+    micros.sort_by(f64::total_cmp);
+    let at = |q: f64| micros[((micros.len() as f64 - 1.0) * q) as usize];
+    println!(
+        "random-offset read: p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs ({READS} reads)",
+        at(0.5),
+        at(0.99),
+        at(0.999)
+    );
 }
