@@ -47,14 +47,14 @@ fuzz:
 	./fuzz/run.sh $(FUZZ_SECONDS)
 
 # highwater against Apache Kafka 4.1.1, side by side (bench/README.md): alternating rounds of
-# ProducerPerformance, consumers and end-to-end latency; ~25 min; writes bench/results/.
+# ProducerPerformance, consumers and end-to-end latency; ~20 min; writes bench/results/.
 # Never part of `make test`.
 .PHONY: bench bench-smoke
 bench: build compat-deps
 	./bench/run.sh full
 
 # The same machinery with one short round and tiny workloads (~1 min); fails if a broker or a
-# tool fails or a figure is missing. Writes nothing into the tree.
+# tool fails or a figure is missing. Writes nothing tracked (bench/.venv is ignored).
 bench-smoke: build compat-deps
 	./bench/run.sh smoke
 

@@ -1,0 +1,1354 @@
+#!/usr/bin/env python3
+"""highwater against Apache Kafka 4.1.1 on one machine, with Kafka's own perf tools.
+
+Runs two phases, each as alternating rounds (highwater, Kafka, highwater, Kafka, ...), every
+broker freshly started on an empty data dir under the same work dir:
+
+1. throughput: start-up and idle figures, then ProducerPerformance unthrottled for every
+   workload (record size x acks x partitions) with the broker's CPU time read from
+   /proc/<pid>/stat around each run, then an assign()-based consumer over what was produced;
+2. latency: ProducerPerformance at a fixed rate, half of Kafka's median unthrottled rate of
+   phase 1 for the same workload, then end-to-end latency.
+
+Kafka's ConsumerPerformance always subscribes (a consumer group) and EndToEndLatency sets
+group.id and calls commitSync() when done; highwater has no group coordinator yet, so both
+are measured with bench/java/BenchTool.java (same client settings, assign()) against both
+brokers. In full mode Kafka's own two tools also run against Kafka, as a calibration row.
+
+Writes <out>/<stem>.md, .json and .png (highwater/Kafka ratios of the medians) and prints
+the table. Every process this script starts is killed when it ends, however it ends.
+Usage: bench/run.sh full|smoke (see bench/README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+LIBS = ROOT / ".kafka-ref" / "libs"
+KAFKA_VERSION = "4.1.1"
+KAFKA_LOG4J = ROOT / "compat" / "kafka-ref" / "log4j2.properties"
+TOOLS_LOG4J = ROOT / "compat" / "java" / "tools-log4j2.properties"
+HIGHWATER_CONFIG = ROOT / "config" / "server.toml"
+
+# The JVM settings of Kafka's own scripts: kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS,
+# kafka-server-start.sh's heap for the broker, the perf-test scripts' heap for the tools.
+JVM_PERFORMANCE_OPTS = [
+    "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+    "-XX:MaxInlineLevel=15", "-Djava.awt.headless=true",
+    "-Duser.language=en", "-Duser.country=US",
+]
+BROKER_HEAP = ["-Xmx1G", "-Xms1G"]
+TOOL_HEAP = ["-Xmx512M"]
+
+PROBE_RECV_TIMEOUT_S = 5.0
+TOOL_POLL_S = 0.25
+BROKER_START_TIMEOUT_S = 120.0
+BROKER_STOP_GRACE_S = 20.0
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+class BenchError(Exception):
+    """A broker or tool failed; the message says which and shows the end of its output."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    """One ProducerPerformance workload."""
+
+    size: int
+    acks: str
+    partitions: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.size}B-acks{self.acks}-p{self.partitions}"
+
+    @property
+    def label(self) -> str:
+        size = "1 KiB" if self.size == 1024 else f"{self.size} B"
+        parts = "1 partition" if self.partitions == 1 else f"{self.partitions} partitions"
+        return f"{size}, acks={self.acks}, {parts}"
+
+    def topic(self, phase: str) -> str:
+        return f"bench-{phase}-{self.key}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """How much to run; full mode stays under 30 minutes on 2 busy cores."""
+
+    mode: str
+    rounds: int
+    workloads: tuple[Workload, ...]
+    unthrottled_records: dict[int, int]  # by record size
+    fixed_rate_seconds: float
+    warmup_fraction: float  # unthrottled warm-up records, as a fraction of the measured
+    warmup_seconds: float  # fixed-rate warm-up, at the same rate
+    broker_warmup_records: int  # 100 B records produced and consumed before measuring
+    end_to_end: tuple[tuple[int, str], ...]  # (size, acks)
+    end_to_end_records: int
+    settle_s: float
+    tool_timeout_s: float
+    kafka_references: bool
+
+
+def all_workloads() -> tuple[Workload, ...]:
+    return tuple(Workload(size, acks, parts)
+                 for size in (100, 1024) for acks in ("1", "all") for parts in (1, 6))
+
+
+PLANS = {
+    "full": Plan(
+        mode="full", rounds=3, workloads=all_workloads(),
+        unthrottled_records={100: 1_000_000, 1024: 200_000},
+        fixed_rate_seconds=6.0, warmup_fraction=0.25, warmup_seconds=2.0,
+        broker_warmup_records=1_000_000,
+        end_to_end=((100, "1"), (100, "all")), end_to_end_records=2_000,
+        settle_s=3.0, tool_timeout_s=300.0, kafka_references=True),
+    "smoke": Plan(
+        mode="smoke", rounds=1,
+        workloads=(Workload(100, "1", 1), Workload(1024, "all", 6)),
+        unthrottled_records={100: 50_000, 1024: 10_000},
+        fixed_rate_seconds=1.5, warmup_fraction=0.5, warmup_seconds=1.0,
+        broker_warmup_records=0,
+        end_to_end=((100, "all"),), end_to_end_records=100,
+        settle_s=0.5, tool_timeout_s=120.0, kafka_references=False),
+}
+
+
+# --- processes ---------------------------------------------------------------------------
+
+LIVE: list[subprocess.Popen] = []
+LIVE_FILE: Path | None = None  # "pid starttime" per live child, read by the watchdog
+WATCHDOG_POLL_S = 0.2
+
+
+def start_time(pid: int) -> str:
+    """Field 22 of /proc/<pid>/stat: with the pid, it names one process, not a reused id."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    return text[text.rindex(")") + 2:].split()[19]
+
+
+def write_live_file() -> None:
+    if LIVE_FILE is None:
+        return
+    lines = []
+    for proc in LIVE:
+        try:
+            lines.append(f"{proc.pid} {start_time(proc.pid)}\n")
+        except OSError:
+            pass  # already gone
+    tmp = LIVE_FILE.with_suffix(".tmp")
+    tmp.write_text("".join(lines))
+    tmp.replace(LIVE_FILE)
+
+
+def watchdog(parent: int, live_file: Path, remove_work_dir: bool) -> int:
+    """Runs as its own process: once `parent` (this script) is gone, however it went, SIGKILLs
+    the children it had listed in live_file that are still the same processes, and removes
+    the work dir (live_file's) unless --keep."""
+    while os.getppid() == parent:
+        time.sleep(WATCHDOG_POLL_S)
+    try:
+        entries = [line.split() for line in live_file.read_text().splitlines()]
+    except OSError:
+        return 0
+    for pid, started in entries:
+        try:
+            if start_time(int(pid)) == started:
+                os.kill(int(pid), signal.SIGKILL)
+        except (OSError, ValueError):
+            pass
+    live_file.unlink(missing_ok=True)
+    if remove_work_dir:
+        shutil.rmtree(live_file.parent, ignore_errors=True)
+    return 0
+
+
+def start_watchdog(work: Path, keep: bool) -> subprocess.Popen:
+    global LIVE_FILE  # noqa: PLW0603 (one registry per process)
+    LIVE_FILE = work / "live-processes"
+    write_live_file()
+    return subprocess.Popen([sys.executable, __file__, "_watchdog", str(os.getpid()),
+                             str(LIVE_FILE), "keep" if keep else "remove"],
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def spawn(cmd: list[str], stdout: Path, stderr: Path, cwd: Path,
+          env: dict[str, str] | None = None, tell_watchdog: bool = True) -> subprocess.Popen:
+    """Starts a child in its own session (a ctrl-c reaches only this script, which stops
+    it). No preexec_fn: that would make Python fork instead of vfork and add 2-3 ms to
+    every start, which the start-up figure would count; the watchdog covers a SIGKILL.
+    A broker being timed tells the watchdog later (write_live_file), off the clock."""
+    with open(stdout, "ab") as out, open(stderr, "ab") as err:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT if stderr == stdout else err,
+                                cwd=cwd, env=env, start_new_session=True)
+    LIVE.append(proc)
+    if tell_watchdog:
+        write_live_file()
+    return proc
+
+
+def stop(proc: subprocess.Popen, grace_s: float) -> int | None:
+    """SIGTERM, then SIGKILL after grace_s; returns the exit status."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            print(f"bench: pid {proc.pid} ignored SIGTERM for {grace_s:.0f}s; SIGKILL",
+                  file=sys.stderr)
+            proc.kill()
+            proc.wait()
+    forget(proc)
+    return proc.returncode
+
+
+def forget(proc: subprocess.Popen) -> None:
+    if proc in LIVE:
+        LIVE.remove(proc)
+        write_live_file()
+
+
+def kill_all() -> None:
+    for proc in list(LIVE):
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        forget(proc)
+
+
+def tail(path: Path, lines: int = 30) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return f"({path} unreadable)"
+    return "\n".join(f"    {line}" for line in text[-lines:])
+
+
+def run_tool(cmd: list[str], name: str, workdir: Path, timeout_s: float,
+             broker: Broker | None = None) -> str:
+    """Runs a tool to completion; returns its stdout or raises BenchError with its output.
+    Stops it at once if `broker` (the one it talks to) exits meanwhile."""
+    out, err = workdir / f"{name}.out", workdir / f"{name}.err"
+    proc = spawn(cmd, out, err, workdir)
+    deadline = time.monotonic() + timeout_s
+    rc, why = None, ""
+    while rc is None and not why:
+        try:
+            rc = proc.wait(timeout=TOOL_POLL_S)
+        except subprocess.TimeoutExpired:
+            if broker is not None and broker.exited():
+                why = f"stopped: {broker.name} exited while it ran\n{broker.log_tail()}"
+            elif time.monotonic() > deadline:
+                why = f"timed out after {timeout_s:.0f}s"
+    if rc is None:
+        proc.kill()
+        proc.wait()
+    forget(proc)
+    if rc != 0:
+        why = why or f"exited with {rc}"
+        raise BenchError(f"{name} {why}\n  command: {' '.join(cmd[-12:])}\n"
+                         f"  stdout:\n{tail(out)}\n  stderr:\n{tail(err)}")
+    return out.read_text(errors="replace")
+
+
+def java_cmd(main_class: str, args: list[str], classpath: str,
+             heap: list[str] = TOOL_HEAP) -> list[str]:
+    return ["java", *heap, *JVM_PERFORMANCE_OPTS,
+            f"-Dlog4j2.configurationFile={TOOLS_LOG4J}", "-cp", classpath, main_class, *args]
+
+
+# --- /proc -------------------------------------------------------------------------------
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of the whole process (all threads), in seconds."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    fields = text[text.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def memory_kib(pid: int) -> dict[str, int]:
+    """VmRSS, VmHWM, RssAnon, RssFile, ... from /proc/<pid>/status, in KiB."""
+    result = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if value.strip().endswith(" kB"):
+            result[name] = int(value.split()[0])
+    return result
+
+
+# --- the Metadata probe ------------------------------------------------------------------
+
+def metadata_request(correlation_id: int) -> bytes:
+    """Metadata v1 (all topics), header v1 with client id "bench-probe"."""
+    client_id = b"bench-probe"
+    body = struct.pack(">hhih", 3, 1, correlation_id, len(client_id)) + client_id
+    body += struct.pack(">i", -1)
+    return struct.pack(">i", len(body)) + body
+
+
+def recv_exact(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("closed by the broker")
+        data += chunk
+    return data
+
+
+def metadata_lists_port(sock: socket.socket, correlation_id: int, port: int) -> bool:
+    """Reads a Metadata v1 response; true when its broker list holds our port."""
+    size = struct.unpack(">i", recv_exact(sock, 4))[0]
+    data = recv_exact(sock, size)
+    got_id, brokers = struct.unpack_from(">ii", data, 0)
+    if got_id != correlation_id:
+        return False
+    pos = 8
+    for _ in range(brokers):
+        host_len = struct.unpack_from(">h", data, pos + 4)[0]
+        pos += 6 + host_len
+        broker_port, rack_len = struct.unpack_from(">ih", data, pos)
+        pos += 6 + max(rack_len, 0)
+        if broker_port == port:
+            return True
+    return False
+
+
+def wait_for_metadata(port: int, proc: subprocess.Popen, started: float) -> float:
+    """Polls until a Metadata response lists the broker; returns the monotonic time then.
+
+    Connection attempts are refused in microseconds, so the loop polls every 0.1 ms for the
+    first 100 ms (highwater's range), then backs off to 2 ms so as not to steal a core from
+    a JVM that is starting up. The watchdog learns of the broker after 50 ms or at the end.
+    """
+    request_id = 0
+    watchdog_told = False
+    while True:
+        elapsed = time.monotonic() - started
+        if not watchdog_told and elapsed > 0.05:
+            write_live_file()
+            watchdog_told = True
+        if proc.poll() is not None:
+            raise BenchError(f"the broker exited during start-up (status {proc.returncode})")
+        if elapsed > BROKER_START_TIMEOUT_S:
+            raise BenchError(f"no Metadata answer on port {port} after {elapsed:.0f}s")
+        request_id += 1
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.settimeout(PROBE_RECV_TIMEOUT_S)
+            try:
+                sock.connect(("127.0.0.1", port))
+                sock.sendall(metadata_request(request_id))
+                if metadata_lists_port(sock, request_id, port):
+                    return time.monotonic()
+            except (OSError, struct.error):
+                pass
+        time.sleep(0.0001 if elapsed < 0.1 else 0.001 if elapsed < 1 else 0.002)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# --- brokers -----------------------------------------------------------------------------
+
+class Broker:
+    """A broker process started by this script in its own session directory."""
+
+    name = ""
+
+    def __init__(self, ctx: Context, session_dir: Path) -> None:
+        self.ctx = ctx
+        self.dir = session_dir
+        self.port = free_port()
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+        self.stdout = session_dir / "broker.log"
+        self.log = self.stdout  # where the broker logs; Kafka's goes to logs/server.log
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def prepare(self) -> dict:
+        return {}
+
+    def env(self) -> dict[str, str] | None:
+        return None
+
+    def start(self) -> dict:
+        """Starts the broker; returns start-up figures (time to first Metadata response)."""
+        info = self.prepare()
+        cmd = self.command()
+        started = time.monotonic()
+        self.proc = spawn(cmd, self.stdout, self.stdout, self.dir, self.env(),
+                          tell_watchdog=False)
+        spawned = time.monotonic()
+        try:
+            answered = wait_for_metadata(self.port, self.proc, started)
+        except BenchError as err:
+            raise BenchError(f"{self.name}: {err}\n{self.log_tail()}") from None
+        finally:
+            write_live_file()
+        info.update(pid=self.proc.pid, spawn_ms=(spawned - started) * 1e3,
+                    start_to_metadata_ms=(answered - started) * 1e3)
+        return info
+
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def exited(self) -> bool:
+        return self.proc is not None and self.proc.poll() is not None
+
+    def check_alive(self, during: str) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            status = None if self.proc is None else self.proc.returncode
+            raise BenchError(f"{self.name} exited (status {status}) during {during}\n"
+                             f"{self.log_tail()}")
+
+    def log_tail(self) -> str:
+        return f"  end of the {self.name} log ({self.log}):\n{tail(self.log, 40)}"
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop(self.proc, BROKER_STOP_GRACE_S)
+
+
+class Highwater(Broker):
+    name = "highwater"
+
+    def command(self) -> list[str]:
+        return [str(self.ctx.highwater_bin), "serve", "--config", str(HIGHWATER_CONFIG),
+                "--listeners", self.bootstrap, "--log-dirs", str(self.dir / "data")]
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.pop("RUST_LOG", None)  # the config's default level (info), as Kafka logs INFO
+        return env
+
+
+class Kafka(Broker):
+    name = "kafka"
+
+    def __init__(self, ctx: Context, session_dir: Path) -> None:
+        super().__init__(ctx, session_dir)
+        self.controller_port = free_port()
+        self.props = session_dir / "server.properties"
+        self.log = session_dir / "logs" / "server.log"
+
+    def prepare(self) -> dict:
+        """Writes server.properties (as compat/kafka-ref/start.sh) and formats the storage."""
+        (self.dir / "logs").mkdir(parents=True)
+        data = self.dir / "data"
+        self.props.write_text(f"""\
+process.roles=broker,controller
+node.id=1
+listeners=PLAINTEXT://{self.bootstrap},CONTROLLER://127.0.0.1:{self.controller_port}
+advertised.listeners=PLAINTEXT://{self.bootstrap}
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+controller.quorum.bootstrap.servers=127.0.0.1:{self.controller_port}
+log.dirs={data}
+num.partitions=1
+default.replication.factor=1
+auto.create.topics.enable=true
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=4
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=4
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+""")
+        began = time.monotonic()
+        run_tool(java_cmd("kafka.tools.StorageTool",
+                          ["format", "--standalone", "-t", kafka_cluster_id(),
+                           "-c", str(self.props)], self.ctx.kafka_classpath, ["-Xmx256M"]),
+                 "kafka-storage-format", self.dir, 120)
+        return {"format_s": time.monotonic() - began}
+
+    def command(self) -> list[str]:
+        return ["java", *BROKER_HEAP, *JVM_PERFORMANCE_OPTS,
+                f"-Dkafka.logs.dir={self.dir / 'logs'}", "-Dkafka.request.log.level=WARN",
+                f"-Dlog4j2.configurationFile={KAFKA_LOG4J}",
+                "-cp", self.ctx.kafka_classpath, "kafka.Kafka", str(self.props)]
+
+    def log_tail(self) -> str:
+        return (f"  end of the kafka log ({self.log}):\n{tail(self.log, 40)}\n"
+                f"  end of its stdout ({self.stdout}):\n{tail(self.stdout, 20)}")
+
+
+def kafka_cluster_id() -> str:
+    """A random Kafka Uuid in its base64url form (what kafka-storage random-uuid prints)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+BROKERS = {"highwater": Highwater, "kafka": Kafka}
+
+
+# --- tools -------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Context:
+    """What every session needs: the plan, the work dir and the class paths."""
+
+    plan: Plan
+    work: Path
+    highwater_bin: Path
+    kafka_classpath: str
+    tool_classpath: str
+    keep: bool
+    began: float
+
+    def log(self, message: str) -> None:
+        elapsed = time.monotonic() - self.began
+        print(f"[{int(elapsed) // 60:02d}:{int(elapsed) % 60:02d}] {message}", flush=True)
+
+
+PRODUCER_SUMMARY = re.compile(
+    r"^(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
+    r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99\.9th\.$",
+    re.MULTILINE)
+
+
+def result_line(out: str, tool: str) -> dict[str, float]:
+    """The key=value pairs of BenchTool's "RESULT ..." line."""
+    for line in reversed(out.splitlines()):
+        if line.startswith("RESULT "):
+            return {k: float(v) for k, v in (kv.split("=", 1) for kv in line.split()[1:])}
+    raise BenchError(f"{tool} printed no RESULT line:\n{out[-2000:]}")
+
+
+def broker_sample(broker: Broker) -> dict:
+    mem = memory_kib(broker.pid())
+    return {"broker_rss_kib": mem.get("VmRSS"), "broker_anon_kib": mem.get("RssAnon"),
+            "broker_hwm_kib": mem.get("VmHWM")}
+
+
+def create_topics(ctx: Context, broker: Broker, topics: list[tuple[str, int]]) -> None:
+    specs = [f"{name}:{parts}" for name, parts in topics]
+    out = run_tool(java_cmd("BenchTool", ["create-topics", broker.bootstrap, *specs],
+                            ctx.tool_classpath), "create-topics", broker.dir,
+                   ctx.plan.tool_timeout_s, broker)
+    if int(result_line(out, "create-topics")["topics"]) != len(topics):
+        raise BenchError(f"create-topics created fewer than {len(topics)} topics")
+
+
+def producer_performance(ctx: Context, broker: Broker, topic: str, w: Workload,
+                         records: int, throughput: int, warmup_records: int) -> dict:
+    """Kafka's ProducerPerformance after a warm-up in the same JVM (BenchTool producer-perf);
+    the broker's CPU time is read around the measured run only."""
+    args = ["--topic", topic, "--num-records", str(records), "--record-size", str(w.size),
+            "--throughput", str(throughput), "--producer-props",
+            f"bootstrap.servers={broker.bootstrap}", f"acks={w.acks}"]
+    name = f"producer-{topic}"
+    out = run_tool(java_cmd("BenchTool", ["producer-perf", str(broker.pid()), str(CLK_TCK),
+                                          str(warmup_records), *args], ctx.tool_classpath),
+                   name, broker.dir, ctx.plan.tool_timeout_s, broker)
+    broker.check_alive(f"ProducerPerformance on {topic}")
+    measured = out.split("BENCH measured run\n", 1)
+    summaries = PRODUCER_SUMMARY.findall(measured[-1]) if len(measured) == 2 else []
+    if len(summaries) != 1:
+        raise BenchError(f"ProducerPerformance on {topic} printed no summary:\n{out[-2000:]}")
+    sent, rate, mb, avg, top, p50, p95, p99, p999 = summaries[0]
+    if int(sent) != records:
+        raise BenchError(f"ProducerPerformance on {topic}: {sent} of {records} records "
+                         f"acknowledged ({broker.name})\n{tail(broker.dir / f'{name}.err')}")
+    cpu = result_line(out, "BenchTool producer-perf")
+    return {"tool": "ProducerPerformance", "topic": topic, "workload": w.key,
+            "records": records, "warmup_records": warmup_records,
+            "throughput_arg": throughput, "records_per_s": float(rate),
+            "mb_per_s": float(mb), "avg_ms": float(avg), "max_ms": float(top),
+            "p50_ms": int(p50), "p95_ms": int(p95), "p99_ms": int(p99), "p999_ms": int(p999),
+            "payload_bytes": records * w.size, "broker_cpu_s": cpu["broker_cpu_s"],
+            "broker_minflt": int(cpu["broker_minflt"]),
+            "broker_majflt": int(cpu["broker_majflt"]), "wall_s": cpu["wall_s"],
+            **broker_sample(broker)}
+
+
+def consume(ctx: Context, broker: Broker, topic: str, records: int) -> dict:
+    out = run_tool(java_cmd("BenchTool", ["consume", broker.bootstrap, topic, str(records),
+                                          "10000"], ctx.tool_classpath),
+                   f"consume-{topic}", broker.dir, ctx.plan.tool_timeout_s, broker)
+    broker.check_alive(f"consuming {topic}")
+    return {"tool": "BenchTool consume (assign)", "topic": topic,
+            **result_line(out, "BenchTool consume"), **broker_sample(broker)}
+
+
+def consumer_performance_reference(ctx: Context, broker: Broker, topic: str,
+                                   records: int) -> dict:
+    """Kafka's own ConsumerPerformance (subscribe, a consumer group); Kafka only."""
+    args = ["--bootstrap-server", broker.bootstrap, "--topic", topic, "--messages",
+            str(records), "--group", f"bench-{topic}", "--timeout", "30000", "--hide-header"]
+    out = run_tool(java_cmd("org.apache.kafka.tools.ConsumerPerformance", args,
+                            ctx.kafka_classpath), f"consumer-perf-{topic}", broker.dir,
+                   ctx.plan.tool_timeout_s, broker)
+    lines = [line for line in out.splitlines() if line.count(",") == 9]
+    if not lines or "WARNING" in out:
+        raise BenchError(f"ConsumerPerformance on {topic}: unexpected output\n{out[-2000:]}")
+    fields = [f.strip() for f in lines[-1].split(",")]
+    if int(fields[4]) < records:
+        raise BenchError(f"ConsumerPerformance on {topic} read {fields[4]} of {records}")
+    return {"tool": "ConsumerPerformance", "topic": topic, "records": int(fields[4]),
+            "mb_per_s": float(fields[3]), "rebalance_ms": int(fields[6]),
+            "fetch_ms": int(fields[7]), "fetch_mb_per_s": float(fields[8])}
+
+
+def end_to_end(ctx: Context, broker: Broker, topic: str, size: int, acks: str) -> dict:
+    records = ctx.plan.end_to_end_records
+    out = run_tool(java_cmd("BenchTool", ["end-to-end", broker.bootstrap, topic,
+                                          str(records), acks, str(size)],
+                            ctx.tool_classpath), f"end-to-end-{topic}", broker.dir,
+                   ctx.plan.tool_timeout_s, broker)
+    broker.check_alive(f"end-to-end on {topic}")
+    return {"tool": "BenchTool end-to-end (assign)", "topic": topic, "size": size,
+            "acks": acks, **result_line(out, "BenchTool end-to-end")}
+
+
+def end_to_end_reference(ctx: Context, broker: Broker, topic: str, size: int,
+                         acks: str) -> dict:
+    """Kafka's own EndToEndLatency (group.id set, commitSync() at the end); Kafka only."""
+    records = ctx.plan.end_to_end_records
+    out = run_tool(java_cmd("org.apache.kafka.tools.EndToEndLatency",
+                            [broker.bootstrap, topic, str(records), acks, str(size)],
+                            ctx.kafka_classpath), f"e2e-latency-{topic}", broker.dir,
+                   ctx.plan.tool_timeout_s, broker)
+    avg = re.search(r"Avg latency: ([\d.]+) ms", out)
+    pct = re.search(r"Percentiles: 50th = (\d+), 99th = (\d+), 99\.9th = (\d+)", out)
+    if not avg or not pct:
+        raise BenchError(f"EndToEndLatency on {topic}: unexpected output\n{out[-2000:]}")
+    return {"tool": "EndToEndLatency", "topic": topic, "size": size, "acks": acks,
+            "records": records, "avg_ms": float(avg.group(1)), "p50_ms": int(pct.group(1)),
+            "p99_ms": int(pct.group(2)), "p999_ms": int(pct.group(3))}
+
+
+# --- sessions ----------------------------------------------------------------------------
+
+def consumed_workloads(plan: Plan) -> list[Workload]:
+    """One workload per (record size, partitions): the data to read back."""
+    seen, picked = set(), []
+    for w in plan.workloads:
+        if (w.size, w.partitions) not in seen:
+            seen.add((w.size, w.partitions))
+            picked.append(w)
+    return picked
+
+
+def stored_records(plan: Plan, w: Workload) -> int:
+    """Records in a throughput topic: the warm-up's and the measured run's."""
+    records = plan.unthrottled_records[w.size]
+    return records + int(records * plan.warmup_fraction)
+
+
+def e2e_topic(size: int, acks: str, reference: bool = False) -> str:
+    return f"bench-e2e{'-ref' if reference else ''}-{size}B-acks{acks}"
+
+
+WARMUP = Workload(100, "1", 6)
+
+
+def warmup_topics(plan: Plan) -> list[tuple[str, int]]:
+    return [(WARMUP.topic("warmup"), WARMUP.partitions)] if plan.broker_warmup_records else []
+
+
+def warm_up_broker(ctx: Context, broker: Broker) -> list[dict]:
+    """Produces plan.broker_warmup_records unthrottled and reads them back, so that the
+    figures come from a warm broker (for Kafka: its JIT); not counted in any figure."""
+    records = ctx.plan.broker_warmup_records
+    if records == 0:
+        return []
+    topic = WARMUP.topic("warmup")
+    run = producer_performance(ctx, broker, topic, WARMUP, records, -1, 0)
+    run.update(tool="ProducerPerformance (broker warm-up)", workload="broker warm-up")
+    read = consume(ctx, broker, topic, records)
+    read["tool"] = "BenchTool consume (broker warm-up)"
+    ctx.log(f"  {broker.name} warmed up: {run['mb_per_s']:.1f} MB/s produced, "
+            f"{read['mb_per_s']:.1f} MB/s consumed")
+    return [run, read]
+
+
+def throughput_runs(ctx: Context, broker: Broker) -> list[dict]:
+    plan = ctx.plan
+    create_topics(ctx, broker, [(w.topic("t"), w.partitions) for w in plan.workloads]
+                  + warmup_topics(plan))
+    runs = warm_up_broker(ctx, broker)
+    for w in plan.workloads:
+        records = plan.unthrottled_records[w.size]
+        runs.append(producer_performance(ctx, broker, w.topic("t"), w, records, -1,
+                                         int(records * plan.warmup_fraction)))
+        ctx.log(f"  {broker.name} {w.label}: {runs[-1]['mb_per_s']:.1f} MB/s, "
+                f"broker CPU {runs[-1]['broker_cpu_s']:.2f} s")
+    for w in consumed_workloads(plan):
+        records = stored_records(plan, w)
+        runs.append(consume(ctx, broker, w.topic("t"), records))
+        ctx.log(f"  {broker.name} consume {w.topic('t')}: {runs[-1]['mb_per_s']:.1f} MB/s")
+        if plan.kafka_references and broker.name == "kafka":
+            runs.append(consumer_performance_reference(ctx, broker, w.topic("t"), records))
+    return runs
+
+
+def latency_runs(ctx: Context, broker: Broker, rates: dict[str, int]) -> list[dict]:
+    plan = ctx.plan
+    topics = [(w.topic("l"), w.partitions) for w in plan.workloads]
+    topics += [(e2e_topic(size, acks), 1) for size, acks in plan.end_to_end]
+    if plan.kafka_references and broker.name == "kafka":
+        topics += [(e2e_topic(size, acks, True), 1) for size, acks in plan.end_to_end]
+    create_topics(ctx, broker, topics + warmup_topics(plan))
+    runs = warm_up_broker(ctx, broker)
+    for w in plan.workloads:
+        rate = rates[w.key]
+        records = max(1, int(rate * plan.fixed_rate_seconds))
+        runs.append(producer_performance(ctx, broker, w.topic("l"), w, records, rate,
+                                         int(rate * plan.warmup_seconds)))
+        runs[-1]["target_rate"] = rate
+        ctx.log(f"  {broker.name} {w.label} at {rate} rec/s: p50/p99/p99.9 "
+                f"{runs[-1]['p50_ms']}/{runs[-1]['p99_ms']}/{runs[-1]['p999_ms']} ms")
+    for size, acks in plan.end_to_end:
+        runs.append(end_to_end(ctx, broker, e2e_topic(size, acks), size, acks))
+        ctx.log(f"  {broker.name} end-to-end {size} B acks={acks}: p50/p99 "
+                f"{runs[-1]['p50_ms']:.2f}/{runs[-1]['p99_ms']:.2f} ms")
+        if plan.kafka_references and broker.name == "kafka":
+            runs.append(end_to_end_reference(ctx, broker, e2e_topic(size, acks, True),
+                                             size, acks))
+    return runs
+
+
+def idle_figures(broker: Broker, settle_s: float) -> dict:
+    """CPU use over the first settle_s after the first Metadata answer, then VmRSS."""
+    pid = broker.pid()
+    cpu_before, began = cpu_seconds(pid), time.monotonic()
+    time.sleep(settle_s)
+    cpu_s, wall_s = cpu_seconds(pid) - cpu_before, time.monotonic() - began
+    mem = memory_kib(pid)
+    return {"idle_rss_kib": mem["VmRSS"], "idle_anon_kib": mem.get("RssAnon"),
+            "idle_cpu_pct": 100.0 * cpu_s / wall_s}
+
+
+def run_session(ctx: Context, kind: str, phase: str, round_no: int,
+                rates: dict[str, int] | None = None) -> dict:
+    session_dir = ctx.work / f"{phase}-r{round_no}-{kind}"
+    session_dir.mkdir()
+    broker = BROKERS[kind](ctx, session_dir)
+    record: dict = {"broker": kind, "phase": phase, "round": round_no}
+    began = time.monotonic()
+    ctx.log(f"{phase} round {round_no}: {kind}")
+    try:
+        record.update(broker.start())
+        ctx.log(f"  {kind} answered Metadata {record['start_to_metadata_ms']:.1f} ms "
+                f"after its start")
+        record.update(idle_figures(broker, ctx.plan.settle_s))
+        if phase == "throughput":
+            record["runs"] = throughput_runs(ctx, broker)
+        else:
+            assert rates is not None
+            record["runs"] = latency_runs(ctx, broker, rates)
+        broker.check_alive("the session")
+        mem = memory_kib(broker.pid())
+        record["end_memory_kib"] = {k: mem[k] for k in
+                                    ("VmHWM", "VmRSS", "RssAnon", "RssFile", "RssShmem")
+                                    if k in mem}
+    finally:
+        broker.stop()
+    record["wall_s"] = time.monotonic() - began
+    if not ctx.keep:
+        shutil.rmtree(session_dir, ignore_errors=True)
+    return record
+
+
+def fixed_rates(sessions: list[dict], plan: Plan) -> dict[str, int]:
+    """Half of Kafka's median unthrottled records/s per workload, from this run."""
+    rates = {}
+    for w in plan.workloads:
+        kafka = [r["records_per_s"] for s in sessions if s["broker"] == "kafka"
+                 for r in s["runs"] if r["tool"] == "ProducerPerformance"
+                 and r["workload"] == w.key]
+        rates[w.key] = max(1, int(statistics.median(kafka) / 2))
+    return rates
+
+
+# --- figures -----------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Metric:
+    """One row of the table: per-session values of each broker, and their medians."""
+
+    key: str
+    section: str
+    label: str
+    unit: str
+    better: str  # "higher" or "lower"
+    values: dict[str, list[float]]
+
+    def median(self, broker: str) -> float | None:
+        values = self.values.get(broker) or []
+        return statistics.median(values) if values else None
+
+    def ratio(self) -> float | None:
+        ours, theirs = self.median("highwater"), self.median("kafka")
+        if ours is None or theirs is None or theirs == 0:
+            return None
+        return ours / theirs
+
+    def as_json(self) -> dict:
+        return {"key": self.key, "section": self.section, "label": self.label,
+                "unit": self.unit, "better": self.better, "values": self.values,
+                "median_highwater": self.median("highwater"),
+                "median_kafka": self.median("kafka"), "ratio": self.ratio()}
+
+
+SECTIONS = {
+    "broker": "Broker",
+    "produce": "Produce, unthrottled (ProducerPerformance --throughput -1)",
+    "fixed": "Produce at a fixed rate: half of Kafka's median unthrottled rate "
+             "(ProducerPerformance --throughput R; latency from send() to ack, whole ms)",
+    "consume": "Consume everything produced by the unthrottled runs",
+    "e2e": "End to end: produce one record, poll it back, repeat",
+}
+
+
+def collect(sessions: list[dict], plan: Plan, rates: dict[str, int]) -> list[Metric]:
+    metrics: list[Metric] = []
+
+    def add(key: str, section: str, label: str, unit: str, better: str,
+            pick) -> None:  # pick(session) -> value or None
+        values: dict[str, list[float]] = {"highwater": [], "kafka": []}
+        for s in sessions:
+            value = pick(s)
+            if value is not None:
+                values[s["broker"]].append(value)
+        if values["highwater"] or values["kafka"]:
+            metrics.append(Metric(key, section, label, unit, better, values))
+
+    def runs(s: dict, phase: str, **match) -> list[dict]:
+        if s["phase"] != phase:
+            return []
+        return [r for r in s["runs"] if all(r.get(k) == v for k, v in match.items())]
+
+    def one(s: dict, phase: str, field: str, **match) -> float | None:
+        found = runs(s, phase, **match)
+        return found[0][field] if found else None
+
+    def cpu_per_gb(s: dict, phase: str, **match) -> float | None:
+        found = runs(s, phase, tool="ProducerPerformance", **match)
+        payload = sum(r["payload_bytes"] for r in found)
+        return sum(r["broker_cpu_s"] for r in found) / (payload / 1e9) if found else None
+
+    def faults_per_mb(s: dict, phase: str) -> float | None:
+        found = runs(s, phase, tool="ProducerPerformance")
+        payload = sum(r["payload_bytes"] for r in found)
+        return sum(r["broker_minflt"] for r in found) / (payload / 1e6) if found else None
+
+    settle = plan.settle_s
+    add("start_to_metadata_ms", "broker", "process start → first Metadata response", "ms",
+        "lower", lambda s: s["start_to_metadata_ms"])
+    add("exec_to_metadata_ms", "broker",
+        "the same, from the return of the spawn (exec done)", "ms", "lower",
+        lambda s: s["start_to_metadata_ms"] - s["spawn_ms"])
+    add("idle_rss_mib", "broker", f"idle RSS ({settle:g} s after the first Metadata)",
+        "MiB", "lower", lambda s: s["idle_rss_kib"] / 1024)
+    add("idle_cpu_pct", "broker", f"CPU in those {settle:g} s", "% of a core", "lower",
+        lambda s: s["idle_cpu_pct"])
+    add("peak_rss_mib", "broker", "peak RSS (VmHWM) of a throughput session", "MiB",
+        "lower", lambda s: s["end_memory_kib"]["VmHWM"] / 1024
+        if s["phase"] == "throughput" else None)
+    add("anon_rss_mib", "broker", "peak anonymous RSS (RssAnon after each run)",
+        "MiB", "lower", lambda s: max(r["broker_anon_kib"] for r in s["runs"]
+                                      if "broker_anon_kib" in r) / 1024
+        if s["phase"] == "throughput" else None)
+    add("cpu_s_per_gb", "broker", "CPU per GB produced, unthrottled (all workloads)",
+        "s/GB", "lower", lambda s: cpu_per_gb(s, "throughput"))
+    add("minflt_per_mb", "broker",
+        "minor page faults per MB produced, unthrottled", "faults/MB", "lower",
+        lambda s: faults_per_mb(s, "throughput"))
+    add("cpu_s_per_gb_fixed", "broker",
+        "CPU per GB produced at the fixed rates (same load)", "s/GB", "lower",
+        lambda s: cpu_per_gb(s, "latency"))
+    for w in plan.workloads:
+        add(f"produce.{w.key}.mb_per_s", "produce", f"{w.label}: throughput", "MB/s",
+            "higher", lambda s, w=w: one(s, "throughput", "mb_per_s",
+                                         tool="ProducerPerformance", workload=w.key))
+    for w in plan.workloads:
+        add(f"produce.{w.key}.cpu_s_per_gb", "produce", f"{w.label}: broker CPU", "s/GB",
+            "lower", lambda s, w=w: cpu_per_gb(s, "throughput", workload=w.key))
+    for w in plan.workloads:
+        for field, name in (("p50_ms", "p50"), ("p99_ms", "p99"), ("p999_ms", "p99.9")):
+            add(f"fixed.{w.key}.{field}", "fixed",
+                f"{w.label} at {rates[w.key]:,} rec/s: {name}", "ms", "lower",
+                lambda s, w=w, f=field: one(s, "latency", f, tool="ProducerPerformance",
+                                            workload=w.key))
+    for w in consumed_workloads(plan):
+        topic = w.topic("t")
+        records = stored_records(plan, w)
+        size = "1 KiB" if w.size == 1024 else f"{w.size} B"
+        label = f"{records:,} × {size}, {w.partitions} partition(s)"
+        add(f"consume.{w.size}B-p{w.partitions}.mb_per_s", "consume",
+            f"{label}: assign() consumer", "MB/s", "higher",
+            lambda s, t=topic: one(s, "throughput", "mb_per_s",
+                                   tool="BenchTool consume (assign)", topic=t))
+        add(f"consume.{w.size}B-p{w.partitions}.reference_mb_per_s", "consume",
+            f"{label}: Kafka's ConsumerPerformance (group; fetch.MB.sec)", "MB/s", "higher",
+            lambda s, t=topic: one(s, "throughput", "fetch_mb_per_s",
+                                   tool="ConsumerPerformance", topic=t))
+    for size, acks in plan.end_to_end:
+        for field, name in (("p50_ms", "p50"), ("p99_ms", "p99"), ("p999_ms", "p99.9")):
+            add(f"e2e.{size}B-acks{acks}.{field}", "e2e",
+                f"{size} B, acks={acks}, {plan.end_to_end_records:,} records: {name}", "ms",
+                "lower", lambda s, sz=size, a=acks, f=field: one(
+                    s, "latency", f, tool="BenchTool end-to-end (assign)", size=sz, acks=a))
+            add(f"e2e.{size}B-acks{acks}.reference.{field}", "e2e",
+                f"{size} B, acks={acks}: Kafka's EndToEndLatency {name} (whole ms)", "ms",
+                "lower", lambda s, sz=size, a=acks, f=field: one(
+                    s, "latency", f, tool="EndToEndLatency", size=sz, acks=a))
+    return metrics
+
+
+def geomean(values: list[float]) -> float | None:
+    values = [v for v in values if v is not None and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def goals(metrics: list[Metric]) -> list[dict]:
+    """Issue 7's goals against this run's medians."""
+    by_key = {m.key: m for m in metrics}
+
+    def ratio(key: str) -> float | None:
+        return by_key[key].ratio() if key in by_key else None
+
+    throughput = [m.ratio() for m in metrics
+                  if m.section == "produce" and m.key.endswith(".mb_per_s")]
+    p99 = [m.ratio() for m in metrics if m.section == "fixed" and m.key.endswith(".p99_ms")]
+    start = by_key["start_to_metadata_ms"].median("highwater")
+    idle = by_key["idle_rss_mib"].median("highwater")
+    rows = [
+        ("broker CPU per GB produced, unthrottled", "≤ 1/3 of Kafka's (ratio ≤ 0.33)",
+         ratio("cpu_s_per_gb"), lambda v: v <= 1 / 3, "ratio"),
+        ("broker CPU per GB produced, at the fixed rates", "≤ 1/3 of Kafka's (ratio ≤ 0.33)",
+         ratio("cpu_s_per_gb_fixed"), lambda v: v <= 1 / 3, "ratio"),
+        ("produce throughput (geometric mean over workloads)", "≥ 1.5× Kafka's",
+         geomean(throughput), lambda v: v >= 1.5, "ratio"),
+        ("produce throughput (worst workload)", "≥ 1.5× Kafka's",
+         min((v for v in throughput if v is not None), default=None),
+         lambda v: v >= 1.5, "ratio"),
+        ("p99 at the fixed rate (geometric mean over workloads)", "≤ 1/2 of Kafka's",
+         geomean(p99), lambda v: v <= 0.5, "ratio"),
+        ("p99 at the fixed rate (worst workload)", "≤ 1/2 of Kafka's",
+         max((v for v in p99 if v is not None), default=None), lambda v: v <= 0.5, "ratio"),
+        ("start to first Metadata response", "≤ 5 ms", start, lambda v: v <= 5, "ms"),
+        ("idle RSS", "≤ 10 MiB", idle, lambda v: v <= 10, "MiB"),
+    ]
+    return [{"goal": name, "target": target, "measured": value, "unit": unit,
+             "met": None if value is None else bool(test(value))}
+            for name, target, value, test, unit in rows]
+
+
+# --- output ------------------------------------------------------------------------------
+
+def fmt(value: float | None) -> str:
+    if value is None:
+        return "—"
+    if value == int(value) and abs(value) < 1e15:
+        return f"{int(value):,}"
+    magnitude = abs(value)
+    if magnitude >= 100:
+        return f"{value:,.0f}"
+    if magnitude >= 10:
+        return f"{value:.1f}"
+    if magnitude >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3g}"
+
+
+def cell(metric: Metric, broker: str) -> str:
+    values = metric.values.get(broker) or []
+    if not values:
+        return "—"
+    if len(values) == 1:
+        return fmt(values[0])
+    return f"{fmt(statistics.median(values))} ({fmt(min(values))}–{fmt(max(values))})"
+
+
+def ratio_cell(metric: Metric) -> str:
+    ratio = metric.ratio()
+    if ratio is None:
+        return "—"
+    good = ratio > 1 if metric.better == "higher" else ratio < 1
+    mark = "" if abs(ratio - 1) < 0.05 else (" ✓" if good else " ✗")
+    return f"{ratio:.2f}×{mark}"
+
+
+def markdown(results: dict, metrics: list[Metric]) -> str:
+    meta = results["meta"]
+    lines = [
+        f"# highwater vs Apache Kafka {KAFKA_VERSION}: {meta['date']} ({meta['mode']})",
+        "",
+        f"- highwater {meta['highwater_commit']}{' (dirty tree)' if meta['dirty'] else ''},"
+        f" binary sha256 {meta['highwater_sha256'][:12]}; Apache Kafka {KAFKA_VERSION} "
+        f"(Maven Central jars), Java {meta['java']}",
+        f"- {meta['machine']['cpus']} CPUs ({meta['machine']['cpu_model']}), "
+        f"{meta['machine']['mem_gib']:.0f} GiB, {meta['machine']['kernel']}; load average "
+        f"{meta['loadavg_start']} at the start, {meta['loadavg_end']} at the end",
+        f"- {meta['rounds']} round(s) per phase, brokers alternating (highwater first), each "
+        f"freshly started on an empty data dir under {meta['work_dir_fs']}; suite took "
+        f"{meta['duration_s'] / 60:.1f} min",
+        "- Cells: median (min–max) over the sessions; the ratio is highwater's median over "
+        "Kafka's; ✓ = better for highwater, ✗ = worse (within 5 %: no mark).",
+        "- Single node only: three brokers with RF=3 are not possible yet (highwater has no "
+        "replication). On one node acks=all is the same as acks=1.",
+    ]
+    lines += [f"- {note}" for note in results["notes"]]
+    lines += ["", "## Goals (issue 7)", "", "| goal | target | measured | met |",
+              "|---|---|---|---|"]
+    for g in results["goals"]:
+        measured = "—" if g["measured"] is None else (
+            f"{g['measured']:.2f}×" if g["unit"] == "ratio" else
+            f"{fmt(g['measured'])} {g['unit']}")
+        met = "—" if g["met"] is None else ("yes" if g["met"] else "no")
+        lines.append(f"| {g['goal']} | {g['target']} | {measured} | {met} |")
+    for section, title in SECTIONS.items():
+        rows = [m for m in metrics if m.section == section]
+        if not rows:
+            continue
+        lines += ["", f"## {title}", "", "| metric | unit | highwater | Kafka | hw/Kafka |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {m.label} | {m.unit} | {cell(m, 'highwater')} | {cell(m, 'kafka')} | "
+                  f"{ratio_cell(m)} |" for m in rows]
+    return "\n".join(lines) + "\n"
+
+
+SHORT_SECTIONS = {"broker": "broker", "produce": "produce", "fixed": "fixed rate",
+                  "consume": "consume", "e2e": "end to end"}
+CHART_LIMIT_LOG2 = 6  # bars stop at 1/64x and 64x; the label keeps the real ratio
+
+
+def chart(metrics: list[Metric], path: Path, title: str) -> None:
+    """A horizontal bar per metric: highwater/Kafka on a log scale, green when better."""
+    import matplotlib  # noqa: PLC0415 (the venv has it; needed only here)
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    rows = [m for m in metrics if m.ratio() is not None and m.ratio() > 0]
+    if not rows:
+        raise BenchError("no highwater/Kafka ratio to chart")
+    labels = [f"{SHORT_SECTIONS[m.section]}: {m.label}" for m in rows]
+    ratios = [m.ratio() for m in rows]
+    logs = [max(-CHART_LIMIT_LOG2, min(CHART_LIMIT_LOG2, math.log2(r))) for r in ratios]
+    colors = ["#9e9e9e" if abs(r - 1) < 0.05 else
+              "#2e7d32" if (r > 1) == (m.better == "higher") else "#c62828"
+              for r, m in zip(ratios, rows)]
+    fig, ax = plt.subplots(figsize=(11, 0.26 * len(rows) + 1.4))
+    positions = list(range(len(rows)))[::-1]
+    ax.barh(positions, logs, color=colors)
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_yticks(positions, labels, fontsize=7)
+    ticks = list(range(-CHART_LIMIT_LOG2, CHART_LIMIT_LOG2 + 1, 2))
+    ax.set_xticks(ticks, [f"1/{2 ** -t}×" if t < 0 else f"{2 ** t}×" for t in ticks])
+    ax.set_xlim(-CHART_LIMIT_LOG2 - 1.5, CHART_LIMIT_LOG2 + 1.5)
+    for y, r, x in zip(positions, ratios, logs):
+        ax.text(x, y, f" {r:.2g}× ", va="center", fontsize=6, ha="left" if x >= 0 else "right")
+    ax.set_xlabel("highwater / Kafka, medians (log scale). Green: better for highwater; "
+                  "red: worse; grey: within 5 %.")
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def update_readme(table: str, stem: str) -> None:
+    """Replaces the block between the bench:latest markers in bench/README.md."""
+    readme = BENCH / "README.md"
+    begin, end = "<!-- bench:latest:begin -->", "<!-- bench:latest:end -->"
+    text = readme.read_text() if readme.exists() else ""
+    if begin not in text or end not in text:
+        print("bench: bench/README.md has no bench:latest markers; not updated",
+              file=sys.stderr)
+        return
+    body = table.split("\n", 1)[1].strip()  # without the H1
+    body = body.replace("\n## ", "\n#### ")
+    block = (f"{begin}\nFrom [`results/{stem}.md`](results/{stem}.md) (raw figures: "
+             f"[`{stem}.json`](results/{stem}.json), chart: [`{stem}.png`](results/{stem}.png))."
+             f"\n\n![highwater/Kafka ratios](results/{stem}.png)\n\n{body}\n{end}")
+    head, rest = text.split(begin, 1)
+    readme.write_text(head + block + rest.split(end, 1)[1])
+
+
+# --- main --------------------------------------------------------------------------------
+
+def command_output(cmd: list[str]) -> str:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, check=True,
+                              cwd=ROOT).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def machine() -> dict:
+    cpu_model = "unknown"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu_model = line.split(":", 1)[1].strip()
+            break
+    mem_kib = int(Path("/proc/meminfo").read_text().split()[1])
+    return {"cpus": os.cpu_count(), "cpu_model": cpu_model, "mem_gib": mem_kib / 2**20,
+            "kernel": f"Linux {platform.release()}"}
+
+
+def loadavg() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def prepare(plan: Plan, work: Path, binary: Path, keep: bool, began: float) -> Context:
+    """Checks the Kafka jars, snapshots the highwater binary, compiles BenchTool."""
+    for jar in (f"kafka_2.13-{KAFKA_VERSION}.jar", f"kafka-tools-{KAFKA_VERSION}.jar"):
+        if not (LIBS / jar).exists():
+            raise BenchError(f"no {jar} in {LIBS}: run compat/install-deps.sh "
+                             "(make compat-deps)")
+    if not os.access(binary, os.X_OK):
+        raise BenchError(f"no highwater binary at {binary}: run make build")
+    # A copy, so that a rebuild during the run cannot change the broker under test.
+    snapshot = work / "highwater"
+    shutil.copy2(binary, snapshot)
+    classes = work / "classes"
+    classes.mkdir()
+    kafka_classpath = f"{LIBS}/*"
+    run_tool(["javac", "-d", str(classes), "-cp", kafka_classpath,
+              str(BENCH / "java" / "BenchTool.java")], "javac", work, 180)
+    return Context(plan, work, snapshot, kafka_classpath, f"{classes}:{kafka_classpath}",
+                   keep, began)
+
+
+def run_phases(ctx: Context) -> tuple[list[dict], dict[str, int]]:
+    sessions = []
+    for round_no in range(1, ctx.plan.rounds + 1):
+        for kind in ("highwater", "kafka"):
+            sessions.append(run_session(ctx, kind, "throughput", round_no))
+    rates = fixed_rates(sessions, ctx.plan)
+    ctx.log("fixed rates (half of Kafka's median records/s): "
+            + ", ".join(f"{k} {v:,}" for k, v in rates.items()))
+    for round_no in range(1, ctx.plan.rounds + 1):
+        for kind in ("highwater", "kafka"):
+            sessions.append(run_session(ctx, kind, "latency", round_no, rates))
+    return sessions, rates
+
+
+NOTES = [
+    "ConsumerPerformance 4.1.1 always subscribe()s (a consumer group), which highwater "
+    "does not have yet: consumption is measured on both brokers with bench/java/BenchTool "
+    "`consume` (assign() and seekToBeginning, ConsumerPerformance's consumer settings, no "
+    "group.id). Kafka's own ConsumerPerformance runs against Kafka only, as a check.",
+    "EndToEndLatency 4.1.1 assign()s but sets group.id and calls commitSync() after its "
+    "loop, which needs a group coordinator: end-to-end latency is measured on both with "
+    "BenchTool `end-to-end`, a port without group.id and commit, in microseconds. Kafka's "
+    "own EndToEndLatency runs against Kafka only, as a check.",
+    "Start-up is timed from just before the broker's process is spawned to the first "
+    "Metadata v1 response listing the broker (a raw-socket probe polling every 0.1 ms, "
+    "then 2 ms after the first second). Kafka's storage is formatted before that "
+    "(kafka-storage format), not counted. Kafka runs with kafka-server-start.sh's JVM "
+    "settings (-Xmx1G -Xms1G, G1).",
+    "RSS counts the file pages a process maps: highwater mmaps its segments, so its RSS "
+    "grows with the data produced (page cache that Kafka also uses, but through write() "
+    "and so outside its RSS). The anonymous-RSS row leaves those pages out.",
+    "Broker CPU: utime+stime of the broker process (/proc/PID/stat) over each measured "
+    "ProducerPerformance run, per 10^9 payload bytes.",
+    "ProducerPerformance uses the producer's defaults of Kafka 4.1 (linger.ms=5, "
+    "batch.size=16384, idempotence on) as users run it; its latencies are whole "
+    "milliseconds. It has no warm-up option, and in a fresh JVM the first second (JIT, "
+    "class loading) dominates a short run's p99, so BenchTool `producer-perf` runs it "
+    "twice in one JVM: a warm-up to the same topic (a quarter of the records unthrottled, "
+    "2 s at fixed rates), then the measured run, whose own summary is reported.",
+]
+
+
+def check_smoke(metrics: list[Metric]) -> None:
+    """Smoke mode: every figure is there for both brokers and is plausible."""
+    problems = []
+    for m in metrics:
+        kafka_only = ".reference" in m.key
+        for broker in ("kafka",) if kafka_only else ("highwater", "kafka"):
+            values = m.values.get(broker) or []
+            if not values:
+                problems.append(f"{m.key}: no value for {broker}")
+            elif any(not math.isfinite(v) or v < 0 for v in values):
+                problems.append(f"{m.key}: {broker} value {values} not a finite figure ≥ 0")
+            elif m.unit != "ms" and m.better == "higher" and min(values) <= 0:
+                problems.append(f"{m.key}: {broker} value {values} is zero")
+    if problems:
+        raise BenchError("smoke: implausible figures:\n  " + "\n  ".join(problems))
+
+
+def write_outputs(out_dir: Path, results: dict, plan: Plan, stem: str | None = None) -> Path:
+    """Computes the table from the raw sessions and writes <stem>.md, .json and .png."""
+    metrics = collect(results["sessions"], plan, results["fixed_rates"])
+    if plan.mode == "smoke":
+        check_smoke(metrics)
+    results["metrics"] = [m.as_json() for m in metrics]
+    results["goals"] = goals(metrics)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if stem is None:
+        stem = results["meta"]["date"]
+        if (out_dir / f"{stem}.md").exists():
+            stem = f"{stem}-{dt.datetime.now().strftime('%H%M%S')}"
+    results["meta"]["stem"] = stem
+    table = markdown(results, metrics)
+    (out_dir / f"{stem}.md").write_text(table)
+    (out_dir / f"{stem}.json").write_text(json.dumps(results, indent=1, sort_keys=False) + "\n")
+    png = out_dir / f"{stem}.png"
+    chart(metrics, png, f"highwater / Apache Kafka {KAFKA_VERSION}, {stem} "
+                        f"({results['meta']['mode']}, medians of {plan.rounds} round(s))")
+    if png.stat().st_size < 1000:
+        raise BenchError(f"{png} is suspiciously small")
+    return out_dir / f"{stem}.md"
+
+
+def plan_from_json(data: dict) -> Plan:
+    fields = dict(data)
+    fields["workloads"] = tuple(Workload(**w) for w in data["workloads"])
+    fields["unthrottled_records"] = {int(k): v for k, v in data["unthrottled_records"].items()}
+    fields["end_to_end"] = tuple(tuple(pair) for pair in data["end_to_end"])
+    return Plan(**fields)
+
+
+def render(path: Path, update: bool) -> int:
+    """Re-computes a run's .md and .png (and its .json's tables) from its raw sessions."""
+    results = json.loads(path.read_text())
+    plan = plan_from_json(results["meta"]["plan"])
+    results["notes"] = NOTES
+    md = write_outputs(path.parent, results, plan, path.stem)
+    if update:
+        update_readme(md.read_text(), path.stem)
+    print(md.read_text())
+    return 0
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("mode", choices=[*sorted(PLANS), "render"],
+                        help="render: re-compute the tables and chart of RESULTS_JSON")
+    parser.add_argument("results_json", nargs="?", type=Path, help="for render")
+    parser.add_argument("--rounds", type=int, help="rounds per phase (default: the mode's)")
+    parser.add_argument("--out", type=Path,
+                        help="where to write <date>.md/.json/.png (full: bench/results; "
+                             "smoke: a temporary dir, deleted)")
+    parser.add_argument("--highwater-bin", type=Path,
+                        default=ROOT / "target" / "release" / "highwater")
+    parser.add_argument("--work-dir", type=Path, default=None,
+                        help="parent of the scratch dir holding both brokers' data "
+                             "(default: $TMPDIR or /tmp)")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch dir")
+    parser.add_argument("--no-readme", action="store_true",
+                        help="full mode: do not update bench/README.md")
+    return parser.parse_args(argv)
+
+
+def on_signal(signum: int, _frame) -> None:
+    raise SystemExit(128 + signum)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.mode == "render":
+        if args.results_json is None:
+            print("bench: render needs a results .json", file=sys.stderr)
+            return 2
+        return render(args.results_json, not args.no_readme)
+    plan = PLANS[args.mode]
+    if args.rounds:
+        plan = dataclasses.replace(plan, rounds=args.rounds)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+    began = time.monotonic()
+    started_at = dt.datetime.now().astimezone()
+    load_start = loadavg()
+    work = Path(tempfile.mkdtemp(prefix="highwater-bench.", dir=args.work_dir))
+    guard = start_watchdog(work, args.keep)
+    try:
+        ctx = prepare(plan, work, args.highwater_bin, args.keep, began)
+        ctx.log(f"bench {plan.mode}: {plan.rounds} round(s) per phase, work dir {work}")
+        sessions, rates = run_phases(ctx)
+        results = {
+            "meta": {
+                "date": started_at.strftime("%Y-%m-%d"), "started_at": started_at.isoformat(),
+                "mode": plan.mode, "rounds": plan.rounds,
+                "duration_s": time.monotonic() - began,
+                "highwater_commit": command_output(["git", "rev-parse", "--short", "HEAD"]),
+                "dirty": command_output(["git", "status", "--porcelain",
+                                         "--untracked-files=no"]) != "",
+                "highwater_sha256": hashlib.sha256(ctx.highwater_bin.read_bytes()).hexdigest(),
+                "java": java_version(),
+                "machine": machine(), "loadavg_start": load_start, "loadavg_end": loadavg(),
+                "work_dir_fs": command_output(["df", "--output=source,target", str(work)])
+                .splitlines()[-1].split()[0],
+                "plan": dataclasses.asdict(plan),
+                "jvm": {"broker": BROKER_HEAP + JVM_PERFORMANCE_OPTS,
+                        "tools": TOOL_HEAP + JVM_PERFORMANCE_OPTS},
+            },
+            "fixed_rates": rates,
+            "notes": NOTES,
+            "goals": [],
+            "metrics": [],
+            "sessions": sessions,
+        }
+        out_dir = args.out or (BENCH / "results" if plan.mode == "full" else work / "results")
+        md = write_outputs(out_dir, results, plan)
+        if plan.mode == "full" and not args.no_readme and args.out is None:
+            update_readme(md.read_text(), results["meta"]["stem"])
+        print()
+        print(md.read_text())
+        kept = "" if out_dir != work / "results" else " (smoke: deleted on exit; --out keeps)"
+        ctx.log(f"bench {plan.mode}: done in {(time.monotonic() - began) / 60:.1f} min; "
+                f"{md} (+ .json, .png){kept}")
+        return 0
+    except BenchError as err:
+        print(f"\nbench {plan.mode}: FAILED: {err}", file=sys.stderr)
+        return 1
+    finally:
+        kill_all()
+        guard.kill()
+        guard.wait()
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def java_version() -> str:
+    out = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
+    match = re.search(r'version "([^"]+)"', out)
+    return match.group(1) if match else "unknown"
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "_watchdog":
+        sys.exit(watchdog(int(sys.argv[2]), Path(sys.argv[3]), sys.argv[4] == "remove"))
+    sys.exit(main())

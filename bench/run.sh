@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs bench/bench.py (highwater against Apache Kafka 4.1.1) in bench/.venv, creating the venv
+# with bench/requirements.txt (matplotlib) on first use. Expects a release build and the Kafka
+# jars in .kafka-ref/libs: `make bench` / `make bench-smoke` see to both.
+# Usage: bench/run.sh full|smoke [bench.py options: --rounds N, --out DIR, --keep, ...]
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="$root/bench/.venv"
+req="$root/bench/requirements.txt"
+stamp="$venv/.bench-stamp"
+want="$(sha256sum "$req" | cut -c1-16)"
+
+if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" || ! -x "$venv/bin/python" ]]; then
+    if [[ ! -x "$venv/bin/python" ]]; then
+        echo "bench: creating $venv"
+        python3 -m venv "$venv"
+    fi
+    echo "bench: pip install -r bench/requirements.txt"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req"
+    echo "$want" >"$stamp"
+fi
+exec "$venv/bin/python" "$root/bench/bench.py" "$@"
