@@ -12,8 +12,9 @@ run: build
 	./target/release/highwater serve --config $(CONFIG)
 
 # Unit and integration tests, then every compat suite against a freshly started highwater,
-# then Apache Kafka's DumpLogSegments over segments highwater wrote.
-test: unit compat compat-storage
+# then Apache Kafka's DumpLogSegments over segments highwater wrote, then a one-minute run
+# of the benchmark machinery against both brokers.
+test: unit compat compat-storage bench-smoke
 
 unit:
 	$(CARGO) test --all-targets
