@@ -32,6 +32,16 @@ fn decode(raw: &[u8]) -> (RelativeOffset, FilePosition) {
     )
 }
 
+/// Size, fullness, trimming and flushing are the file's (read-only access: entries are
+/// added only through the typed methods, which keep the invariants).
+impl std::ops::Deref for OffsetIndex {
+    type Target = IndexFile<ENTRY_BYTES>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.file
+    }
+}
+
 impl OffsetIndex {
     /// Opens an index; existing entries are trusted only with `trust_existing`.
     pub fn open(path: &Path, max_bytes: usize, trust_existing: bool) -> Result<Self, LogError> {
@@ -40,21 +50,6 @@ impl OffsetIndex {
         };
         index.check_invariants();
         Ok(index)
-    }
-
-    /// Number of entries.
-    pub fn len(&self) -> usize {
-        self.file.len()
-    }
-
-    /// Whether the index has no entries.
-    pub fn is_empty(&self) -> bool {
-        self.file.is_empty()
-    }
-
-    /// Whether another entry fits.
-    pub fn is_full(&self) -> bool {
-        self.file.is_full()
     }
 
     /// Entry number `n`.
@@ -100,16 +95,6 @@ impl OffsetIndex {
     /// Forgets all entries (before a rebuild).
     pub fn reset(&mut self) {
         self.file.truncate_entries(0);
-    }
-
-    /// Flushes the entries and trims the file to them.
-    pub fn trim(&self) -> Result<(), LogError> {
-        self.file.trim()
-    }
-
-    /// Flushes the entries to disk.
-    pub fn flush(&self) -> Result<(), LogError> {
-        self.file.flush()
     }
 
     /// Checks that entries increase (debug builds).

@@ -24,6 +24,16 @@ fn decode(raw: &[u8]) -> (i64, RelativeOffset) {
     (read_i64(raw, 0), RelativeOffset(read_u32(raw, 8)))
 }
 
+/// Size, fullness, trimming and flushing are the file's (read-only access: entries are
+/// added only through the typed methods, which keep the invariants).
+impl std::ops::Deref for TimeIndex {
+    type Target = IndexFile<ENTRY_BYTES>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.file
+    }
+}
+
 impl TimeIndex {
     /// Opens a time index; existing entries are trusted only with `trust_existing`.
     pub fn open(path: &Path, max_bytes: usize, trust_existing: bool) -> Result<Self, LogError> {
@@ -32,16 +42,6 @@ impl TimeIndex {
         };
         index.check_invariants();
         Ok(index)
-    }
-
-    /// Number of entries.
-    pub fn len(&self) -> usize {
-        self.file.len()
-    }
-
-    /// Whether the index has no entries.
-    pub fn is_empty(&self) -> bool {
-        self.file.is_empty()
     }
 
     /// Entry number `n`: (timestamp, relative offset).
@@ -70,11 +70,6 @@ impl TimeIndex {
         appended
     }
 
-    /// Whether another entry fits.
-    pub fn is_full(&self) -> bool {
-        self.file.is_full()
-    }
-
     /// The greatest entry whose timestamp is at most `target`; its offset is where a scan
     /// for the first record at or after `target` may start. Relative offset 0 if none.
     pub fn lookup(&self, target: i64) -> RelativeOffset {
@@ -92,16 +87,6 @@ impl TimeIndex {
     /// Forgets all entries (before a rebuild).
     pub fn reset(&mut self) {
         self.file.truncate_entries(0);
-    }
-
-    /// Flushes the entries and trims the file to them.
-    pub fn trim(&self) -> Result<(), LogError> {
-        self.file.trim()
-    }
-
-    /// Flushes the entries to disk.
-    pub fn flush(&self) -> Result<(), LogError> {
-        self.file.flush()
     }
 
     /// Checks that entries increase (debug builds).
