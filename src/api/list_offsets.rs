@@ -2,13 +2,12 @@
 //! last stable offset), max timestamp (-3), earliest local (-4), latest tiered (-5), or the
 //! first record whose timestamp is at or after a given time (-1 offset past the end).
 
-use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::list_offsets_request::ListOffsetsPartition;
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
-use super::errors::replica_error;
 use super::{Broker, HandlerError, Outcome, Request};
 use crate::replica::Partition;
 
@@ -54,6 +53,33 @@ fn lookup(partition: &Partition, timestamp: i64) -> (i64, i64) {
 /// Answers ListOffsets.
 pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
     let body: ListOffsetsRequest = request.decode()?;
+    let answer = |topic: &str, p: &ListOffsetsPartition| {
+        let base = ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
+        let found = broker.on_partition(request, topic, p.partition_index, |partition| {
+            partition.check_leader_epoch(p.current_leader_epoch)?;
+            let (timestamp, offset) = lookup(partition, p.timestamp);
+            let known = offset >= 0 && request.version() >= 4;
+            Ok((
+                timestamp,
+                offset,
+                if known {
+                    epoch_of(partition, offset)
+                } else {
+                    -1
+                },
+            ))
+        });
+        match found {
+            Ok((timestamp, offset, epoch)) => base
+                .with_timestamp(timestamp)
+                .with_offset(offset)
+                .with_leader_epoch(epoch),
+            Err(code) => base
+                .with_error_code(code.code())
+                .with_timestamp(-1)
+                .with_offset(-1),
+        }
+    };
     let topics = body
         .topics
         .iter()
@@ -61,34 +87,11 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
             let partitions = topic
                 .partitions
                 .iter()
-                .map(|p| {
-                    let base = ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
-                    let found = broker
-                        .replicas
-                        .partition(&topic.name.0, p.partition_index)
-                        .and_then(|partition| {
-                            partition.check_leader_epoch(p.current_leader_epoch)?;
-                            Ok(partition)
-                        });
-                    match found {
-                        Ok(partition) => {
-                            let (timestamp, offset) = lookup(&partition, p.timestamp);
-                            let epoch = if offset >= 0 && request.version() >= 4 {
-                                epoch_of(&partition, offset)
-                            } else {
-                                -1
-                            };
-                            base.with_timestamp(timestamp).with_offset(offset).with_leader_epoch(epoch)
-                        }
-                        Err(error) => {
-                            let code: ResponseError = replica_error(&error);
-                            tracing::debug!(client = %request.client, api = "ListOffsets", %error, "list offsets refused");
-                            base.with_error_code(code.code()).with_timestamp(-1).with_offset(-1)
-                        }
-                    }
-                })
+                .map(|p| answer(&topic.name.0, p))
                 .collect();
-            ListOffsetsTopicResponse::default().with_name(topic.name.clone()).with_partitions(partitions)
+            ListOffsetsTopicResponse::default()
+                .with_name(topic.name.clone())
+                .with_partitions(partitions)
         })
         .collect();
     request.respond(&ListOffsetsResponse::default().with_topics(topics))

@@ -29,7 +29,8 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 use crate::config::BrokerConfig;
 use crate::controller::{Controller, ControllerError};
 use crate::metadata::MetadataImage;
-use crate::replica::{ReplicaError, ReplicaManager};
+use crate::replica::{Partition, ReplicaError, ReplicaManager};
+use kafka_protocol::error::ResponseError;
 pub use response::ResponseFrame;
 
 /// Everything a handler needs, shared by all connections.
@@ -68,6 +69,31 @@ impl Broker {
     /// Makes the partitions hosted here match the controller's latest image.
     pub fn publish(&self) -> Result<(), ReplicaError> {
         self.replicas.apply_image(&self.controller.image())
+    }
+}
+
+impl Broker {
+    /// Runs `f` on partition `topic`-`index`; a missing partition or an error from `f` is
+    /// logged once, with the client, API and partition (debug when it is the client's doing,
+    /// error when it is the broker's), and returned as the Kafka error for the response.
+    pub fn on_partition<T>(
+        &self,
+        request: &Request,
+        topic: &str,
+        index: i32,
+        f: impl FnOnce(&Partition) -> Result<T, ReplicaError>,
+    ) -> Result<T, ResponseError> {
+        let result = self.replicas.partition(topic, index).and_then(|p| f(&p));
+        result.map_err(|error| {
+            let code = errors::replica_error(&error);
+            let api = request.api_key;
+            if errors::is_client_error(code) {
+                tracing::debug!(client = %request.client, ?api, topic, partition = index, %error, "refused");
+            } else {
+                tracing::error!(client = %request.client, ?api, topic, partition = index, %error, "failed");
+            }
+            code
+        })
     }
 }
 

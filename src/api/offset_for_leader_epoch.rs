@@ -3,17 +3,34 @@
 //! caller's current leader epoch. Consumers use it to validate positions after a leader
 //! change; followers, to find where their log diverges.
 
+use kafka_protocol::messages::offset_for_leader_epoch_request::OffsetForLeaderPartition;
 use kafka_protocol::messages::offset_for_leader_epoch_response::{
     EpochEndOffset, OffsetForLeaderTopicResult,
 };
 use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 
-use super::errors::replica_error;
 use super::{Broker, HandlerError, Outcome, Request};
 
 /// Answers OffsetForLeaderEpoch.
 pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
     let body: OffsetForLeaderEpochRequest = request.decode()?;
+    let answer = |topic: &str, p: &OffsetForLeaderPartition| {
+        let base = EpochEndOffset::default().with_partition(p.partition);
+        let found = broker.on_partition(request, topic, p.partition, |partition| {
+            partition.check_leader_epoch(p.current_leader_epoch)?;
+            let log = partition.log();
+            Ok(log
+                .epoch_cache()
+                .end_offset_for(p.leader_epoch, log.log_end_offset()))
+        });
+        match found {
+            Ok((epoch, end_offset)) => base.with_leader_epoch(epoch).with_end_offset(end_offset),
+            Err(code) => base
+                .with_error_code(code.code())
+                .with_leader_epoch(-1)
+                .with_end_offset(-1),
+        }
+    };
     let topics = body
         .topics
         .iter()
@@ -21,24 +38,11 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
             let partitions = topic
                 .partitions
                 .iter()
-                .map(|p| {
-                    let base = EpochEndOffset::default().with_partition(p.partition);
-                    let result = broker.replicas.partition(&topic.topic.0, p.partition).and_then(|partition| {
-                        partition.check_leader_epoch(p.current_leader_epoch)?;
-                        let log = partition.log();
-                        let (epoch, end_offset) = log.epoch_cache().end_offset_for(p.leader_epoch, log.log_end_offset());
-                        Ok((epoch, end_offset))
-                    });
-                    match result {
-                        Ok((epoch, end_offset)) => base.with_leader_epoch(epoch).with_end_offset(end_offset),
-                        Err(error) => {
-                            tracing::debug!(client = %request.client, api = "OffsetForLeaderEpoch", %error, "refused");
-                            base.with_error_code(replica_error(&error).code()).with_leader_epoch(-1).with_end_offset(-1)
-                        }
-                    }
-                })
+                .map(|p| answer(&topic.topic.0, p))
                 .collect();
-            OffsetForLeaderTopicResult::default().with_topic(topic.topic.clone()).with_partitions(partitions)
+            OffsetForLeaderTopicResult::default()
+                .with_topic(topic.topic.clone())
+                .with_partitions(partitions)
         })
         .collect();
     request.respond(&OffsetForLeaderEpochResponse::default().with_topics(topics))
