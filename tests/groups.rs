@@ -217,3 +217,21 @@ async fn a_group_with_members_cannot_be_deleted_and_an_empty_one_can() {
     let again = client.call(&delete, 2).await.results[0].error_code;
     assert_eq!(again, code(ResponseError::GroupIdNotFound));
 }
+
+#[tokio::test]
+async fn the_offsets_topic_is_internal_and_closed_to_producers() {
+    let (_broker, mut client) = broker_with_topic(FAST).await;
+    find_coordinator(&mut client, "g").await;
+    let request = produce_request("__consumer_offsets", 0, batch(1, -1, -1, 0), -1);
+    let response = client.call(&request, 9).await;
+    let code = response.responses[0].partition_responses[0].error_code;
+    assert_eq!(code, ResponseError::InvalidTopicException.code());
+    let metadata = client.call(&MetadataRequest::default().with_topics(None), 12).await;
+    let offsets = metadata
+        .topics
+        .iter()
+        .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == "__consumer_offsets"))
+        .expect("listed");
+    assert!(offsets.is_internal);
+    assert_eq!(offsets.partitions.len(), 50);
+}
