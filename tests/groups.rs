@@ -226,11 +226,17 @@ async fn the_offsets_topic_is_internal_and_closed_to_producers() {
     let response = client.call(&request, 9).await;
     let code = response.responses[0].partition_responses[0].error_code;
     assert_eq!(code, ResponseError::InvalidTopicException.code());
-    let metadata = client.call(&MetadataRequest::default().with_topics(None), 12).await;
+    let metadata = client
+        .call(&MetadataRequest::default().with_topics(None), 12)
+        .await;
     let offsets = metadata
         .topics
         .iter()
-        .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == "__consumer_offsets"))
+        .find(|t| {
+            t.name
+                .as_ref()
+                .is_some_and(|n| n.0.as_str() == "__consumer_offsets")
+        })
         .expect("listed");
     assert!(offsets.is_internal);
     assert_eq!(offsets.partitions.len(), 50);

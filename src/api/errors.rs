@@ -24,6 +24,7 @@ pub fn log_error(error: &LogError) -> ResponseError {
         LogError::InvalidProducerEpoch { .. } => ResponseError::InvalidProducerEpoch,
         LogError::OutOfOrderSequence { .. } => ResponseError::OutOfOrderSequenceNumber,
         LogError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange,
+        LogError::NonContiguousOffset { .. } => ResponseError::CorruptMessage,
     }
 }
 

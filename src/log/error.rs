@@ -60,6 +60,9 @@ pub enum LogError {
         log_start_offset: i64,
         log_end_offset: i64,
     },
+    /// A replicated batch that does not start at the follower's log end offset.
+    #[error("replicated batch starts at offset {found}, the log ends at {expected}")]
+    NonContiguousOffset { expected: i64, found: i64 },
     /// A file on disk that cannot be interpreted (bad name, bad checkpoint text).
     #[error("corrupt file {path}: {reason}")]
     CorruptFile { path: PathBuf, reason: String },

@@ -12,6 +12,7 @@ pub mod mmap;
 pub mod offset_index;
 pub mod partition_log;
 pub mod producer_state;
+pub mod replication;
 pub mod retention;
 pub mod segment;
 pub mod time_index;

@@ -417,6 +417,11 @@ impl Segment {
         .into_bytes()
     }
 
+    /// The bytes `[start, end)` of the `.log` (zero-copy), within the published size.
+    pub fn bytes(&self, start: usize, end: usize) -> Bytes {
+        self.region(start.min(self.size), end.min(self.size))
+    }
+
     /// The raw bytes of a batch at `position` (for record-level lookups).
     pub fn batch_bytes(&self, position: usize, header: &BatchHeader) -> Bytes {
         self.region(position, position + header.size)
