@@ -81,7 +81,7 @@ async fn commits_from_a_stale_generation_or_an_unknown_member_are_refused() {
     );
     assert_eq!(
         commit(&mut client, "g", "", -1, "t", 6).await,
-        code(ResponseError::IllegalGeneration),
+        code(ResponseError::UnknownMemberId),
         "an outside commit into a group with members"
     );
     assert_eq!(

@@ -36,6 +36,12 @@ pub fn replica_error(error: &ReplicaError) -> ResponseError {
         ReplicaError::UnknownLeaderEpoch { .. } => ResponseError::UnknownLeaderEpoch,
         ReplicaError::Log { source, .. } => log_error(source),
         ReplicaError::InconsistentLogDir { .. } => ResponseError::KafkaStorageError,
+        ReplicaError::NotLeader { .. } => ResponseError::NotLeaderOrFollower,
+        ReplicaError::NotEnoughReplicas { .. } => ResponseError::NotEnoughReplicas,
+        ReplicaError::NotEnoughReplicasAfterAppend { .. } => {
+            ResponseError::NotEnoughReplicasAfterAppend
+        }
+        ReplicaError::ReplicationTimeout { .. } => ResponseError::RequestTimedOut,
     }
 }
 

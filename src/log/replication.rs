@@ -83,6 +83,12 @@ impl Log {
         self.count_unflushed(i64::from(written.record_count))
     }
 
+    /// Records that `leader_epoch` starts at `start_offset` (a new leader does this when it
+    /// takes over, before its first append).
+    pub fn assign_leader_epoch(&mut self, leader_epoch: i32, start_offset: i64) -> Result<bool, LogError> {
+        self.epoch_cache_mut().maybe_assign(leader_epoch, start_offset)
+    }
+
     /// Removes every record at or after `offset` (and the batch holding `offset`, if it
     /// starts before it); the epoch cache forgets epochs starting there. Returns whether
     /// anything was removed. Offsets below the log start are never removed.

@@ -212,8 +212,8 @@ impl ClassicGroup {
     }
 
     /// Checks an OffsetCommit against the group, as Kafka does: a commit from outside the
-    /// group (generation < 0) is allowed only while it is empty; members must be known and
-    /// of the current generation, and not in the middle of a rebalance's sync phase.
+    /// group (no member id, generation < 0) is allowed only while it is empty; members must
+    /// be known and of the current generation, and not in a rebalance's sync phase.
     pub fn validate_offset_commit(
         &self,
         member_id: &str,
@@ -226,8 +226,12 @@ impl ClassicGroup {
         }
         if generation_id >= 0 || !member_id.is_empty() || instance_id.is_some() {
             self.validate_member(member_id, instance_id)?;
+            self.check_generation(member_id, generation_id)?;
+        } else if self.state != State::Empty {
+            // Without member id and generation, commits are accepted only while the group
+            // is empty (Kafka's rule for admin clients).
+            return Err(self.unknown_member(member_id));
         }
-        self.check_generation(member_id, generation_id)?;
         match self.state {
             State::CompletingRebalance => Err(GroupError::RebalanceInProgress {
                 group: self.id.clone(),
