@@ -96,7 +96,7 @@ test_console_producer_to_console_consumer_is_exact() {
 # sorted by partition. kafka-consumer-groups exits 0 even when it prints "Error: ...", so
 # callers check what it printed.
 group_offsets() {
-    consumer_groups --describe --group "$1" 2>&1 | tee -a "$test_tmp/describe.log" |
+    consumer_groups --describe --group "$1" 2>&1 |
         awk -v g="$1" '$1 == g { print $3, $4, $5, $6 }' | sort -n
 }
 
@@ -125,8 +125,9 @@ test_consumer_groups_describe_reset_list_delete() {
     assert_eq 20 "$(wc -l <"$dir/first")" "records read in the group"
     ends="$(end_offsets "$t")"
     echo "end offsets: $ends"
-    grep -q '^0 [1-9]' <<<"$ends" && grep -q '^1 [1-9]' <<<"$ends" ||
+    if ! grep -q '^0 [1-9]' <<<"$ends" || ! grep -q '^1 [1-9]' <<<"$ends"; then
         fail "records on both partitions: $ends"
+    fi
 
     keyed_values 21 25 | console_producer --topic "$t" --property parse.key=true \
         --property key.separator=:
@@ -165,6 +166,13 @@ test_consumer_groups_describe_reset_list_delete() {
         fail "--describe of a deleted group"
 }
 
+# one_member_listed GROUP: --describe --members shows one member, cli-member, with 2
+# partitions.
+one_member_listed() {
+    consumer_groups --describe --group "$1" --members |
+        grep -qE "^$1 +[^ ]+ +/?127\.0\.0\.1 +cli-member +2 *$"
+}
+
 test_consumer_groups_with_an_active_member() {
     local t g dir bg
     t="$(unique_topic groups-active)"
@@ -180,11 +188,7 @@ test_consumer_groups_with_an_active_member() {
         --topic "$t" --group "$g" --from-beginning --consumer-property client.id=cli-member \
         >"$dir/bg.out" 2>&1) &
     bg=$!
-    members_listed() {
-        consumer_groups --describe --group "$g" --members |
-            grep -qE "^$g +[^ ]+ +/?127\.0\.0\.1 +cli-member +2 *$"
-    }
-    wait_until 60 members_listed
+    wait_until 60 one_member_listed "$g"
     wait_until 30 grep -c 'value 10$' "$dir/bg.out"
     consumer_groups --describe --group "$g" --state | tee "$dir/state"
     grep -qE "^$g +.* +range +Stable +1 *$" "$dir/state" || fail "--describe --state: Stable"
