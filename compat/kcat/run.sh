@@ -226,14 +226,27 @@ PY
 }
 
 # committed GROUP TOPIC PARTITIONS: "partition offset" lines of the group's commits (-1001:
-# none), read with OffsetFetch by a consumer that does not join the group.
+# none), read with OffsetFetch by a consumer that does not join the group. On a fresh broker
+# Kafka first answers NOT_COORDINATOR, which librdkafka's committed() does not retry.
 committed() {
     "$py" - "$bootstrap" "$@" <<'PY'
-import sys
-from confluent_kafka import Consumer, TopicPartition
+import sys, time
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 bootstrap, group, topic, partitions = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+not_ready = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+             KafkaError.COORDINATOR_NOT_AVAILABLE}
+deadline = time.monotonic() + 30
 c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-for tp in c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30):
+while True:
+    try:
+        got = c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30)
+        break
+    except KafkaException as e:
+        if e.args[0].code() not in not_ready or time.monotonic() > deadline:
+            raise
+        print(f"committed(): {e.args[0].name()}; retrying", file=sys.stderr)
+        time.sleep(0.5)
+for tp in got:
     assert tp.error is None, tp.error
     print(tp.partition, tp.offset)
 c.close()

@@ -9,10 +9,10 @@ rebalance.
 import collections
 import time
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from helpers import wait_until
+from helpers import committed_offsets, wait_until
 
 TIMEOUT_S = 30
 CLIENT_ID = "compat-confluent-groups"
@@ -138,14 +138,9 @@ def assert_delivered(ledger, partition, start, end, times, why):
 
 
 def committed(bootstrap, group, topic):
-    """The group's committed offsets, read by a consumer that does not join it."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": CLIENT_ID})
-    try:
-        got = c.committed([TopicPartition(topic, p) for p in range(PARTITIONS)],
-                          timeout=TIMEOUT_S)
-        return {tp.partition: tp.offset for tp in got if tp.offset >= 0}
-    finally:
-        c.close()
+    """{partition: offset} of the group's commits, leaving out partitions without one."""
+    got = committed_offsets(bootstrap, group, topic, PARTITIONS)
+    return {p: o for p, (o, _) in got.items() if o >= 0}
 
 
 def test_three_members_split_six_partitions_and_resume_from_commits(bootstrap, topic_name):

@@ -12,43 +12,18 @@ import subprocess
 import time
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from helpers import committed_offsets
 from test_groups_confluent import (CLIENT_ID, Member, TIMEOUT_S, create_topic, produce,
                                    pump_until, seen_all)
 
 PARTITIONS = 3
 
 
-# Right after a restart, Kafka 4.1.1 answered OffsetFetch with NOT_COORDINATOR while it loaded
-# the group coordinator, and librdkafka's committed() fails on that instead of retrying.
-COORDINATOR_NOT_READY = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-                         KafkaError.COORDINATOR_NOT_AVAILABLE}
-
-
 def committed(bootstrap, group, topic, retries=None):
-    """{partition: (offset, metadata)} of the group's commits; offset -1001 when none.
-    Retries while the coordinator is not ready, noting each such error in `retries`."""
-    deadline = time.monotonic() + TIMEOUT_S
-    while True:
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                      "client.id": CLIENT_ID})
-        try:
-            got = c.committed([TopicPartition(topic, p) for p in range(PARTITIONS)],
-                              timeout=TIMEOUT_S)
-            for tp in got:
-                assert tp.error is None, tp.error
-            return {tp.partition: (tp.offset, tp.metadata) for tp in got}
-        except KafkaException as e:
-            err = e.args[0]
-            if err.code() not in COORDINATOR_NOT_READY or time.monotonic() > deadline:
-                raise
-            if retries is not None:
-                retries.append(err.name())
-            time.sleep(0.5)
-        finally:
-            c.close()
+    return committed_offsets(bootstrap, group, topic, PARTITIONS, retries)
 
 
 def test_committed_offsets_survive_a_broker_restart(bootstrap, topic_name):
