@@ -85,8 +85,13 @@ impl Log {
 
     /// Records that `leader_epoch` starts at `start_offset` (a new leader does this when it
     /// takes over, before its first append).
-    pub fn assign_leader_epoch(&mut self, leader_epoch: i32, start_offset: i64) -> Result<bool, LogError> {
-        self.epoch_cache_mut().maybe_assign(leader_epoch, start_offset)
+    pub fn assign_leader_epoch(
+        &mut self,
+        leader_epoch: i32,
+        start_offset: i64,
+    ) -> Result<bool, LogError> {
+        self.epoch_cache_mut()
+            .maybe_assign(leader_epoch, start_offset)
     }
 
     /// Removes every record at or after `offset` (and the batch holding `offset`, if it

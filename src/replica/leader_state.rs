@@ -67,6 +67,21 @@ impl LeaderState {
         }
     }
 
+    /// Takes new replicas and ISR from the controller at the same epoch: followers that
+    /// stay keep what is known of them, new ones start unknown.
+    pub fn update_replicas(&mut self, replicas: Vec<i32>, isr: Vec<i32>, now_ms: i64) {
+        let local_id = self.local_id;
+        self.remotes.retain(|r, _| replicas.contains(r));
+        for replica in replicas.iter().filter(|r| **r != local_id) {
+            self.remotes
+                .entry(*replica)
+                .or_insert_with(|| RemoteReplica::new(now_ms));
+        }
+        self.replicas = replicas;
+        self.isr = isr;
+        self.pending_isr = None;
+    }
+
     /// The ISR the high watermark must respect: the committed ISR and any pending change.
     pub fn maximal_isr(&self) -> Vec<i32> {
         let mut isr = self.isr.clone();
@@ -89,7 +104,13 @@ impl LeaderState {
 
     /// Records a follower's fetch at `fetch_offset` (its log end offset); returns whether
     /// the follower is known.
-    pub fn record_fetch(&mut self, replica: i32, fetch_offset: i64, leader_leo: i64, now_ms: i64) -> bool {
+    pub fn record_fetch(
+        &mut self,
+        replica: i32,
+        fetch_offset: i64,
+        leader_leo: i64,
+        now_ms: i64,
+    ) -> bool {
         let Some(remote) = self.remotes.get_mut(&replica) else {
             return false;
         };
@@ -111,7 +132,10 @@ impl LeaderState {
             .iter()
             .map(|r| match *r == self.local_id {
                 true => leader_leo,
-                false => self.remotes.get(r).map_or(-1, |remote| remote.log_end_offset),
+                false => self
+                    .remotes
+                    .get(r)
+                    .map_or(-1, |remote| remote.log_end_offset),
             })
             .min()
             .unwrap_or(leader_leo)
@@ -152,7 +176,10 @@ impl LeaderState {
 
     /// Checks the invariants (debug builds).
     pub fn check_invariants(&self) {
-        debug_assert!(self.isr.contains(&self.local_id), "the leader is in the ISR");
+        debug_assert!(
+            self.isr.contains(&self.local_id),
+            "the leader is in the ISR"
+        );
         for r in &self.isr {
             debug_assert!(self.replicas.contains(r), "ISR within the replicas");
         }
@@ -170,12 +197,20 @@ mod tests {
     #[test]
     fn the_high_watermark_is_the_least_log_end_offset_in_the_isr() {
         let mut state = three();
-        assert_eq!(state.high_watermark_bound(10), -1, "followers not heard from yet");
+        assert_eq!(
+            state.high_watermark_bound(10),
+            -1,
+            "followers not heard from yet"
+        );
         state.record_fetch(2, 7, 10, 1);
         state.record_fetch(3, 10, 10, 1);
         assert_eq!(state.high_watermark_bound(10), 7);
         state.isr = vec![1, 3];
-        assert_eq!(state.high_watermark_bound(10), 10, "a replica out of the ISR does not hold it back");
+        assert_eq!(
+            state.high_watermark_bound(10),
+            10,
+            "a replica out of the ISR does not hold it back"
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use dashmap::DashMap;
 
 use super::checkpoints;
 use super::error::ReplicaError;
-use super::partition::{Partition, TopicPartition};
+use super::partition::{IsrChange, Partition, TopicPartition};
 use crate::config::{topic, BrokerConfig};
 use crate::controller::base64url;
 use crate::log::checkpoint::write_atomically;
@@ -35,6 +35,9 @@ pub struct ReplicaManager {
     /// Read from the checkpoint files at start, consumed as partitions are opened.
     recovery_points: HashMap<TopicPartition, i64>,
     log_start_offsets: HashMap<TopicPartition, i64>,
+    /// High watermarks from `replication-offset-checkpoint` at start: a follower starts
+    /// from its checkpointed high watermark (a leader recomputes its own).
+    high_watermarks: HashMap<TopicPartition, i64>,
 }
 
 /// The log configuration of a topic: broker defaults overridden by topic configs.
@@ -78,12 +81,15 @@ impl ReplicaManager {
             checkpoints::read_offsets(&dir.join(checkpoints::RECOVERY_POINT_FILE))?;
         let log_start_offsets =
             checkpoints::read_offsets(&dir.join(checkpoints::LOG_START_OFFSET_FILE))?;
+        let high_watermarks =
+            checkpoints::read_offsets(&dir.join(checkpoints::HIGH_WATERMARK_FILE))?;
         Ok(ReplicaManager {
             config,
             partitions: DashMap::new(),
             clean_start,
             recovery_points,
             log_start_offsets,
+            high_watermarks,
         })
     }
 
@@ -131,6 +137,17 @@ impl ReplicaManager {
             }
         }
         self.open_partitions(&missing)
+    }
+
+    /// Sends ISR changes the leaders here proposed to the controller. Until the metadata
+    /// quorum exists this broker is its own controller: the change is recorded at once.
+    pub fn propose_isr_changes(&self, changes: &[IsrChange]) {
+        for change in changes {
+            tracing::info!(partition = %change.topic_partition, isr = ?change.isr, "ISR changed");
+            if let Some(partition) = self.partitions.get(&change.topic_partition) {
+                partition.complete_isr_change(Some(change.isr.clone()), change.partition_epoch + 1);
+            }
+        }
     }
 
     /// Opens logs on as many threads as there are cores (recovery is CPU and I/O bound;
@@ -190,9 +207,19 @@ impl ReplicaManager {
             let text = format!("version: 0\ntopic_id: {}\n", base64url(image.topic_id));
             write_atomically(&metadata_path, text.as_bytes()).map_err(wrap)?;
         }
+        let high_watermark = self.high_watermarks.get(tp).copied();
         let partition = Partition::new(tp.clone(), image.topic_id, image.leader_epoch, log);
+        partition.restore_high_watermark(high_watermark);
         let node = self.config.node_id;
-        partition.make_leader(node, image.leader_epoch, 0, vec![node], vec![node])?;
+        let leader = image
+            .replicas
+            .get(tp.partition as usize)
+            .copied()
+            .unwrap_or(node);
+        match leader == node {
+            true => partition.make_leader(node, image.leader_epoch, 0, vec![node], vec![node])?,
+            false => partition.make_follower(leader, image.leader_epoch, 0)?,
+        }
         Ok(partition)
     }
 

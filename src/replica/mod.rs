@@ -3,6 +3,7 @@
 
 pub mod checkpoints;
 pub mod error;
+pub mod fetcher;
 pub mod leader_state;
 pub mod manager;
 pub mod partition;

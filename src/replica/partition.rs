@@ -76,6 +76,9 @@ pub struct Partition {
     high_watermark: watch::Sender<i64>,
     /// Publishes the log end offset; follower fetches parked on this partition watch it.
     log_end_offset: watch::Sender<i64>,
+    /// Test-only: follow the pre-KIP-101 rule (truncate to the high watermark on becoming
+    /// follower, fetch without epochs), to show what the leader-epoch rule prevents.
+    truncate_to_high_watermark: std::sync::atomic::AtomicBool,
 }
 
 impl Partition {
@@ -102,7 +105,29 @@ impl Partition {
             log: RwLock::new(log),
             high_watermark,
             log_end_offset,
+            truncate_to_high_watermark: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Sets the high watermark read from the checkpoint at start, within [log start, log
+    /// end]; without one it starts at the log start offset, as in Kafka.
+    pub fn restore_high_watermark(&self, checkpointed: Option<i64>) {
+        let log = self.log();
+        let (start, end) = (log.log_start_offset(), log.log_end_offset());
+        drop(log);
+        self.set_follower_high_watermark(checkpointed.unwrap_or(start).clamp(start, end));
+    }
+
+    /// Test-only: switches this partition to the pre-KIP-101 truncation rule.
+    pub fn set_truncate_to_high_watermark(&self, on: bool) {
+        self.truncate_to_high_watermark
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the pre-KIP-101 truncation rule is on (tests only).
+    pub fn truncates_to_high_watermark(&self) -> bool {
+        self.truncate_to_high_watermark
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The role and epochs (never held across an await).
@@ -207,10 +232,16 @@ impl Partition {
     /// Appends a producer's batch as leader, then moves the high watermark as far as the
     /// ISR allows (at once when the leader is the only member).
     pub fn append_as_leader(&self, records: &[u8]) -> Result<AppendInfo, ReplicaError> {
-        let leader_epoch = match &self.state().role {
-            Role::Leader(_) => self.leader_epoch(),
-            Role::Follower { leader } => return Err(self.not_leader(*leader)),
+        let state = self.state();
+        let leader_epoch = match &state.role {
+            Role::Leader(_) => state.leader_epoch,
+            Role::Follower { leader } => {
+                let leader = *leader;
+                drop(state);
+                return Err(self.not_leader(leader));
+            }
         };
+        drop(state);
         let mut log = self.log_mut();
         let info = log
             .append_as_leader(records, leader_epoch)

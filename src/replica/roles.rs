@@ -34,12 +34,6 @@ pub enum FollowerFetchResult {
     Diverging { epoch: i32, end_offset: i64 },
 }
 
-/// Whether a follower truncates to its high watermark when it starts following (Kafka's
-/// rule before KIP-101). Only tests turn it on, to show that the seed scenarios then lose
-/// acknowledged records or diverge.
-pub static TRUNCATE_TO_HIGH_WATERMARK: std::sync::atomic::AtomicBool =
-    std::sync::atomic::AtomicBool::new(false);
-
 impl Partition {
     /// Becomes leader at `leader_epoch`: the epoch starts at the log end offset, followers
     /// start unknown. A repeated call for the same epoch only refreshes replicas and ISR.
@@ -55,9 +49,7 @@ impl Partition {
         let same_epoch = state.leader_epoch == leader_epoch;
         if let Role::Leader(leader) = &mut state.role {
             if same_epoch {
-                leader.replicas = replicas;
-                leader.isr = isr;
-                leader.pending_isr = None;
+                leader.update_replicas(replicas, isr, crate::log::segment::now_ms());
                 state.partition_epoch = partition_epoch;
                 drop(state);
                 self.maybe_increment_high_watermark();
@@ -66,8 +58,15 @@ impl Partition {
         }
         let mut log = self.log_mut_for_roles();
         let start = log.log_end_offset();
-        log.assign_leader_epoch(leader_epoch, start)
-            .map_err(|e| self.log_error(e))?;
+        let latest = log.epoch_cache().latest_epoch().unwrap_or(-1);
+        if leader_epoch >= latest {
+            log.assign_leader_epoch(leader_epoch, start)
+                .map_err(|e| self.log_error(e))?;
+        } else {
+            // Only a single node's default image (epoch 0) can be older than the log.
+            tracing::warn!(partition = %self.topic_partition, leader_epoch, latest,
+                "leader epoch older than the log's latest: not recorded");
+        }
         drop(log);
         let now = crate::log::segment::now_ms();
         *state = ReplicaState {
@@ -84,7 +83,12 @@ impl Partition {
     /// Becomes a follower of `leader` at `leader_epoch`. The log is not truncated here: the
     /// fetcher finds the diverging point with the leader (never the high watermark), unless
     /// the test-only pre-KIP-101 switch is on.
-    pub fn make_follower(&self, leader: i32, leader_epoch: i32, partition_epoch: i32) -> Result<(), ReplicaError> {
+    pub fn make_follower(
+        &self,
+        leader: i32,
+        leader_epoch: i32,
+        partition_epoch: i32,
+    ) -> Result<(), ReplicaError> {
         let mut state = self.state();
         let unchanged = state.leader_epoch == leader_epoch
             && matches!(state.role, Role::Follower { leader: l } if l == leader);
@@ -94,12 +98,11 @@ impl Partition {
             role: Role::Follower { leader },
         };
         drop(state);
-        if unchanged {
-            return Ok(());
-        }
-        tracing::info!(partition = %self.topic_partition, leader, leader_epoch, "became follower");
-        if TRUNCATE_TO_HIGH_WATERMARK.load(std::sync::atomic::Ordering::Relaxed) {
+        if self.truncates_to_high_watermark() {
             self.truncate_to(self.high_watermark())?;
+        }
+        if !unchanged {
+            tracing::info!(partition = %self.topic_partition, leader, leader_epoch, "became follower");
         }
         Ok(())
     }
@@ -127,10 +130,16 @@ impl Partition {
         log.check_offset(request.fetch_offset)
             .map_err(|e| self.log_error(e))?;
         let records = log
-            .read(request.fetch_offset, log_end_offset, request.max_bytes, true)
+            .read(
+                request.fetch_offset,
+                log_end_offset,
+                request.max_bytes,
+                true,
+            )
             .map_err(|e| self.log_error(e))?;
         drop(log);
-        let change = self.record_follower(request.replica_id, request.fetch_offset, log_end_offset)?;
+        let change =
+            self.record_follower(request.replica_id, request.fetch_offset, log_end_offset)?;
         let result = FollowerFetchResult::Records {
             records,
             high_watermark: self.high_watermark(),
@@ -140,7 +149,12 @@ impl Partition {
         Ok((result, change))
     }
 
-    fn record_follower(&self, replica: i32, fetch_offset: i64, leo: i64) -> Result<Option<IsrChange>, ReplicaError> {
+    fn record_follower(
+        &self,
+        replica: i32,
+        fetch_offset: i64,
+        leo: i64,
+    ) -> Result<Option<IsrChange>, ReplicaError> {
         let now = crate::log::segment::now_ms();
         let mut state = self.state();
         let (leader_epoch, partition_epoch) = (state.leader_epoch, state.partition_epoch);
@@ -151,15 +165,17 @@ impl Partition {
             return Err(self.not_leader(leader.local_id));
         }
         let high_watermark = self.high_watermark();
-        let change = leader.expansion_candidate(replica, high_watermark).map(|isr| {
-            leader.pending_isr = Some(isr.clone());
-            IsrChange {
-                topic_partition: self.topic_partition.clone(),
-                leader_epoch,
-                partition_epoch,
-                isr,
-            }
-        });
+        let change = leader
+            .expansion_candidate(replica, high_watermark)
+            .map(|isr| {
+                leader.pending_isr = Some(isr.clone());
+                IsrChange {
+                    topic_partition: self.topic_partition.clone(),
+                    leader_epoch,
+                    partition_epoch,
+                    isr,
+                }
+            });
         drop(state);
         self.maybe_increment_high_watermark();
         Ok(change)
@@ -216,7 +232,8 @@ impl Partition {
         leader_log_start_offset: i64,
     ) -> Result<(), ReplicaError> {
         let mut log = self.log_mut_for_roles();
-        log.append_as_follower(records).map_err(|e| self.log_error(e))?;
+        log.append_as_follower(records)
+            .map_err(|e| self.log_error(e))?;
         let log_end_offset = log.log_end_offset();
         drop(log);
         self.publish_log_end_offset(log_end_offset);
@@ -243,9 +260,14 @@ impl Partition {
         Ok(truncated)
     }
 
-    /// The epoch of the last batch and the log end offset (for the follower's fetch).
+    /// The epoch of the last batch and the log end offset (for the follower's fetch; no
+    /// epoch under the test-only pre-KIP-101 rule).
     pub fn last_fetched_epoch(&self) -> (i32, i64) {
         let log = self.log();
-        (log.epoch_cache().latest_epoch().unwrap_or(-1), log.log_end_offset())
+        let epoch = match self.truncates_to_high_watermark() {
+            true => -1,
+            false => log.epoch_cache().latest_epoch().unwrap_or(-1),
+        };
+        (epoch, log.log_end_offset())
     }
 }

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod groups;
+pub mod sim;
 
 use std::net::SocketAddr;
 use std::path::Path;
