@@ -391,3 +391,29 @@ async fn the_range_assignor_is_used_when_members_ask_for_it() {
         "range"
     );
 }
+
+#[tokio::test]
+async fn members_rejoin_after_a_restart_and_offsets_survive() {
+    // Goal: membership is not persisted, so after a restart a member's heartbeat gets
+    // UNKNOWN_MEMBER_ID (Java consumers rejoin on it), its rejoin works, and the offsets it
+    // committed are still there. Method: commit, stop, start on the same directory.
+    let broker = start().await;
+    let mut client = setup(&broker, "g-restart", 2).await;
+    let mut a = Member::new("g-restart");
+    a.join(&mut client, &[TOPIC]).await;
+    settle(&mut client, &mut [&mut a]).await;
+    assert_eq!(
+        commit(&mut client, "g-restart", &a.member_id, a.epoch, TOPIC, 9).await,
+        0
+    );
+    let dir = broker.stop().await;
+    let broker = TestBroker::start_in(dir, &[("group.initial.rebalance.delay.ms", "0")]).await;
+    let mut client = broker.client().await;
+    find_coordinator(&mut client, "g-restart").await;
+    let unknown = a.beat(&mut client).await;
+    assert_eq!(unknown.error_code, ResponseError::UnknownMemberId.code());
+    a.join(&mut client, &[TOPIC]).await;
+    settle(&mut client, &mut [&mut a]).await;
+    assert_eq!(a.count(), 2);
+    assert_eq!(committed(&mut client, "g-restart", TOPIC).await, 9);
+}

@@ -480,9 +480,146 @@ fn preferred_assignor(group: &ConsumerGroup, config: &GroupConfig) -> String {
 
 fn is_subset(owned: &Assignment, assigned: &Assignment) -> bool {
     owned.iter().all(|(topic, partitions)| {
-        partitions.is_empty()
-            || assigned
-                .get(topic)
-                .is_some_and(|mine| partitions.is_subset(mine))
+        assigned
+            .get(topic)
+            .is_some_and(|mine| partitions.is_subset(mine))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::config::{BrokerConfig, ConfigMap};
+    use crate::metadata::TopicImage;
+
+    fn config() -> GroupConfig {
+        let mut map = ConfigMap::new();
+        map.insert("log.dirs".into(), "/nonexistent".into());
+        map.insert("listeners".into(), "127.0.0.1:0".into());
+        let broker = BrokerConfig::from_map(map).expect("config");
+        GroupConfig::from_broker(&broker).expect("group config")
+    }
+
+    fn image(partitions: i32) -> MetadataImage {
+        let topic = TopicImage {
+            name: "t".into(),
+            topic_id: Uuid::from_u128(1),
+            partitions,
+            replicas: vec![1; partitions as usize],
+            leader_epoch: 0,
+            configs: ConfigMap::new(),
+        };
+        let mut image = MetadataImage::default();
+        image.topics.insert("t".into(), Arc::new(topic));
+        image
+    }
+
+    fn join(member_id: &str) -> ConsumerHeartbeat {
+        ConsumerHeartbeat {
+            version: 1,
+            member_id: member_id.into(),
+            member_epoch: 0,
+            instance_id: None,
+            rack_id: None,
+            rebalance_timeout_ms: 1000,
+            subscribed_topic_names: Some(vec!["t".into()]),
+            subscribed_topic_regex: None,
+            server_assignor: None,
+            owned: Some(Assignment::new()),
+            client_id: "c".into(),
+            client_host: "/127.0.0.1".into(),
+        }
+    }
+
+    fn beat(
+        member_id: &str,
+        answer: &ConsumerHeartbeatResponse,
+        owned: &Assignment,
+    ) -> ConsumerHeartbeat {
+        ConsumerHeartbeat {
+            member_epoch: answer.member_epoch,
+            rebalance_timeout_ms: -1,
+            subscribed_topic_names: None,
+            owned: Some(owned.clone()),
+            ..join(member_id)
+        }
+    }
+
+    #[test]
+    fn states_follow_the_group_through_a_rebalance() {
+        // Goal: Kafka's consumer group states: Empty, Stable, Reconciling while a member
+        // still revokes, Assigning after a member left and before the next heartbeat.
+        // Method: drive two members by hand and read the state after each step.
+        let (config, image, now) = (config(), image(4), Instant::now());
+        let mut group = ConsumerGroup::new("g", assignor::UNIFORM);
+        assert_eq!(group.state_name(), "Empty");
+        let a = group
+            .heartbeat(join("a"), &image, &config, now)
+            .expect("a joins");
+        assert_eq!(group.state_name(), "Stable");
+        let a_owned = a.assignment.clone().expect("assignment");
+        group
+            .heartbeat(join("b"), &image, &config, now)
+            .expect("b joins");
+        assert_eq!(group.state_name(), "Reconciling");
+        let a = group
+            .heartbeat(beat("a", &a, &a_owned), &image, &config, now)
+            .expect("a");
+        assert_eq!(a.member_epoch, 1, "a revokes at its epoch");
+        let a_kept = a.assignment.clone().expect("a is told what it keeps");
+        let a = group
+            .heartbeat(beat("a", &a, &a_kept), &image, &config, now)
+            .expect("a");
+        assert_eq!(a.member_epoch, 2);
+        assert_eq!(
+            group.state_name(),
+            "Reconciling",
+            "b has not taken its share yet"
+        );
+        let b_now = group.members["b"].assignment.clone();
+        let b_answer = ConsumerHeartbeatResponse {
+            member_id: "b".into(),
+            member_epoch: b_now.member_epoch,
+            heartbeat_interval_ms: 0,
+            assignment: None,
+        };
+        group
+            .heartbeat(beat("b", &b_answer, &b_now.assigned), &image, &config, now)
+            .expect("b");
+        assert_eq!(group.state_name(), "Stable");
+        group.fence("b");
+        assert_eq!(group.state_name(), "Assigning");
+        assert!(group.target.get("b").is_none());
+    }
+
+    #[test]
+    fn timers_fence_silent_and_slow_members() {
+        // Goal: the session timeout removes a silent member and the rebalance timeout a
+        // member that does not revoke. Method: tick past each deadline.
+        let (config, image, now) = (config(), image(4), Instant::now());
+        let mut group = ConsumerGroup::new("g", assignor::UNIFORM);
+        let a = group
+            .heartbeat(join("a"), &image, &config, now)
+            .expect("a joins");
+        let owned = a.assignment.clone().expect("assignment");
+        group
+            .heartbeat(join("b"), &image, &config, now)
+            .expect("b joins");
+        group
+            .heartbeat(beat("a", &a, &owned), &image, &config, now)
+            .expect("a revokes");
+        let revoke_by = group.members["a"]
+            .rebalance_deadline
+            .expect("rebalance deadline");
+        group.tick(revoke_by);
+        assert!(
+            !group.members.contains_key("a"),
+            "a kept its partitions too long"
+        );
+        let session = Duration::from_millis(config.consumer_session_timeout_ms as u64);
+        group.tick(now + session);
+        assert!(group.is_empty(), "b never heartbeat again");
+    }
 }
