@@ -591,7 +591,7 @@ mod tests {
         assert_eq!(group.state_name(), "Stable");
         group.fence("b");
         assert_eq!(group.state_name(), "Assigning");
-        assert!(group.target.get("b").is_none());
+        assert!(!group.target.contains_key("b"));
     }
 
     #[test]
