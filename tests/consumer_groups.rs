@@ -85,8 +85,8 @@ async fn the_remaining_member_gets_everything_when_the_other_leaves() {
 #[tokio::test]
 async fn commits_are_checked_against_the_member_epoch() {
     // Goal: Kafka's OffsetCommit rule for consumer groups: a member commits at its current
-    // epoch only (STALE_MEMBER_EPOCH otherwise), unknown members and outsiders are refused
-    // while the group has members. Method: commit at old and current epochs.
+    // epoch only (STALE_MEMBER_EPOCH otherwise) and with v9+, unknown members and outsiders
+    // are refused while the group has members. Method: commit at old and current epochs.
     let broker = start().await;
     let mut client = setup(&broker, "g-commit", 6).await;
     let mut a = Member::new("g-commit");
@@ -104,6 +104,24 @@ async fn commits_are_checked_against_the_member_epoch() {
         0
     );
     assert_eq!(committed(&mut client, "g-commit", TOPIC).await, 5);
+    let old_version = OffsetCommitRequest::default()
+        .with_group_id(gid("g-commit"))
+        .with_member_id(s(&a.member_id))
+        .with_generation_id_or_member_epoch(a.epoch)
+        .with_topics(vec![
+            offset_commit_request::OffsetCommitRequestTopic::default()
+                .with_name(name(TOPIC))
+                .with_partitions(vec![
+                    offset_commit_request::OffsetCommitRequestPartition::default()
+                        .with_committed_offset(6),
+                ]),
+        ]);
+    let v8 = client.call(&old_version, 8).await.topics[0].partitions[0].error_code;
+    assert_eq!(
+        v8,
+        ResponseError::UnsupportedVersion.code(),
+        "members commit with v9+"
+    );
     let unknown = commit(&mut client, "g-commit", "nobody", a.epoch, TOPIC, 6).await;
     assert_eq!(unknown, ResponseError::UnknownMemberId.code());
     let outsider = commit(&mut client, "g-commit", "", -1, TOPIC, 6).await;

@@ -116,6 +116,7 @@ pub async fn offset_commit(broker: &Broker, request: &Request) -> Result<Outcome
         member_id: body.member_id.to_string(),
         group_instance_id: body.group_instance_id.as_ref().map(|i| i.to_string()),
         generation_id: body.generation_id_or_member_epoch,
+        api_version: request.version(),
     };
     let wanted = commits
         .iter()

@@ -25,6 +25,8 @@ pub struct Committer {
     pub group_instance_id: Option<String>,
     /// The classic generation, or the KIP-848 member epoch.
     pub generation_id: i32,
+    /// The OffsetCommit version: KIP-848 members must use v9+.
+    pub api_version: i16,
 }
 
 /// Per-partition results, in request order.
@@ -48,8 +50,11 @@ impl GroupCoordinator {
                     committer.group_instance_id.as_deref(),
                     committer.generation_id,
                 )?,
-                Membership::Consumer(consumer) => consumer
-                    .validate_offset_commit(&committer.member_id, committer.generation_id)?,
+                Membership::Consumer(consumer) => consumer.validate_offset_commit(
+                    &committer.member_id,
+                    committer.generation_id,
+                    committer.api_version,
+                )?,
             }
             let mut results = Vec::with_capacity(commits.len());
             let mut records = Vec::new();

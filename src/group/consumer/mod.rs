@@ -30,6 +30,9 @@ use crate::metadata::MetadataImage;
 
 pub use heartbeat::{validate_heartbeat, ConsumerHeartbeat, ConsumerHeartbeatResponse};
 
+/// OffsetCommit carries member epochs from v9 (KIP-848); members must commit with it.
+const OFFSET_COMMIT_MEMBER_EPOCH_VERSION: i16 = 9;
+
 /// Member epoch of a member leaving the group.
 pub const LEAVE_GROUP_MEMBER_EPOCH: i32 = -1;
 /// Member epoch of a static member leaving for a while (it keeps its partitions).
@@ -181,10 +184,23 @@ impl ConsumerGroup {
     }
 
     /// Checks an OffsetCommit as Kafka's ConsumerGroup does: outside the group (epoch < 0)
-    /// only while it is empty; a member only at its current epoch.
-    pub fn validate_offset_commit(&self, member_id: &str, epoch: i32) -> Result<(), GroupError> {
+    /// only while it is empty; a member only at its current epoch, with OffsetCommit v9+.
+    pub fn validate_offset_commit(
+        &self,
+        member_id: &str,
+        epoch: i32,
+        api_version: i16,
+    ) -> Result<(), GroupError> {
         if epoch < 0 && self.members.is_empty() {
             return Ok(());
+        }
+        if self.members.contains_key(member_id) && api_version < OFFSET_COMMIT_MEMBER_EPOCH_VERSION
+        {
+            return Err(GroupError::UnsupportedCommitVersion {
+                group: self.id.clone(),
+                member: member_id.to_string(),
+                version: api_version,
+            });
         }
         self.validate_member_epoch(member_id, epoch)
     }
