@@ -247,8 +247,8 @@ async fn refused(client: &mut Client, request: ConsumerGroupHeartbeatRequest, ve
 
 #[tokio::test]
 async fn invalid_heartbeats_are_refused_with_kafkas_codes() {
-    // Goal: the request checks of Kafka's coordinator: missing join fields, regex
-    // subscriptions (not implemented), an unknown assignor, an empty member id at v1, an
+    // Goal: the request checks of Kafka's coordinator: missing join fields, a regular
+    // expression that does not compile, an unknown assignor, an empty member id at v1, an
     // unknown member, an epoch from the future. Method: one bad request each.
     let broker = start().await;
     let mut client = setup(&broker, "g-bad", 2).await;
@@ -260,8 +260,9 @@ async fn invalid_heartbeats_are_refused_with_kafkas_codes() {
     assert_eq!(refused(&mut client, no_timeout, 1).await, invalid);
     let owning = join().with_topic_partitions(None);
     assert_eq!(refused(&mut client, owning, 1).await, invalid);
-    let regex = join().with_subscribed_topic_regex(Some(s("ord.*")));
-    assert_eq!(refused(&mut client, regex, 1).await, invalid);
+    let regex = join().with_subscribed_topic_regex(Some(s("ord(")));
+    let bad_regex = ResponseError::InvalidRegularExpression.code();
+    assert_eq!(refused(&mut client, regex, 1).await, bad_regex);
     let no_id = join().with_member_id(s(""));
     assert_eq!(refused(&mut client, no_id, 1).await, invalid);
     let assignor = join().with_server_assignor(Some(s("sticky")));
@@ -392,7 +393,7 @@ async fn the_range_assignor_is_used_when_members_ask_for_it() {
             .with_server_assignor(Some(s("range")));
         let response = client.call(&request, 1).await;
         assert_eq!(response.error_code, 0);
-        member.epoch = response.member_epoch;
+        member.apply(&response);
     }
     let [a, b] = &mut members;
     settle(&mut client, &mut [a, b]).await;
@@ -434,4 +435,30 @@ async fn members_rejoin_after_a_restart_and_offsets_survive() {
     settle(&mut client, &mut [&mut a]).await;
     assert_eq!(a.count(), 2);
     assert_eq!(committed(&mut client, "g-restart", TOPIC).await, 9);
+}
+
+#[tokio::test]
+async fn a_regex_subscription_follows_the_topics_it_matches() {
+    // Goal: a member subscribed by regular expression gets the partitions of every topic
+    // whose whole name matches, including topics created later. Method: subscribe to
+    // "orders.*" with "orders" (6) and "other" present, then create "orders-eu" (2).
+    let broker = start().await;
+    let mut client = setup(&broker, "g-regex", 6).await;
+    assert_eq!(create_topic(&mut client, "other", 3).await, 0);
+    let mut a = Member::new("g-regex");
+    let request = heartbeat_join("g-regex", &a.member_id, &[])
+        .with_subscribed_topic_names(None)
+        .with_subscribed_topic_regex(Some(s("orders.*")));
+    let joined = client.call(&request, 1).await;
+    assert_eq!(joined.error_code, 0, "{:?}", joined.error_message);
+    a.apply(&joined);
+    settle(&mut client, &mut [&mut a]).await;
+    assert_eq!(a.count(), 6);
+    assert_eq!(create_topic(&mut client, "orders-eu", 2).await, 0);
+    settle(&mut client, &mut [&mut a]).await;
+    assert_eq!(a.count(), 8);
+    assert_eq!(a.owned.len(), 2, "orders and orders-eu, not other");
+    let described = describe(&mut client, "g-regex").await;
+    let regex = described.members[0].subscribed_topic_regex.clone();
+    assert_eq!(regex.as_ref().map(|r| r.as_str()), Some("orders.*"));
 }

@@ -122,6 +122,7 @@ fn described_member(member: DescribedConsumerMember, version: i16) -> describe::
                 .map(|t| topic_name(t))
                 .collect(),
         )
+        .with_subscribed_topic_regex(member.subscribed_topic_regex.as_deref().map(str_bytes))
         .with_assignment(described_assignment(member.assignment))
         .with_target_assignment(described_assignment(member.target_assignment));
     match version >= 1 {

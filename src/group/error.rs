@@ -81,6 +81,12 @@ pub enum GroupError {
         member: String,
         version: i16,
     },
+    #[error("group {group}: regular expression {pattern:?} is not valid: {reason}")]
+    InvalidRegularExpression {
+        group: String,
+        pattern: String,
+        reason: String,
+    },
     #[error("group {group}: assignor {assignor:?} is not supported")]
     UnsupportedAssignor { group: String, assignor: String },
     #[error("group {group}: {reason}")]

@@ -107,7 +107,8 @@ impl Member {
         client.call(&request, 1).await
     }
 
-    fn apply(&mut self, response: &Beat) {
+    /// Takes the epoch and assignment of an answer.
+    pub fn apply(&mut self, response: &Beat) {
         self.epoch = response.member_epoch;
         if let Some(assignment) = &response.assignment {
             self.owned = assignment

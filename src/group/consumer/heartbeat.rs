@@ -10,6 +10,7 @@ use uuid::Uuid;
 
 use super::assignor::{self, Assignment, AssignorMember, TopicMetadata};
 use super::reconcile::{self, MemberState, Target};
+use super::topic_regex;
 use super::LEAVE_GROUP_STATIC_MEMBER_EPOCH;
 use super::{ConsumerGroup, ConsumerMember, LEAVE_GROUP_MEMBER_EPOCH};
 use crate::group::error::GroupError;
@@ -48,8 +49,7 @@ pub struct ConsumerHeartbeatResponse {
 }
 
 /// Checks a heartbeat's fields before the group sees it (Kafka's
-/// throwIfConsumerGroupHeartbeatRequestIsInvalid). Subscriptions by regular expression are
-/// not implemented and refused as invalid.
+/// throwIfConsumerGroupHeartbeatRequestIsInvalid); a regular expression must compile.
 pub fn validate_heartbeat(
     group: &str,
     request: &ConsumerHeartbeat,
@@ -74,8 +74,14 @@ pub fn validate_heartbeat(
     if request.rack_id.as_deref() == Some("") {
         return invalid("RackId can't be empty.");
     }
-    if request.subscribed_topic_regex.is_some() {
-        return invalid("SubscribedTopicRegex is not supported by this broker.");
+    if let Some(pattern) = &request.subscribed_topic_regex {
+        if let Err(reason) = topic_regex::compile(pattern) {
+            return Err(GroupError::InvalidRegularExpression {
+                group: group.to_string(),
+                pattern: pattern.clone(),
+                reason,
+            });
+        }
     }
     if epoch == 0 {
         if request.rebalance_timeout_ms == -1 {
@@ -84,8 +90,12 @@ pub fn validate_heartbeat(
         if request.owned.as_ref().is_none_or(|owned| !owned.is_empty()) {
             return invalid("TopicPartitions must be empty when (re-)joining.");
         }
-        if request.subscribed_topic_names.is_none() {
-            return invalid("SubscribedTopicNames must be non-null when (re-)joining.");
+        let unsubscribed =
+            request.subscribed_topic_names.is_none() && request.subscribed_topic_regex.is_none();
+        if unsubscribed {
+            return invalid(
+                "SubscribedTopicNames or SubscribedTopicRegex must be set when (re-)joining.",
+            );
         }
     } else if epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH && request.instance_id.is_none() {
         return invalid("InstanceId can't be null.");
@@ -126,12 +136,18 @@ impl ConsumerGroup {
         }
         let old = self.member_for(&request, &member_id, now)?;
         let member = updated_member(&old, &request);
-        let mut bump = member.subscribed_topic_names != old.subscribed_topic_names;
+        let mut bump = member.subscribed_topic_names != old.subscribed_topic_names
+            || member.subscribed_topic_regex != old.subscribed_topic_regex;
         if let Some(instance) = &member.instance_id {
             self.static_members
                 .insert(instance.clone(), member_id.clone());
         }
         self.members.insert(member_id.clone(), member);
+        let regexes = self
+            .members
+            .values()
+            .filter_map(|m| m.subscribed_topic_regex.as_ref());
+        self.resolved_regexes = topic_regex::resolve(regexes, image);
         let metadata = subscription_metadata(self, image);
         if metadata != self.subscription_metadata {
             self.subscription_metadata = metadata;
@@ -153,7 +169,8 @@ impl ConsumerGroup {
         member.session_deadline = now + session;
         let is_full_request = request.member_epoch == 0
             || (request.rebalance_timeout_ms != -1
-                && request.subscribed_topic_names.is_some()
+                && (request.subscribed_topic_names.is_some()
+                    || request.subscribed_topic_regex.is_some())
                 && request.owned.is_some());
         let changed = member.assignment.assigned != old.assignment.assigned;
         let response = ConsumerHeartbeatResponse {
@@ -278,12 +295,16 @@ impl ConsumerGroup {
     /// assignor (the one most of them name, else the configured default).
     fn compute_target(&mut self, config: &GroupConfig) {
         let name = preferred_assignor(self, config);
-        let members: Vec<AssignorMember<'_>> = self
+        let subscriptions: Vec<(&String, BTreeSet<String>)> = self
             .members
             .values()
-            .map(|m| AssignorMember {
-                member_id: &m.member_id,
-                subscribed: &m.subscribed_topic_names,
+            .map(|m| (&m.member_id, self.member_topics(m)))
+            .collect();
+        let members: Vec<AssignorMember<'_>> = subscriptions
+            .iter()
+            .map(|(member_id, topics)| AssignorMember {
+                member_id,
+                subscribed: topics,
             })
             .collect();
         let target = assignor::assign(&name, &members, &self.subscription_metadata, &self.target);
@@ -433,6 +454,9 @@ fn updated_member(old: &ConsumerMember, request: &ConsumerHeartbeat) -> Consumer
     }
     if let Some(names) = &request.subscribed_topic_names {
         member.subscribed_topic_names = names.iter().cloned().collect();
+    }
+    if let Some(regex) = &request.subscribed_topic_regex {
+        member.subscribed_topic_regex = Some(regex.clone()).filter(|r| !r.is_empty());
     }
     member.client_id = request.client_id.clone();
     member.client_host = request.client_host.clone();

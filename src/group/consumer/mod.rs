@@ -17,6 +17,7 @@ pub mod assignor;
 mod coordinator;
 mod heartbeat;
 pub mod reconcile;
+mod topic_regex;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -48,6 +49,7 @@ pub struct ConsumerMember {
     pub client_host: String,
     pub rebalance_timeout_ms: i32,
     pub subscribed_topic_names: BTreeSet<String>,
+    pub subscribed_topic_regex: Option<String>,
     pub server_assignor: Option<String>,
     pub assignment: AssignmentState,
     /// When the member is removed unless it heartbeats before.
@@ -66,6 +68,7 @@ impl ConsumerMember {
             client_host: String::new(),
             rebalance_timeout_ms: 0,
             subscribed_topic_names: BTreeSet::new(),
+            subscribed_topic_regex: None,
             server_assignor: None,
             assignment: AssignmentState::joining(),
             session_deadline: now,
@@ -95,6 +98,8 @@ pub struct ConsumerGroup {
     pub target: TargetAssignment,
     /// The subscribed topics that exist, with their ids and partition counts.
     pub subscription_metadata: BTreeMap<String, TopicMetadata>,
+    /// The topics each member's regular expression matched at the last heartbeat.
+    pub resolved_regexes: BTreeMap<String, BTreeSet<String>>,
     /// The assignor the last target assignment used.
     pub assignor_name: String,
 }
@@ -109,6 +114,7 @@ pub struct DescribedConsumerMember {
     pub client_id: String,
     pub client_host: String,
     pub subscribed_topic_names: Vec<String>,
+    pub subscribed_topic_regex: Option<String>,
     pub assignment: Vec<(Uuid, String, Vec<i32>)>,
     pub target_assignment: Vec<(Uuid, String, Vec<i32>)>,
 }
@@ -134,6 +140,7 @@ impl ConsumerGroup {
             static_members: HashMap::new(),
             target: TargetAssignment::new(),
             subscription_metadata: BTreeMap::new(),
+            resolved_regexes: BTreeMap::new(),
             assignor_name: default_assignor.to_string(),
         }
     }
@@ -166,14 +173,28 @@ impl ConsumerGroup {
         }
     }
 
+    /// The topics `member` subscribes to: by name, and those its regular expression
+    /// matched.
+    pub fn member_topics(&self, member: &ConsumerMember) -> BTreeSet<String> {
+        let mut topics = member.subscribed_topic_names.clone();
+        let matched = member
+            .subscribed_topic_regex
+            .as_ref()
+            .and_then(|regex| self.resolved_regexes.get(regex));
+        if let Some(matched) = matched {
+            topics.extend(matched.iter().cloned());
+        }
+        topics
+    }
+
     /// Every topic some member subscribes to.
     pub fn subscribed_topics(&self) -> Vec<String> {
-        let topics: BTreeSet<&String> = self
+        let topics: BTreeSet<String> = self
             .members
             .values()
-            .flat_map(|m| m.subscribed_topic_names.iter())
+            .flat_map(|m| self.member_topics(m))
             .collect();
-        topics.into_iter().cloned().collect()
+        topics.into_iter().collect()
     }
 
     fn unknown_member(&self, member_id: &str) -> GroupError {
@@ -258,6 +279,7 @@ impl ConsumerGroup {
                 client_id: m.client_id.clone(),
                 client_host: m.client_host.clone(),
                 subscribed_topic_names: m.subscribed_topic_names.iter().cloned().collect(),
+                subscribed_topic_regex: m.subscribed_topic_regex.clone(),
                 assignment: named(&m.assignment.assigned),
                 target_assignment: named(self.target.get(&m.member_id).unwrap_or(&empty)),
             })
