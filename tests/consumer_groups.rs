@@ -462,3 +462,25 @@ async fn a_regex_subscription_follows_the_topics_it_matches() {
     let regex = described.members[0].subscribed_topic_regex.clone();
     assert_eq!(regex.as_ref().map(|r| r.as_str()), Some("orders.*"));
 }
+
+#[tokio::test]
+async fn metadata_by_topic_id_ignores_the_empty_name_java_sends() {
+    // Goal: a consumer subscribed by regular expression learns its topics' names from
+    // Metadata by topic id, with the name left empty (not null) as Java's client sends it;
+    // Kafka answers by id. Method: Metadata v12 with an id and an empty name.
+    let broker = start().await;
+    let mut client = setup(&broker, "g-meta", 2).await;
+    let by_name = MetadataRequest::default().with_topics(Some(vec![
+        metadata_request::MetadataRequestTopic::default().with_name(Some(name(TOPIC))),
+    ]));
+    let id = client.call(&by_name, 12).await.topics[0].topic_id;
+    let by_id = MetadataRequest::default().with_topics(Some(vec![
+        metadata_request::MetadataRequestTopic::default()
+            .with_name(Some(name("")))
+            .with_topic_id(id),
+    ]));
+    let response = client.call(&by_id, 12).await;
+    assert_eq!(response.topics[0].error_code, 0);
+    let topic = response.topics[0].name.as_ref().map(|n| n.0.to_string());
+    assert_eq!(topic.as_deref(), Some(TOPIC));
+}
