@@ -413,9 +413,10 @@ async fn the_range_assignor_is_used_when_members_ask_for_it() {
 
 #[tokio::test]
 async fn members_rejoin_after_a_restart_and_offsets_survive() {
-    // Goal: membership is not persisted, so after a restart a member's heartbeat gets
-    // UNKNOWN_MEMBER_ID (Java consumers rejoin on it), its rejoin works, and the offsets it
-    // committed are still there. Method: commit, stop, start on the same directory.
+    // Goal: only the group epoch is persisted, so after a restart the group is an empty
+    // consumer group at its epoch, a member's heartbeat gets UNKNOWN_MEMBER_ID (Java
+    // consumers rejoin on it), the rejoin gets a newer epoch than before (a commit at the
+    // old one is stale), and the offsets are still there. Method: commit, stop, restart.
     let broker = start().await;
     let mut client = setup(&broker, "g-restart", 2).await;
     let mut a = Member::new("g-restart");
@@ -425,15 +426,23 @@ async fn members_rejoin_after_a_restart_and_offsets_survive() {
         commit(&mut client, "g-restart", &a.member_id, a.epoch, TOPIC, 9).await,
         0
     );
+    let epoch_before = describe(&mut client, "g-restart").await.group_epoch;
     let dir = broker.stop().await;
     let broker = TestBroker::start_in(dir, &[("group.initial.rebalance.delay.ms", "0")]).await;
     let mut client = broker.client().await;
     find_coordinator(&mut client, "g-restart").await;
+    let restored = describe(&mut client, "g-restart").await;
+    assert_eq!(restored.group_state.as_str(), "Empty");
+    assert_eq!(restored.group_epoch, epoch_before);
+    let old_epoch = a.epoch;
     let unknown = a.beat(&mut client).await;
     assert_eq!(unknown.error_code, ResponseError::UnknownMemberId.code());
     a.join(&mut client, &[TOPIC]).await;
     settle(&mut client, &mut [&mut a]).await;
     assert_eq!(a.count(), 2);
+    assert!(a.epoch > old_epoch, "epochs keep growing across a restart");
+    let stale = commit(&mut client, "g-restart", &a.member_id, old_epoch, TOPIC, 10).await;
+    assert_eq!(stale, ResponseError::StaleMemberEpoch.code());
     assert_eq!(committed(&mut client, "g-restart", TOPIC).await, 9);
 }
 
@@ -483,4 +492,23 @@ async fn metadata_by_topic_id_ignores_the_empty_name_java_sends() {
     assert_eq!(response.topics[0].error_code, 0);
     let topic = response.topics[0].name.as_ref().map(|n| n.0.to_string());
     assert_eq!(topic.as_deref(), Some(TOPIC));
+}
+
+#[tokio::test]
+async fn a_deleted_consumer_group_stays_deleted_after_a_restart() {
+    // Goal: DeleteGroups of an empty consumer group writes the tombstone of its epoch
+    // record, so a restart does not bring it back. Method: join, leave, delete, restart.
+    let broker = start().await;
+    let mut client = setup(&broker, "g-gone", 2).await;
+    let mut a = Member::new("g-gone");
+    a.join(&mut client, &[TOPIC]).await;
+    assert_eq!(a.leave(&mut client, -1).await.error_code, 0);
+    let delete = DeleteGroupsRequest::default().with_groups_names(vec![gid("g-gone")]);
+    assert_eq!(client.call(&delete, 2).await.results[0].error_code, 0);
+    let dir = broker.stop().await;
+    let broker = TestBroker::start_in(dir, &[("group.initial.rebalance.delay.ms", "0")]).await;
+    let mut client = broker.client().await;
+    find_coordinator(&mut client, "g-gone").await;
+    let described = describe(&mut client, "g-gone").await;
+    assert_eq!(described.error_code, ResponseError::GroupIdNotFound.code());
 }

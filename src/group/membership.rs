@@ -7,6 +7,7 @@ use bytes::Bytes;
 
 use super::classic::{ClassicGroup, JoinResult, Reply, SyncResult};
 use super::error::GroupError;
+use super::records::CoordinatorRecord;
 use super::shard::{Group, Membership};
 use super::{journal, lock, GroupCoordinator, JoinRequest, LeavingMember, SyncRequest};
 use crate::replica::ReplicaManager;
@@ -58,7 +59,11 @@ fn classic_for_join<'a>(
             });
         }
         tracing::info!(group = %group.id, "empty consumer group becomes a classic group");
-        group.membership = Membership::Classic(ClassicGroup::new(&group.id));
+        let mut classic = ClassicGroup::new(&group.id);
+        classic
+            .records
+            .push(CoordinatorRecord::ConsumerGroup(group.id.clone(), None));
+        group.membership = Membership::Classic(classic);
     }
     classic(group, member_id)
 }

@@ -87,7 +87,7 @@ impl Group {
     fn take_records(&mut self) -> Vec<CoordinatorRecord> {
         match &mut self.membership {
             Membership::Classic(group) => std::mem::take(&mut group.records),
-            Membership::Consumer(_) => Vec::new(),
+            Membership::Consumer(group) => std::mem::take(&mut group.records),
         }
     }
 }
@@ -129,6 +129,27 @@ impl Shard {
             }
             CoordinatorRecord::Group(id, None) => {
                 self.groups.remove(&id);
+            }
+            CoordinatorRecord::ConsumerGroup(id, Some(epoch)) => {
+                let group = self.group_or_new(&id);
+                group.membership = Membership::Consumer(ConsumerGroup::restore(&id, epoch));
+            }
+            CoordinatorRecord::ConsumerGroup(id, None) => self.replay_consumer_tombstone(&id),
+        }
+    }
+
+    /// A consumer group's tombstone: the group holds only its offsets again, as a classic
+    /// group without members (or goes away with none).
+    fn replay_consumer_tombstone(&mut self, id: &str) {
+        let Some(group) = self.groups.get_mut(id) else {
+            return;
+        };
+        if let Membership::Consumer(_) = group.membership {
+            match group.offsets.is_empty() {
+                true => {
+                    self.groups.remove(id);
+                }
+                false => group.membership = Membership::Classic(ClassicGroup::new(id)),
             }
         }
     }
@@ -197,7 +218,9 @@ impl Shard {
         records.push(CoordinatorRecord::Group(id.to_string(), None));
         match &mut group.membership {
             Membership::Classic(classic) => classic.mark_dead(),
-            Membership::Consumer(_) => {}
+            Membership::Consumer(_) => {
+                records.push(CoordinatorRecord::ConsumerGroup(id.to_string(), None));
+            }
         }
         self.groups.remove(id);
         Ok(records)
@@ -237,16 +260,23 @@ impl Shard {
                 emptied.push(group.id.clone());
             }
         }
+        // Kafka also deletes an empty consumer group that holds no offsets.
+        emptied.extend(self.groups.values().filter_map(|g| match &g.membership {
+            Membership::Consumer(c) if c.is_empty() && g.offsets.is_empty() => Some(g.id.clone()),
+            _ => None,
+        }));
+        emptied.sort_unstable();
+        emptied.dedup();
         for id in emptied {
-            records.push(CoordinatorRecord::Group(id.clone(), None));
-            self.groups.remove(&id);
+            let Some(group) = self.groups.remove(&id) else {
+                continue;
+            };
+            let tombstone = match group.membership {
+                Membership::Classic(_) => CoordinatorRecord::Group(id, None),
+                Membership::Consumer(_) => CoordinatorRecord::ConsumerGroup(id, None),
+            };
+            records.push(tombstone);
         }
-        // Kafka deletes an empty consumer group once it holds no offsets either; its
-        // membership was never persisted, so nothing is written.
-        self.groups.retain(|_, g| match &g.membership {
-            Membership::Consumer(c) => !(c.is_empty() && g.offsets.is_empty()),
-            Membership::Classic(_) => true,
-        });
         records
     }
 }

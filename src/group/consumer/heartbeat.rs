@@ -154,7 +154,7 @@ impl ConsumerGroup {
             bump = true;
         }
         if bump {
-            self.group_epoch += 1;
+            self.bump_group_epoch();
             tracing::info!(group = %self.id, epoch = self.group_epoch, member = %member_id,
                 "bumped group epoch");
         }
@@ -408,7 +408,7 @@ impl ConsumerGroup {
         let subscribed: BTreeSet<String> = self.subscribed_topics().into_iter().collect();
         self.subscription_metadata
             .retain(|topic, _| subscribed.contains(topic));
-        self.group_epoch += 1;
+        self.bump_group_epoch();
         tracing::info!(group = %self.id, member = member_id, epoch = self.group_epoch,
             "member removed; bumped group epoch");
         self.check_invariants();

@@ -4,8 +4,10 @@
 //! target assignment with a server-side assignor, and each member reconciles towards its
 //! target on its own heartbeats (revoke first, then assign what is free).
 //!
-//! Membership lives in memory only: after a coordinator restart or move, members get
-//! UNKNOWN_MEMBER_ID and rejoin with epoch 0 (offsets are persisted as for any group).
+//! Only the group epoch is persisted (Kafka's ConsumerGroupMetadata record), so that epochs
+//! keep growing across restarts; members live in memory: after a coordinator restart or
+//! move they get UNKNOWN_MEMBER_ID and rejoin with epoch 0 (offsets are persisted as for
+//! any group).
 //!
 //! Must not: do I/O or choose Kafka error codes.
 //!
@@ -27,6 +29,7 @@ use uuid::Uuid;
 use self::assignor::{Assignment, TargetAssignment, TopicMetadata};
 use self::reconcile::AssignmentState;
 use super::error::GroupError;
+use super::records::CoordinatorRecord;
 use crate::metadata::MetadataImage;
 
 pub use heartbeat::{validate_heartbeat, ConsumerHeartbeat, ConsumerHeartbeatResponse};
@@ -102,6 +105,9 @@ pub struct ConsumerGroup {
     pub resolved_regexes: BTreeMap<String, BTreeSet<String>>,
     /// The assignor the last target assignment used.
     pub assignor_name: String,
+    /// Records for the shard to persist, in order (the group epoch; members are not
+    /// persisted).
+    pub records: Vec<CoordinatorRecord>,
 }
 
 /// A member as ConsumerGroupDescribe reports it; assignments name topics by id and name.
@@ -142,7 +148,24 @@ impl ConsumerGroup {
             subscription_metadata: BTreeMap::new(),
             resolved_regexes: BTreeMap::new(),
             assignor_name: default_assignor.to_string(),
+            records: Vec::new(),
         }
+    }
+
+    /// The group as persisted: its epoch, without members (they rejoin after a restart and
+    /// are told their epoch is stale or unknown until they do).
+    pub fn restore(id: &str, epoch: i32) -> Self {
+        let mut group = ConsumerGroup::new(id, assignor::UNIFORM);
+        group.group_epoch = epoch;
+        group.assignment_epoch = epoch;
+        group
+    }
+
+    /// Bumps the group epoch and queues its record.
+    fn bump_group_epoch(&mut self) {
+        self.group_epoch += 1;
+        let record = CoordinatorRecord::ConsumerGroup(self.id.clone(), Some(self.group_epoch));
+        self.records.push(record);
     }
 
     /// Whether the group has no members.
