@@ -91,6 +91,8 @@ pub fn group_error(error: &GroupError) -> ResponseError {
         GroupError::StaleMemberEpoch { .. } => ResponseError::StaleMemberEpoch,
         GroupError::UnreleasedInstanceId { .. } => ResponseError::UnreleasedInstanceId,
         GroupError::UnsupportedAssignor { .. } => ResponseError::UnsupportedAssignor,
+        GroupError::InvalidRegularExpression { .. } => ResponseError::InvalidRegularExpression,
+        GroupError::UnsupportedCommitVersion { .. } => ResponseError::UnsupportedVersion,
         GroupError::InvalidRequest { .. } => ResponseError::InvalidRequest,
         GroupError::Timeout { .. } => ResponseError::RequestTimedOut,
         GroupError::Storage { source, .. } => match replica_error(source) {

@@ -19,10 +19,16 @@ enum Wanted {
     Id(Uuid),
 }
 
+/// The topics asked for. As in Kafka's KafkaApis, a request naming any non-zero topic id
+/// is answered by id alone: Java clients asking by id leave the name empty, not null.
 fn wanted_topics(request: &Request, body: &MetadataRequest) -> Option<Vec<Wanted>> {
     let topics = body.topics.as_ref()?;
     if request.version() == 0 && topics.is_empty() {
         return None;
+    }
+    if topics.iter().any(|t| !t.topic_id.is_nil()) {
+        let ids = topics.iter().filter(|t| !t.topic_id.is_nil());
+        return Some(ids.map(|t| Wanted::Id(t.topic_id)).collect());
     }
     Some(
         topics

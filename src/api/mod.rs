@@ -4,6 +4,7 @@
 //! [`Broker`] is the state every handler reads: configuration, controller and replicas.
 
 pub mod api_versions;
+pub mod consumer_groups;
 pub mod delete_records;
 pub mod describe_cluster;
 pub mod describe_configs;
@@ -215,6 +216,8 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         ApiKey::OffsetForLeaderEpoch => offset_for_leader_epoch::handle(broker, request),
         ApiKey::DescribeConfigs => describe_configs::handle(broker, request),
         ApiKey::DescribeCluster => describe_cluster::handle(broker, request),
+        ApiKey::ConsumerGroupHeartbeat => consumer_groups::heartbeat(broker, request).await,
+        ApiKey::ConsumerGroupDescribe => consumer_groups::describe(broker, request),
         api_key => Err(HandlerError::UnsupportedVersion {
             api_key,
             version: request.version(),

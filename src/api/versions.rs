@@ -58,6 +58,8 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::DeleteGroups, 0, 2),
     api(ApiKey::OffsetDelete, 0, 0),
     api(ApiKey::DescribeCluster, 0, 2),
+    api(ApiKey::ConsumerGroupHeartbeat, 0, 1),
+    api(ApiKey::ConsumerGroupDescribe, 0, 1),
 ];
 
 /// The entry for `key`, if highwater serves it.

@@ -10,6 +10,7 @@
 
 pub mod classic;
 pub mod config;
+pub mod consumer;
 pub mod error;
 mod journal;
 mod membership;
@@ -27,6 +28,7 @@ use tokio::time::{Duration, Instant};
 
 pub use classic::{JoinRequest, JoinResponse, LeavingMember, Reply, SyncRequest, SyncResponse};
 pub use config::GroupConfig;
+pub use consumer::{ConsumerGroupDescription, ConsumerHeartbeat, ConsumerHeartbeatResponse};
 pub use error::GroupError;
 pub use membership::{DescribedMember, GroupDescription};
 pub use offsets::{Committer, OffsetCommit, PartitionResults};

@@ -2,6 +2,7 @@
 //! raw Kafka client that sends one encoded request at a time.
 #![allow(dead_code)]
 
+pub mod consumer_groups;
 pub mod groups;
 pub mod sim;
 
