@@ -185,3 +185,90 @@ async fn truncating_to_the_high_watermark_would_leave_the_replicas_diverged() {
         "the pre-KIP-101 rule keeps m2 where the leader has m3"
     );
 }
+
+#[tokio::test]
+async fn a_follower_far_behind_converges_across_several_leader_changes() {
+    // KIP-279: A leads epoch 0 (m0, m1; B gets m0), B leads epoch 1 alone (b1), A leads
+    // epoch 2 without having followed B (a2). B then follows A: its epoch 1 is unknown to
+    // A, which answers with the end of epoch 0; B truncates b1 and takes m1 and a2.
+    let mut cluster = SimCluster::new(&[A, B]);
+    replicate_between(&cluster, A, B, 0);
+    produce(&cluster, A, "m0");
+    cluster.catch_up(B, A).await;
+    produce(&cluster, A, "m1");
+    cluster.crash(A);
+    cluster
+        .partition(B)
+        .make_leader(B, 1, 1, vec![A, B], vec![B])
+        .expect("leader");
+    produce(&cluster, B, "b1");
+    cluster.crash(B);
+    cluster.start(A, A);
+    cluster
+        .partition(A)
+        .make_leader(A, 2, 2, vec![A, B], vec![A])
+        .expect("leader");
+    produce(&cluster, A, "a2");
+    cluster.start(B, A);
+    cluster
+        .partition(B)
+        .make_follower(A, 2, 2)
+        .expect("follower");
+    cluster.catch_up(B, A).await;
+    assert_eq!(values(&cluster, A), ["m0", "m1", "a2"]);
+    assert_eq!(values(&cluster, B), values(&cluster, A));
+    let epochs = |id| cluster.partition(id).log().epoch_cache().entries().to_vec();
+    assert_eq!(epochs(B), epochs(A), "the epoch caches agree too");
+}
+
+fn produce_request(value: &str, acks: i16) -> kafka_protocol::messages::ProduceRequest {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    kafka_protocol::messages::ProduceRequest::default()
+        .with_acks(acks)
+        .with_timeout_ms(2_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(common::name("t"))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(0)
+                .with_records(Some(record_batch(value)))])])
+}
+
+#[tokio::test]
+async fn acks_all_is_answered_once_the_follower_has_the_batch() {
+    let cluster = std::sync::Arc::new(SimCluster::new(&[A, B]));
+    replicate_between(&cluster, A, B, 0);
+    let producing = {
+        let cluster = std::sync::Arc::clone(&cluster);
+        tokio::spawn(async move { cluster.call(A, &produce_request("m0", -1), 9).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert!(!producing.is_finished(), "acks=all waits for the follower");
+    cluster.catch_up(B, A).await;
+    let response = producing.await.expect("task");
+    let partition = &response.responses[0].partition_responses[0];
+    assert_eq!((partition.error_code, partition.base_offset), (0, 0));
+}
+
+#[tokio::test]
+async fn acks_all_times_out_without_the_follower_and_min_insync_refuses_a_lone_leader() {
+    let cluster = SimCluster::with_config(&[A, B], &[("min.insync.replicas", "2")]);
+    replicate_between(&cluster, A, B, 0);
+    let response = cluster.call(A, &produce_request("m0", -1), 9).await;
+    let code = response.responses[0].partition_responses[0].error_code;
+    assert_eq!(
+        code,
+        kafka_protocol::error::ResponseError::RequestTimedOut.code()
+    );
+    // The ISR shrinks to the leader alone: acks=all is refused before anything is
+    // written, while acks=1 still goes through.
+    cluster.partition(A).complete_isr_change(Some(vec![A]), 1);
+    let refused = cluster.call(A, &produce_request("m1", -1), 9).await;
+    let code = refused.responses[0].partition_responses[0].error_code;
+    assert_eq!(
+        code,
+        kafka_protocol::error::ResponseError::NotEnoughReplicas.code()
+    );
+    let one = cluster.call(A, &produce_request("m2", 1), 9).await;
+    assert_eq!(one.responses[0].partition_responses[0].error_code, 0);
+    assert_eq!(values(&cluster, A), ["m0", "m2"]);
+}

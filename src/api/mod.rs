@@ -192,7 +192,7 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         });
     }
     match request.api_key {
-        ApiKey::Produce => produce::handle(broker, request),
+        ApiKey::Produce => produce::handle(broker, request).await,
         ApiKey::Fetch => fetch::handle(broker, request).await,
         ApiKey::ListOffsets => list_offsets::handle(broker, request),
         ApiKey::FindCoordinator => find_coordinator::handle(broker, request),

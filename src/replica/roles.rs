@@ -214,6 +214,25 @@ impl Partition {
         self.maybe_increment_high_watermark();
     }
 
+    /// Waits until the high watermark reaches `offset` (acks=-1), at most `timeout`.
+    pub async fn wait_for_high_watermark(
+        &self,
+        offset: i64,
+        timeout: std::time::Duration,
+    ) -> Result<(), ReplicaError> {
+        let mut high_watermark = self.subscribe();
+        let reached = async move { high_watermark.wait_for(|hw| *hw >= offset).await.is_ok() };
+        match tokio::time::timeout(timeout, reached).await {
+            Ok(true) => Ok(()),
+            _ => Err(ReplicaError::ReplicationTimeout {
+                topic: self.topic_partition.topic.clone(),
+                partition: self.topic_partition.partition,
+                offset,
+                timeout_ms: timeout.as_millis() as u64,
+            }),
+        }
+    }
+
     /// How many replicas `min.insync.replicas` may count now.
     pub fn isr_len(&self) -> usize {
         match &self.state().role {

@@ -75,11 +75,18 @@ impl LeaderLink for SimLink {
 pub struct SimCluster {
     pub net: Arc<SimNetwork>,
     dirs: HashMap<i32, tempfile::TempDir>,
+    /// Broker config keys every broker starts with.
+    keys: Vec<(String, String)>,
 }
 
 impl SimCluster {
     /// Brokers `ids`, started.
     pub fn new(ids: &[i32]) -> SimCluster {
+        Self::with_config(ids, &[])
+    }
+
+    /// Brokers `ids`, started with extra broker config `keys`.
+    pub fn with_config(ids: &[i32], keys: &[(&str, &str)]) -> SimCluster {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_test_writer()
@@ -87,6 +94,10 @@ impl SimCluster {
         let mut cluster = SimCluster {
             net: Arc::default(),
             dirs: HashMap::new(),
+            keys: keys
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         };
         for id in ids {
             cluster
@@ -103,7 +114,9 @@ impl SimCluster {
     pub fn start(&mut self, id: i32, leader: i32) {
         let dir = self.dirs[&id].path();
         let node = id.to_string();
-        let broker = Broker::open(config(dir, &[("node.id", node.as_str())])).expect("open");
+        let mut keys: Vec<(&str, &str)> = vec![("node.id", node.as_str())];
+        keys.extend(self.keys.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let broker = Broker::open(config(dir, &keys)).expect("open");
         let mut image = (*broker.image()).clone();
         let topic = TopicImage {
             name: "t".into(),
@@ -191,5 +204,53 @@ impl SimCluster {
             }
         }
         panic!("follower {follower} did not settle");
+    }
+}
+
+impl SimCluster {
+    /// Sends `body` at `version` to broker `id`'s request handler and decodes the answer.
+    pub async fn call<R: kafka_protocol::protocol::Request>(
+        &self,
+        id: i32,
+        body: &R,
+        version: i16,
+    ) -> R::Response {
+        use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
+        use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
+        let broker = self
+            .net
+            .brokers
+            .lock()
+            .expect("lock")
+            .get(&id)
+            .cloned()
+            .expect("up");
+        let key = ApiKey::try_from(R::KEY).expect("key");
+        let header = RequestHeader::default()
+            .with_request_api_key(R::KEY)
+            .with_request_api_version(version)
+            .with_correlation_id(1);
+        let mut buf = bytes::BytesMut::new();
+        header
+            .encode(&mut buf, key.request_header_version(version))
+            .expect("header");
+        body.encode(&mut buf, version).expect("body");
+        let client = "127.0.0.1:1".parse().expect("addr");
+        let request =
+            highwater::server::connection::parse_request(buf.freeze(), client).expect("parse");
+        let Outcome::Respond(frame) = highwater::api::handle(&broker, &request)
+            .await
+            .expect("handled")
+        else {
+            panic!("no response");
+        };
+        let bytes: Vec<u8> = frame
+            .chunks
+            .iter()
+            .flat_map(|c| c.iter().copied())
+            .collect();
+        let mut bytes = bytes::Bytes::from(bytes).split_off(4);
+        ResponseHeader::decode(&mut bytes, R::Response::header_version(version)).expect("header");
+        R::Response::decode(&mut bytes, version).expect("response")
     }
 }
