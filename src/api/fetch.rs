@@ -64,7 +64,7 @@ fn resolve(
                 None => Err(ResponseError::UnknownTopicOrPartition),
                 Some(t) => broker
                     .replicas
-                    .partition(&t.name, p.partition)
+                    .leader_partition(&t.name, p.partition)
                     .map_err(|e| replica_error(&e)),
             };
             targets.push(Target {

@@ -37,23 +37,30 @@ pub use response::ResponseFrame;
 #[derive(Debug)]
 pub struct Broker {
     pub config: Arc<BrokerConfig>,
-    pub controller: Controller,
+    pub controller: Arc<Controller>,
     pub replicas: ReplicaManager,
 }
 
 impl Broker {
-    /// Opens the controller's metadata and every partition it lists.
-    pub fn open(config: Arc<BrokerConfig>) -> Result<Self, StartupError> {
-        let controller = Controller::open(Arc::clone(&config))?;
+    /// Starts this node's part of the metadata quorum, waits for the cluster's metadata,
+    /// opens every partition hosted here, then (for the broker role) registers with the
+    /// active controller and waits until it is unfenced, as a Kafka broker does before it
+    /// opens its listeners.
+    pub async fn open(config: Arc<BrokerConfig>) -> Result<Self, StartupError> {
+        let controller = Controller::open(Arc::clone(&config)).await?;
         let replicas = ReplicaManager::open(Arc::clone(&config))
             .map_err(|source| ControllerError::Storage { source })?;
-        let image = controller.image();
+        let cluster_id = controller.wait_for_cluster_id().await;
         crate::replica::checkpoints::ensure_meta_properties(
             &config.log_dir,
             config.node_id,
-            &image.cluster_id,
+            &cluster_id,
         )?;
-        replicas.apply_image(&image)?;
+        if config.roles.broker {
+            replicas.apply_image(&controller.image())?;
+            controller.start_broker().await?;
+            replicas.apply_image(&controller.image())?;
+        }
         Ok(Broker {
             config,
             controller,
@@ -70,6 +77,25 @@ impl Broker {
     pub fn publish(&self) -> Result<(), ReplicaError> {
         self.replicas.apply_image(&self.controller.image())
     }
+
+    /// Applies every new metadata image to the hosted partitions (new topics, leader
+    /// changes) until the task is dropped.
+    pub async fn follow_metadata(&self) {
+        let mut images = self.controller.subscribe();
+        while images.changed().await.is_ok() {
+            let image = Arc::clone(&images.borrow_and_update());
+            if let Err(error) = self.replicas.apply_image(&image) {
+                tracing::error!(%error, offset = image.offset, "cannot apply metadata image");
+            }
+        }
+    }
+
+    /// The broker's background work: log maintenance and following the metadata.
+    pub async fn run_background(&self) {
+        if self.config.roles.broker {
+            tokio::join!(self.replicas.run_maintenance(), self.follow_metadata());
+        }
+    }
 }
 
 impl Broker {
@@ -83,7 +109,10 @@ impl Broker {
         index: i32,
         f: impl FnOnce(&Partition) -> Result<T, ReplicaError>,
     ) -> Result<T, ResponseError> {
-        let result = self.replicas.partition(topic, index).and_then(|p| f(&p));
+        let result = self
+            .replicas
+            .leader_partition(topic, index)
+            .and_then(|p| f(&p));
         result.map_err(|error| {
             let code = errors::replica_error(&error);
             let api = request.api_key;
@@ -173,13 +202,13 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         ApiKey::Fetch => fetch::handle(broker, request).await,
         ApiKey::ListOffsets => list_offsets::handle(broker, request),
         ApiKey::FindCoordinator => find_coordinator::handle(request),
-        ApiKey::Metadata => metadata::handle(broker, request),
+        ApiKey::Metadata => metadata::handle(broker, request).await,
         ApiKey::ApiVersions => api_versions::handle(request),
-        ApiKey::CreateTopics => topics::create_topics(broker, request),
-        ApiKey::DeleteTopics => topics::delete_topics(broker, request),
+        ApiKey::CreateTopics => topics::create_topics(broker, request).await,
+        ApiKey::DeleteTopics => topics::delete_topics(broker, request).await,
         ApiKey::DeleteRecords => delete_records::handle(broker, request),
-        ApiKey::CreatePartitions => topics::create_partitions(broker, request),
-        ApiKey::InitProducerId => init_producer_id::handle(broker, request),
+        ApiKey::CreatePartitions => topics::create_partitions(broker, request).await,
+        ApiKey::InitProducerId => init_producer_id::handle(broker, request).await,
         ApiKey::OffsetForLeaderEpoch => offset_for_leader_epoch::handle(broker, request),
         ApiKey::DescribeConfigs => describe_configs::handle(broker, request),
         ApiKey::DescribeCluster => describe_cluster::handle(broker, request),

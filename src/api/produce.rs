@@ -27,7 +27,7 @@ fn append(
 ) -> PartitionProduceResponse {
     let result = broker
         .replicas
-        .partition(topic, index)
+        .leader_partition(topic, index)
         .and_then(|p| p.append_as_leader(records).map(|info| (p, info)));
     match result {
         Ok((partition, info)) => PartitionProduceResponse::default()

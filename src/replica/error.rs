@@ -21,6 +21,13 @@ pub enum ReplicaError {
         requested: i32,
         current: i32,
     },
+    #[error("{topic}-{partition}: this broker is not the leader (leader {leader}, epoch {leader_epoch})")]
+    NotLeaderOrFollower {
+        topic: String,
+        partition: i32,
+        leader: i32,
+        leader_epoch: i32,
+    },
     #[error("log directory file {path} does not fit this broker: {reason}")]
     InconsistentLogDir {
         path: std::path::PathBuf,

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use dashmap::DashMap;
 
@@ -35,6 +35,11 @@ pub struct ReplicaManager {
     /// Read from the checkpoint files at start, consumed as partitions are opened.
     recovery_points: HashMap<TopicPartition, i64>,
     log_start_offsets: HashMap<TopicPartition, i64>,
+    /// The image the hosted partitions were last brought in line with.
+    image: RwLock<Arc<MetadataImage>>,
+    /// Serializes [`ReplicaManager::apply_image`] (called by request handlers and by the
+    /// metadata follower).
+    applying: Mutex<()>,
 }
 
 /// The log configuration of a topic: broker defaults overridden by topic configs.
@@ -84,33 +89,68 @@ impl ReplicaManager {
             clean_start,
             recovery_points,
             log_start_offsets,
+            image: RwLock::new(Arc::new(MetadataImage::default())),
+            applying: Mutex::new(()),
         })
     }
 
-    /// The partition `topic`-`partition`, if hosted here.
+    /// The partition `topic`-`partition`, if hosted here; a partition of the cluster hosted
+    /// elsewhere is NOT_LEADER_OR_FOLLOWER (with its leader), an unknown one
+    /// UNKNOWN_TOPIC_OR_PARTITION.
     pub fn partition(&self, topic: &str, partition: i32) -> Result<Arc<Partition>, ReplicaError> {
         let tp = TopicPartition {
             topic: topic.to_string(),
             partition,
         };
-        self.partitions
-            .get(&tp)
-            .map(|p| Arc::clone(p.value()))
-            .ok_or(ReplicaError::UnknownTopicOrPartition {
+        if let Some(found) = self.partitions.get(&tp) {
+            return Ok(Arc::clone(found.value()));
+        }
+        let image = Arc::clone(&self.image.read().unwrap_or_else(PoisonError::into_inner));
+        match image.topic(topic).and_then(|t| t.partition(partition)) {
+            Some(elsewhere) => Err(ReplicaError::NotLeaderOrFollower {
                 topic: tp.topic,
                 partition,
-            })
+                leader: elsewhere.leader,
+                leader_epoch: elsewhere.leader_epoch,
+            }),
+            None => Err(ReplicaError::UnknownTopicOrPartition {
+                topic: tp.topic,
+                partition,
+            }),
+        }
     }
 
-    /// Brings the hosted partitions in line with `image`: opens logs of new partitions and
-    /// removes (and deletes from disk) partitions of deleted topics.
-    pub fn apply_image(&self, image: &MetadataImage) -> Result<(), ReplicaError> {
+    /// The partition `topic`-`partition` if this broker leads it (what clients may produce
+    /// to and consume from); NOT_LEADER_OR_FOLLOWER otherwise.
+    pub fn leader_partition(
+        &self,
+        topic: &str,
+        partition: i32,
+    ) -> Result<Arc<Partition>, ReplicaError> {
+        let found = self.partition(topic, partition)?;
+        found.check_leader()?;
+        Ok(found)
+    }
+
+    /// Whether partition `index` of `topic_image` has a replica on this broker.
+    fn hosts(&self, topic_image: &TopicImage, index: i32) -> bool {
+        topic_image
+            .partition(index)
+            .is_some_and(|p| p.replicas.contains(&self.config.node_id))
+    }
+
+    /// Brings the hosted partitions in line with `image`: opens logs of new partitions with
+    /// a replica here, updates leaders and epochs, and removes (and deletes from disk)
+    /// partitions of deleted topics or no longer assigned here.
+    pub fn apply_image(&self, image: &Arc<MetadataImage>) -> Result<(), ReplicaError> {
+        let _applying = self.applying.lock().unwrap_or_else(PoisonError::into_inner);
+        *self.image.write().unwrap_or_else(PoisonError::into_inner) = Arc::clone(image);
         let stale: Vec<TopicPartition> = self
             .partitions
             .iter()
             .filter(|p| {
                 image.topic(&p.key().topic).is_none_or(|t| {
-                    t.topic_id != p.value().topic_id || p.key().partition >= t.partitions
+                    t.topic_id != p.value().topic_id || !self.hosts(t, p.key().partition)
                 })
             })
             .map(|p| p.key().clone())
@@ -120,13 +160,23 @@ impl ReplicaManager {
         }
         let mut missing = Vec::new();
         for topic_image in image.topics.values() {
-            for index in 0..topic_image.partitions {
+            for (index, wanted) in topic_image.partitions.iter().enumerate() {
                 let tp = TopicPartition {
                     topic: topic_image.name.clone(),
-                    partition: index,
+                    partition: index as i32,
                 };
-                if !self.partitions.contains_key(&tp) {
-                    missing.push((tp, topic_image));
+                if !self.hosts(topic_image, tp.partition) {
+                    continue;
+                }
+                match self.partitions.get(&tp) {
+                    Some(hosted) => {
+                        if hosted.maybe_update_leadership(wanted.leader, wanted.leader_epoch) {
+                            tracing::info!(topic = %tp.topic, partition = tp.partition,
+                                leader = wanted.leader, leader_epoch = wanted.leader_epoch,
+                                "leadership changed");
+                        }
+                    }
+                    None => missing.push((tp, topic_image)),
                 }
             }
         }
@@ -190,10 +240,14 @@ impl ReplicaManager {
             let text = format!("version: 0\ntopic_id: {}\n", base64url(image.topic_id));
             write_atomically(&metadata_path, text.as_bytes()).map_err(wrap)?;
         }
+        let (leader, leader_epoch) = image
+            .partition(tp.partition)
+            .map_or((-1, 0), |p| (p.leader, p.leader_epoch));
         Ok(Partition::new(
             tp.clone(),
             image.topic_id,
-            image.leader_epoch,
+            self.config.node_id,
+            (leader, leader_epoch),
             log,
         ))
     }

@@ -6,6 +6,7 @@
 //! Invariant: log_start_offset <= high_watermark <= log_end_offset; the high watermark and
 //! the leader epoch never decrease.
 
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use tokio::sync::watch;
@@ -37,30 +38,40 @@ pub struct PartitionOffsets {
     pub log_end_offset: i64,
 }
 
-/// A partition led by this broker.
+/// A partition hosted by this broker, as leader or (until replication, issue #5, with an
+/// empty log) as follower.
 #[derive(Debug)]
 pub struct Partition {
     pub topic_partition: TopicPartition,
     pub topic_id: Uuid,
-    leader_epoch: i32,
+    /// This broker's node id.
+    node_id: i32,
+    /// The leader as the latest metadata image says (-1: none). Leadership and epoch are
+    /// updated together under the log's write lock, so an append sees a consistent pair.
+    leader: AtomicI32,
+    /// Invariant: never decreases.
+    leader_epoch: AtomicI32,
     log: RwLock<Log>,
     /// Publishes the high watermark; fetches parked on this partition watch it.
     high_watermark: watch::Sender<i64>,
 }
 
 impl Partition {
-    /// Wraps an opened log as the leader at `leader_epoch`.
+    /// Wraps an opened log hosted by broker `node_id`, led by `leader` at `leader_epoch`.
     pub fn new(
         topic_partition: TopicPartition,
         topic_id: Uuid,
-        leader_epoch: i32,
+        node_id: i32,
+        (leader, leader_epoch): (i32, i32),
         log: Log,
     ) -> Self {
         let (high_watermark, _) = watch::channel(log.log_end_offset());
         Partition {
             topic_partition,
             topic_id,
-            leader_epoch,
+            node_id,
+            leader: AtomicI32::new(leader),
+            leader_epoch: AtomicI32::new(leader_epoch),
             log: RwLock::new(log),
             high_watermark,
         }
@@ -68,7 +79,39 @@ impl Partition {
 
     /// The current leader epoch.
     pub fn leader_epoch(&self) -> i32 {
-        self.leader_epoch
+        self.leader_epoch.load(Ordering::Acquire)
+    }
+
+    /// The current leader (-1: none).
+    pub fn leader(&self) -> i32 {
+        self.leader.load(Ordering::Acquire)
+    }
+
+    /// Applies a new leader and epoch from the metadata; returns whether anything changed.
+    /// An older epoch than the current one is ignored (images only move forward).
+    pub fn maybe_update_leadership(&self, leader: i32, leader_epoch: i32) -> bool {
+        let _log = self.log_mut();
+        let current = self.leader_epoch();
+        if leader_epoch < current || (leader_epoch == current && leader == self.leader()) {
+            return false;
+        }
+        self.leader.store(leader, Ordering::Release);
+        self.leader_epoch.store(leader_epoch, Ordering::Release);
+        true
+    }
+
+    /// Refuses with NOT_LEADER_OR_FOLLOWER unless this broker leads the partition.
+    pub fn check_leader(&self) -> Result<(), ReplicaError> {
+        let leader = self.leader();
+        if leader == self.node_id {
+            return Ok(());
+        }
+        Err(ReplicaError::NotLeaderOrFollower {
+            topic: self.topic_partition.topic.clone(),
+            partition: self.topic_partition.partition,
+            leader,
+            leader_epoch: self.leader_epoch(),
+        })
     }
 
     /// Read access to the log (never held across an await).
@@ -104,7 +147,7 @@ impl Partition {
 
     /// Checks a client's `current_leader_epoch` (KIP-320); -1 means "not given".
     pub fn check_leader_epoch(&self, requested: i32) -> Result<(), ReplicaError> {
-        let current = self.leader_epoch;
+        let current = self.leader_epoch();
         let tp = &self.topic_partition;
         if requested == -1 || requested == current {
             return Ok(());
@@ -140,8 +183,9 @@ impl Partition {
     /// the high watermark is the log end offset).
     pub fn append_as_leader(&self, records: &[u8]) -> Result<AppendInfo, ReplicaError> {
         let mut log = self.log_mut();
+        self.check_leader()?;
         let info = log
-            .append_as_leader(records, self.leader_epoch)
+            .append_as_leader(records, self.leader_epoch())
             .map_err(|e| self.log_error(e))?;
         let log_end_offset = log.log_end_offset();
         drop(log);

@@ -33,6 +33,7 @@ impl Drop for AbortOnDrop {
 pub struct TestBroker {
     pub addr: SocketAddr,
     pub dir: tempfile::TempDir,
+    pub broker: Arc<Broker>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
 }
@@ -57,6 +58,12 @@ impl TestBroker {
 
     /// Starts a broker on an existing directory (for restarts).
     pub async fn start_in(dir: tempfile::TempDir, extra: &[(&str, &str)]) -> TestBroker {
+        if std::env::var_os("HIGHWATER_TEST_LOG").is_some() {
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter("info,openraft=warn")
+                .with_test_writer()
+                .try_init();
+        }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -65,15 +72,21 @@ impl TestBroker {
         let advertised = format!("127.0.0.1:{port}");
         let mut keys: Vec<(&str, &str)> = vec![("advertised.listeners", advertised.as_str())];
         keys.extend_from_slice(extra);
-        let broker = Arc::new(Broker::open(config(dir.path(), &keys)).expect("broker"));
+        let broker = Arc::new(
+            Broker::open(config(dir.path(), &keys))
+                .await
+                .expect("broker"),
+        );
         let (stop, stopped) = oneshot::channel::<()>();
-        let maintained = Arc::clone(&broker);
+        let background = Arc::clone(&broker);
+        let served = Arc::clone(&broker);
         let task = tokio::spawn(async move {
             // Aborted when this task ends or is aborted (a kill), like the process's tasks.
-            let _maintenance = AbortOnDrop(tokio::spawn(async move {
-                maintained.replicas.run_maintenance().await
-            }));
-            highwater::server::run(broker, listener, async {
+            let _background =
+                AbortOnDrop(tokio::spawn(
+                    async move { background.run_background().await },
+                ));
+            highwater::server::run(served, listener, async {
                 let _ = stopped.await;
             })
             .await;
@@ -81,6 +94,7 @@ impl TestBroker {
         TestBroker {
             addr,
             dir,
+            broker,
             stop: Some(stop),
             task: Some(task),
         }
@@ -104,6 +118,8 @@ impl TestBroker {
             task.abort();
             let _ = task.await;
         }
+        // The process is gone: its metadata quorum stops too (without any clean step).
+        self.broker.controller.shutdown().await;
         let dir = tempfile::tempdir().expect("tempdir");
         std::mem::replace(&mut self.dir, dir)
     }

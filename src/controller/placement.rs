@@ -1,0 +1,205 @@
+//! Where replicas go and who leads: replica assignment for new partitions (rack-unaware
+//! round robin, as Kafka's placer does without racks) and leader election from the ISR
+//! (Kafka's PartitionChangeBuilder rules, in our own words).
+//!
+//! Pure functions over a [`ClusterState`]; the active controller turns their answers into
+//! records. Must not: change state.
+
+use super::state::{ClusterState, PartitionChange};
+use crate::metadata::{PartitionImage, TopicImage, NO_LEADER};
+
+/// Replicas for `count` new partitions numbered from `first_index`, `factor` replicas each,
+/// over `brokers` (sorted, unfenced): partition i starts at broker `(start + i)` and takes
+/// the next ones round the ring, so leaders and followers spread evenly.
+pub fn assign_replicas(
+    brokers: &[i32],
+    first_index: i32,
+    count: i32,
+    factor: usize,
+    start: usize,
+) -> Vec<Vec<i32>> {
+    (0..count)
+        .map(|i| {
+            let first = start + (first_index + i) as usize;
+            (0..factor)
+                .map(|j| brokers[(first + j) % brokers.len()])
+                .collect()
+        })
+        .collect()
+}
+
+/// Whether the topic allows electing a replica outside the ISR.
+fn unclean_allowed(topic: &TopicImage, broker_default: bool) -> bool {
+    topic
+        .configs
+        .get("unclean.leader.election.enable")
+        .map_or(broker_default, |v| v.trim() == "true")
+}
+
+/// The change that takes `gone` (fenced or shutting down) out of `partition`: out of the
+/// ISR (unless it is the last member), and out of the lead in favour of the first usable
+/// ISR member in replica order, or with unclean election of any usable replica.
+fn without_broker(
+    topic: &TopicImage,
+    partition: &PartitionImage,
+    gone: i32,
+    usable: &dyn Fn(i32) -> bool,
+    unclean_default: bool,
+) -> Option<(i32, Vec<i32>)> {
+    if !partition.replicas.contains(&gone) {
+        return None;
+    }
+    let remaining: Vec<i32> = partition
+        .isr
+        .iter()
+        .copied()
+        .filter(|r| *r != gone)
+        .collect();
+    let isr = if remaining.is_empty() {
+        partition.isr.clone()
+    } else {
+        remaining.clone()
+    };
+    if partition.leader != gone {
+        return (isr != partition.isr).then_some((partition.leader, isr));
+    }
+    let clean = partition
+        .replicas
+        .iter()
+        .copied()
+        .find(|r| remaining.contains(r) && usable(*r));
+    if let Some(leader) = clean {
+        return Some((leader, isr));
+    }
+    if unclean_allowed(topic, unclean_default) {
+        let any = partition
+            .replicas
+            .iter()
+            .copied()
+            .find(|r| *r != gone && usable(*r));
+        if let Some(leader) = any {
+            return Some((leader, vec![leader]));
+        }
+    }
+    // No one else may lead: the partition stays with its last leader (unavailable while it
+    // is fenced) rather than losing its ISR, so that it resumes, at the same epoch, when
+    // that broker comes back.
+    (isr != partition.isr).then_some((partition.leader, isr))
+}
+
+/// Every change that moves leadership and ISR membership away from broker `gone`.
+pub fn move_away_from(
+    state: &ClusterState,
+    gone: i32,
+    usable: &dyn Fn(i32) -> bool,
+    unclean_default: bool,
+) -> Vec<PartitionChange> {
+    let mut changes = Vec::new();
+    for topic in state.topics.values() {
+        for (index, partition) in topic.partitions.iter().enumerate() {
+            if let Some((leader, isr)) =
+                without_broker(topic, partition, gone, usable, unclean_default)
+            {
+                changes.push(PartitionChange {
+                    topic: topic.name.clone(),
+                    partition: index as i32,
+                    leader,
+                    isr,
+                });
+            }
+        }
+    }
+    changes
+}
+
+/// Elections for partitions whose leader is missing or not usable while a usable ISR
+/// member exists; with `preferred`, also partitions whose first replica is usable, in the
+/// ISR and not leading (preferred-leader election).
+pub fn elect_leaders(
+    state: &ClusterState,
+    usable: &dyn Fn(i32) -> bool,
+    preferred: bool,
+) -> Vec<PartitionChange> {
+    let mut changes = Vec::new();
+    for topic in state.topics.values() {
+        for (index, p) in topic.partitions.iter().enumerate() {
+            let leader_ok = p.leader != NO_LEADER && usable(p.leader);
+            let first = p.replicas.first().copied().unwrap_or(NO_LEADER);
+            let wanted = if !leader_ok {
+                p.replicas
+                    .iter()
+                    .copied()
+                    .find(|r| p.isr.contains(r) && usable(*r))
+            } else if preferred && first != p.leader && p.isr.contains(&first) && usable(first) {
+                Some(first)
+            } else {
+                None
+            };
+            if let Some(leader) = wanted.filter(|l| *l != p.leader) {
+                changes.push(PartitionChange {
+                    topic: topic.name.clone(),
+                    partition: index as i32,
+                    leader,
+                    isr: p.isr.clone(),
+                });
+            }
+        }
+    }
+    changes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ConfigMap;
+    use uuid::Uuid;
+
+    fn state_with(replicas: &[i32], isr: &[i32], leader: i32, unclean: bool) -> ClusterState {
+        let mut configs = ConfigMap::new();
+        if unclean {
+            configs.insert("unclean.leader.election.enable".into(), "true".into());
+        }
+        let mut partition = PartitionImage::new(replicas.to_vec());
+        partition.isr = isr.to_vec();
+        partition.leader = leader;
+        let topic = TopicImage {
+            name: "t".into(),
+            topic_id: Uuid::nil(),
+            partitions: vec![partition],
+            configs,
+        };
+        let mut state = ClusterState::default();
+        state.topics.insert("t".into(), topic);
+        state
+    }
+
+    #[test]
+    fn round_robin_spreads_leaders_over_brokers() {
+        let replicas = assign_replicas(&[1, 2, 3], 0, 3, 2, 0);
+        assert_eq!(replicas, vec![vec![1, 2], vec![2, 3], vec![3, 1]]);
+    }
+
+    #[test]
+    fn a_gone_leader_is_replaced_by_the_next_usable_isr_member() {
+        let state = state_with(&[1, 2, 3], &[1, 2, 3], 1, false);
+        let changes = move_away_from(&state, 1, &|b| b != 2, false);
+        assert_eq!((changes[0].leader, changes[0].isr.clone()), (3, vec![2, 3]));
+    }
+
+    #[test]
+    fn without_an_isr_candidate_only_an_unclean_topic_elects_outside_it() {
+        let clean = state_with(&[1, 2], &[1], 1, false);
+        assert!(move_away_from(&clean, 1, &|b| b != 1, false).is_empty());
+        let unclean = state_with(&[1, 2], &[1], 1, true);
+        let changes = move_away_from(&unclean, 1, &|b| b != 1, false);
+        assert_eq!((changes[0].leader, changes[0].isr.clone()), (2, vec![2]));
+    }
+
+    #[test]
+    fn preferred_election_returns_the_lead_to_the_first_replica() {
+        let state = state_with(&[1, 2], &[1, 2], 2, false);
+        assert!(elect_leaders(&state, &|_| true, false).is_empty());
+        let changes = elect_leaders(&state, &|_| true, true);
+        assert_eq!(changes[0].leader, 1);
+    }
+}
