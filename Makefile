@@ -3,7 +3,7 @@ CONFIG ?= config/server.toml
 BOOTSTRAP ?= 127.0.0.1:9092
 CARGO ?= cargo
 
-.PHONY: build run test unit compat compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref fmt clippy fuzz
+.PHONY: build run cluster cluster-split test unit compat compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref fmt clippy fuzz
 
 build:
 	$(CARGO) build --release
@@ -15,6 +15,18 @@ run: build
 # then Apache Kafka's DumpLogSegments over segments highwater wrote, then a one-minute run
 # of the benchmark machinery against both brokers.
 test: unit compat compat-storage bench-smoke
+
+# Three combined nodes (config/cluster/node-*.toml: clients on 127.0.0.1:9092-9094, the
+# quorum on 9192-9194, data under ./data/node-*), in the foreground; ctrl-c stops all.
+CLUSTER ?= config/cluster/node-1.toml config/cluster/node-2.toml config/cluster/node-3.toml
+cluster: build
+	@pids=""; trap 'kill $$pids 2>/dev/null; wait' INT TERM; \
+	for file in $(CLUSTER); do ./target/release/highwater serve --config $$file & pids="$$pids $$!"; done; \
+	wait
+
+# Three brokers and three separate controllers (config/cluster/split/).
+cluster-split:
+	$(MAKE) cluster CLUSTER="$$(ls config/cluster/split/controller-*.toml config/cluster/split/broker-*.toml)"
 
 unit:
 	$(CARGO) test --all-targets

@@ -98,11 +98,12 @@ impl ServeArgs {
 }
 
 fn init_tracing(default_filter: &str) {
-    // openraft narrates every election and snapshot at info; keep its warnings only unless
-    // the filter names it.
+    // openraft narrates every election at info and every unreachable voter at warn; keep
+    // its errors only unless the filter names it (our own logs say who leads and who is
+    // fenced).
     let default_filter = match default_filter.contains("openraft") {
         true => default_filter.to_string(),
-        false => format!("{default_filter},openraft=warn"),
+        false => format!("{default_filter},openraft=error"),
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));

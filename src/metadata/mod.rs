@@ -103,8 +103,12 @@ impl MetadataImage {
 
     /// The controller id to show clients: the active controller when it is an unfenced
     /// broker (combined mode), else an unfenced broker, which forwards admin requests to
-    /// the active controller (as Kafka does since KIP-590); -1 if there is none.
+    /// the active controller (as Kafka does since KIP-590); -1 while no controller is known
+    /// (an election) or no broker is unfenced.
     pub fn controller_for_clients(&self) -> i32 {
+        if self.controller_id < 0 {
+            return -1;
+        }
         let active = self
             .broker(self.controller_id)
             .filter(|b| !b.fenced)

@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use openraft::error::{InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError};
+use openraft::error::{
+    InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
+};
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
@@ -47,9 +49,11 @@ impl Connection {
         option: &RPCOption,
     ) -> Result<RpcResponse, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>> {
         let timeout = option.hard_ttl().max(Duration::from_millis(50));
+        // Unreachable (not NetworkError) makes openraft back off before retrying a voter
+        // that is down, instead of retrying in a tight loop.
         self.client.call(&request, timeout).await.map_err(|error| {
             tracing::trace!(target_node = self.target, %error, "raft RPC failed");
-            RPCError::Network(NetworkError::new(&error))
+            RPCError::Unreachable(Unreachable::new(&error))
         })
     }
 
