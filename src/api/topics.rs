@@ -20,11 +20,16 @@ use uuid::Uuid;
 use super::errors::admin_error;
 use super::{str_bytes, topic_name, Broker, HandlerError, Outcome, Request};
 use crate::config::{topic, ConfigMap};
-use crate::controller::{ControllerError, NewTopic};
+use crate::controller::{ControllerError, ErrorKind, NewTopic};
 use crate::replica::ReplicaError;
 
-/// Creates `name` with the broker's default partitions and configs (Metadata auto-creation).
-/// A topic created concurrently by someone else counts as success.
+/// How long an auto-creating Metadata request waits for the new topic to reach this
+/// broker's image (when the active controller is elsewhere) before answering without it.
+const AUTO_CREATE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Creates `name` with the broker's default partitions and configs (Metadata auto-creation)
+/// and waits briefly until this broker's image has it. A topic created concurrently by
+/// someone else counts as success.
 pub async fn create_with_defaults(broker: &Broker, name: &str) -> Result<(), AdminError> {
     let topic = NewTopic {
         name: name.to_string(),
@@ -34,9 +39,13 @@ pub async fn create_with_defaults(broker: &Broker, name: &str) -> Result<(), Adm
         configs: ConfigMap::new(),
     };
     match broker.controller.create_topic(&topic, false).await {
-        Ok(_) | Err(ControllerError::TopicAlreadyExists { .. }) => {}
+        Ok(_) => {}
+        Err(error) if error.kind() == ErrorKind::TopicAlreadyExists => {}
         Err(error) => return Err(error.into()),
     }
+    let mut images = broker.controller.subscribe();
+    let arrived = images.wait_for(|image| image.topic(name).is_some());
+    let _ = tokio::time::timeout(AUTO_CREATE_WAIT, arrived).await;
     publish(broker)
 }
 
