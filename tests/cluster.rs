@@ -473,3 +473,36 @@ fn an_inconsistent_quorum_config_is_refused_at_start() {
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_moves_leaderships_away_before_the_process_exits() {
+    // Goal: a controlled shutdown hands the broker's leaderships to other ISR members (with
+    // higher epochs) before the process exits 0, without waiting for its session to expire.
+    // Method: 3 real processes, SIGTERM to a broker that is not the active controller.
+    let mut cluster = Cluster::start();
+    with_brokers(&cluster, 1, 3).await;
+    assert_eq!(create_topic(&cluster, 1, "graceful", 3).await, 0);
+    let active = active_controller(&cluster, 1).await as usize;
+    let before = led_topic(&cluster, active, "graceful").await;
+    let victim = (1..=3).find(|n| *n != active).expect("a non-controller");
+    assert!(leaders(&before).iter().any(|(l, _)| *l as usize == victim));
+    cluster.signal(victim, "-TERM");
+    let mut child = cluster.children[victim - 1].take().expect("running");
+    assert!(child.wait().expect("wait").success(), "SIGTERM exits 0");
+    let after = metadata(cluster.addr(active)).await.expect("metadata");
+    assert_eq!(
+        after.brokers.len(),
+        2,
+        "the stopped broker is fenced at once"
+    );
+    let after = topic(&after, "graceful").expect("topic");
+    for ((leader, epoch), (old_leader, old_epoch)) in leaders(after).iter().zip(leaders(&before)) {
+        assert_ne!(
+            *leader as usize, victim,
+            "no leadership left on the stopped broker"
+        );
+        if old_leader as usize == victim {
+            assert!(*epoch > old_epoch, "the new leader has a higher epoch");
+        }
+    }
+}

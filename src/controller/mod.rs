@@ -36,7 +36,7 @@ use crate::log::checkpoint::read_properties;
 use crate::log::LogError;
 use crate::metadata::{MetadataImage, PartitionImage, TopicImage};
 use active::ActiveController;
-pub use active::{ControllerReply, ControllerRequest, PARTITIONS_PER_TOPIC_MAX};
+pub use active::{AlterPartition, ControllerReply, ControllerRequest, PARTITIONS_PER_TOPIC_MAX};
 pub use error::{ControllerError, ErrorKind};
 use publisher::Publisher;
 use quorum::Quorum;
