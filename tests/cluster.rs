@@ -475,6 +475,65 @@ fn an_inconsistent_quorum_config_is_refused_at_start() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_to_a_follower_names_the_leader() {
+    // Goal: produce and fetch sent to a replica that does not lead the partition get
+    // NOT_LEADER_OR_FOLLOWER with the current leader, its epoch and its endpoint (KIP-951),
+    // and the leader serves them. Method: 3 real processes, raw Produce v11 and Fetch v16.
+    let cluster = Cluster::start();
+    with_brokers(&cluster, 1, 3).await;
+    assert_eq!(create_topic(&cluster, 1, "hints", 3).await, 0);
+    let led = led_topic(&cluster, 1, "hints").await;
+    let (leader, epoch) = leaders(&led)[0];
+    let follower = (1..=3).find(|n| *n as i32 != leader).expect("a follower");
+    let mut client = Client::connect(cluster.addr(follower)).await;
+    let produced = client
+        .call(
+            &produce_request("hints", 0, batch(1, -1, -1, now_ms()), 1),
+            11,
+        )
+        .await;
+    let refused = &produced.responses[0].partition_responses[0];
+    assert_eq!(
+        refused.error_code,
+        ResponseError::NotLeaderOrFollower.code()
+    );
+    assert_eq!(
+        (
+            refused.current_leader.leader_id.0,
+            refused.current_leader.leader_epoch
+        ),
+        (leader, epoch)
+    );
+    let endpoint = produced
+        .node_endpoints
+        .first()
+        .expect("the leader's endpoint");
+    assert_eq!(
+        endpoint.port,
+        i32::from(cluster.client_ports[leader as usize - 1])
+    );
+    let mut fetch = fetch_request("hints", 0, 0, 0, 1);
+    fetch.topics[0].topic_id = led.topic_id;
+    let fetched = client.call(&fetch, 16).await;
+    let refused = &fetched.responses[0].partitions[0];
+    assert_eq!(
+        refused.error_code,
+        ResponseError::NotLeaderOrFollower.code()
+    );
+    assert_eq!(refused.current_leader.leader_id.0, leader);
+    assert_eq!(fetched.node_endpoints.len(), 1);
+
+    let mut client = Client::connect(cluster.addr(leader as usize)).await;
+    let produced = client
+        .call(
+            &produce_request("hints", 0, batch(1, -1, -1, now_ms()), 1),
+            11,
+        )
+        .await;
+    assert_eq!(produced.responses[0].partition_responses[0].error_code, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_moves_leaderships_away_before_the_process_exits() {
     // Goal: a controlled shutdown hands the broker's leaderships to other ISR members (with
     // higher epochs) before the process exits 0, without waiting for its session to expire.

@@ -14,8 +14,12 @@ use bytes::Bytes;
 use futures_util::future::select_all;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_request::FetchPartition;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::{FetchRequest, FetchResponse, FetchResponse as Response, TopicName};
+use kafka_protocol::messages::fetch_response::{
+    FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
+};
+use kafka_protocol::messages::{
+    BrokerId, FetchRequest, FetchResponse, FetchResponse as Response, TopicName,
+};
 use kafka_protocol::protocol::HeaderVersion;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -23,7 +27,7 @@ use uuid::Uuid;
 
 use super::errors::replica_error;
 use super::response::encode_with_sources;
-use super::{topic_name, Broker, HandlerError, Outcome, Request};
+use super::{leader_hint, node_endpoints, topic_name, Broker, HandlerError, Outcome, Request};
 use crate::replica::Partition;
 
 /// One partition of the request, resolved against this broker.
@@ -31,7 +35,13 @@ struct Target {
     topic_index: usize,
     request: FetchPartition,
     partition: Result<Arc<Partition>, ResponseError>,
+    /// Leader and epoch when this broker does not lead the partition (KIP-951).
+    leader: Option<(i32, i32)>,
 }
+
+/// Fetch v12+ carries leader hints, v16+ the leaders' endpoints (KIP-951).
+const LEADER_HINT_VERSION: i16 = 12;
+const NODE_ENDPOINTS_VERSION: i16 = 16;
 
 /// The answer so far, and what decides whether to send it.
 struct Reading {
@@ -59,18 +69,23 @@ fn resolve(
         let name = found.map_or_else(|| topic.topic.clone(), |t| topic_name(&t.name));
         topics.push((name, topic.topic_id));
         for p in &topic.partitions {
+            let mut leader = None;
             let partition = match found {
                 None if by_id => Err(ResponseError::UnknownTopicId),
                 None => Err(ResponseError::UnknownTopicOrPartition),
                 Some(t) => broker
                     .replicas
                     .leader_partition(&t.name, p.partition)
-                    .map_err(|e| replica_error(&e)),
+                    .map_err(|e| {
+                        leader = leader_hint(&e);
+                        replica_error(&e)
+                    }),
             };
             targets.push(Target {
                 topic_index: topics.len() - 1,
                 request: p.clone(),
                 partition,
+                leader,
             });
         }
     }
@@ -145,7 +160,18 @@ fn read_all(
             tracing::debug!(client = %request.client, api = "Fetch", partition = index,
                 offset = target.request.fetch_offset, error = ?error, "fetch partition error");
             reading.has_error = true;
-            error_data(index, error)
+            let failed = error_data(index, error);
+            match target
+                .leader
+                .filter(|_| request.version() >= LEADER_HINT_VERSION)
+            {
+                Some((leader, leader_epoch)) => failed.with_current_leader(
+                    LeaderIdAndEpoch::default()
+                        .with_leader_id(BrokerId(leader))
+                        .with_leader_epoch(leader_epoch),
+                ),
+                None => failed,
+            }
         });
         if let Some(records) = data.records.as_ref().filter(|r| !r.is_empty()) {
             reading.bytes += records.len();
@@ -192,7 +218,14 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         }
         wait_for_data(&mut receivers, deadline).await;
     };
-    let response = FetchResponse::default().with_responses(reading.topics);
+    let mut response = FetchResponse::default().with_responses(reading.topics);
+    if request.version() >= NODE_ENDPOINTS_VERSION {
+        let leaders: Vec<i32> = targets
+            .iter()
+            .filter_map(|t| t.leader.map(|l| l.0))
+            .collect();
+        response.node_endpoints = node_endpoints!(NodeEndpoint, &broker.image(), &leaders);
+    }
     let header_version = Response::header_version(request.version());
     let frame = encode_with_sources(request, &response, header_version, reading.sources)?;
     Ok(Outcome::Respond(frame))

@@ -219,6 +219,47 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
     }
 }
 
+/// The leader a NOT_LEADER_OR_FOLLOWER refusal points to (KIP-951: Produce v10+ and Fetch
+/// v12+ tell the client the current leader and epoch, so it need not refresh metadata).
+pub fn leader_hint(error: &ReplicaError) -> Option<(i32, i32)> {
+    match error {
+        ReplicaError::NotLeaderOrFollower {
+            leader,
+            leader_epoch,
+            ..
+        } if *leader >= 0 => Some((*leader, *leader_epoch)),
+        _ => None,
+    }
+}
+
+/// The registered brokers among `node_ids`, once each, for the node endpoints that go
+/// with leader hints.
+pub fn endpoints<'a>(
+    image: &'a MetadataImage,
+    node_ids: &[i32],
+) -> impl Iterator<Item = &'a crate::metadata::BrokerImage> {
+    let mut ids = node_ids.to_vec();
+    ids.sort_unstable();
+    ids.dedup();
+    ids.into_iter().filter_map(|id| image.broker(id))
+}
+
+/// Builds the node endpoints (Produce's and Fetch's types differ, their fields do not) of
+/// the leaders named in hints.
+macro_rules! node_endpoints {
+    ($endpoint:ty, $image:expr, $leaders:expr) => {
+        $crate::api::endpoints($image, $leaders)
+            .map(|b| {
+                <$endpoint>::default()
+                    .with_node_id(kafka_protocol::messages::BrokerId(b.node_id))
+                    .with_host($crate::api::str_bytes(&b.host))
+                    .with_port(i32::from(b.port))
+            })
+            .collect()
+    };
+}
+pub(crate) use node_endpoints;
+
 /// A wire topic name from a string.
 pub fn topic_name(name: &str) -> kafka_protocol::messages::TopicName {
     kafka_protocol::messages::TopicName(kafka_protocol::protocol::StrBytes::from_string(

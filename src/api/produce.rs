@@ -3,11 +3,13 @@
 //! partition the high watermark moves with the append, so acks=-1 completes at once).
 
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
-use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse, TopicProduceResponse,
+};
+use kafka_protocol::messages::{BrokerId, ProduceRequest, ProduceResponse};
 
 use super::errors::replica_error;
-use super::{Broker, HandlerError, Outcome, Request};
+use super::{leader_hint, node_endpoints, Broker, HandlerError, Outcome, Request};
 use crate::replica::ReplicaError;
 
 fn partition_error(index: i32, error: ResponseError) -> PartitionProduceResponse {
@@ -24,6 +26,7 @@ fn append(
     topic: &str,
     index: i32,
     records: &[u8],
+    leaders: &mut Vec<i32>,
 ) -> PartitionProduceResponse {
     let result = broker
         .replicas
@@ -38,7 +41,18 @@ fn append(
         Err(error) => {
             let code = replica_error(&error);
             log_failure(request, &error, code);
-            partition_error(index, code)
+            let failed = partition_error(index, code);
+            match leader_hint(&error).filter(|_| request.version() >= LEADER_HINT_VERSION) {
+                Some((leader, leader_epoch)) => {
+                    leaders.push(leader);
+                    failed.with_current_leader(
+                        LeaderIdAndEpoch::default()
+                            .with_leader_id(BrokerId(leader))
+                            .with_leader_epoch(leader_epoch),
+                    )
+                }
+                None => failed,
+            }
         }
     }
 }
@@ -51,12 +65,16 @@ fn log_failure(request: &Request, error: &ReplicaError, code: ResponseError) {
     }
 }
 
+/// Produce v10+ carries leader hints (KIP-951).
+const LEADER_HINT_VERSION: i16 = 10;
+
 /// Answers Produce.
 pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
     let body: ProduceRequest = request.decode()?;
     let acks_valid = matches!(body.acks, -1..=1);
     let image = broker.image();
     let mut responses = Vec::with_capacity(body.topic_data.len());
+    let mut leaders = Vec::new();
     for topic in &body.topic_data {
         let name = match image.topic_by_id(topic.topic_id) {
             Some(found) if request.version() >= 13 => found.name.clone(),
@@ -73,7 +91,7 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
                     return partition_error(p.index, ResponseError::UnknownTopicId);
                 }
                 let records = p.records.as_deref().unwrap_or_default();
-                append(broker, request, &name, p.index, records)
+                append(broker, request, &name, p.index, records, &mut leaders)
             })
             .collect();
         let response = TopicProduceResponse::default().with_partition_responses(partitions);
@@ -85,5 +103,9 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
     if body.acks == 0 {
         return Ok(Outcome::NoResponse);
     }
-    request.respond(&ProduceResponse::default().with_responses(responses))
+    let node_endpoints = node_endpoints!(NodeEndpoint, &image, &leaders);
+    let response = ProduceResponse::default()
+        .with_responses(responses)
+        .with_node_endpoints(node_endpoints);
+    request.respond(&response)
 }
