@@ -35,8 +35,25 @@ async fn exercise(client: &mut Client, key: ApiKey, version: i16, id: Uuid) {
         | ApiKey::DescribeCluster
         | ApiKey::InitProducerId
         | ApiKey::FindCoordinator => exercise_cluster(client, key, version).await,
+        ApiKey::IncrementalAlterConfigs => exercise_configs(client, version).await,
         _ => exercise_admin(client, key, version).await,
     }
+}
+
+async fn exercise_configs(client: &mut Client, version: i16) {
+    let request = IncrementalAlterConfigsRequest::default().with_resources(vec![
+        incremental_alter_configs_request::AlterConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(StrBytes::from_static_str("t"))
+            .with_configs(vec![
+                incremental_alter_configs_request::AlterableConfig::default()
+                    .with_name(StrBytes::from_static_str("retention.ms"))
+                    .with_config_operation(0)
+                    .with_value(Some(StrBytes::from(format!("{}", 1000 + version)))),
+            ]),
+    ]);
+    let response = client.call(&request, version).await;
+    assert_eq!(response.responses[0].error_code, 0, "v{version}");
 }
 
 async fn exercise_data(client: &mut Client, key: ApiKey, version: i16, id: Uuid) {

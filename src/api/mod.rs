@@ -3,6 +3,7 @@
 //!
 //! [`Broker`] is the state every handler reads: configuration, controller and replicas.
 
+pub mod alter_configs;
 pub mod api_versions;
 pub mod delete_records;
 pub mod describe_cluster;
@@ -212,6 +213,7 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         ApiKey::OffsetForLeaderEpoch => offset_for_leader_epoch::handle(broker, request),
         ApiKey::DescribeConfigs => describe_configs::handle(broker, request),
         ApiKey::DescribeCluster => describe_cluster::handle(broker, request),
+        ApiKey::IncrementalAlterConfigs => alter_configs::handle(broker, request).await,
         api_key => Err(HandlerError::UnsupportedVersion {
             api_key,
             version: request.version(),

@@ -144,7 +144,10 @@ impl ReplicaManager {
     /// partitions of deleted topics or no longer assigned here.
     pub fn apply_image(&self, image: &Arc<MetadataImage>) -> Result<(), ReplicaError> {
         let _applying = self.applying.lock().unwrap_or_else(PoisonError::into_inner);
-        *self.image.write().unwrap_or_else(PoisonError::into_inner) = Arc::clone(image);
+        let previous = std::mem::replace(
+            &mut *self.image.write().unwrap_or_else(PoisonError::into_inner),
+            Arc::clone(image),
+        );
         let stale: Vec<TopicPartition> = self
             .partitions
             .iter()
@@ -160,6 +163,10 @@ impl ReplicaManager {
         }
         let mut missing = Vec::new();
         for topic_image in image.topics.values() {
+            let reconfigured = previous
+                .topic(&topic_image.name)
+                .is_some_and(|old| old.configs != topic_image.configs);
+            let config = log_config(&self.config, topic_image);
             for (index, wanted) in topic_image.partitions.iter().enumerate() {
                 let tp = TopicPartition {
                     topic: topic_image.name.clone(),
@@ -170,6 +177,9 @@ impl ReplicaManager {
                 }
                 match self.partitions.get(&tp) {
                     Some(hosted) => {
+                        if reconfigured {
+                            hosted.set_log_config(config);
+                        }
                         if hosted.maybe_update_leadership(wanted.leader, wanted.leader_epoch) {
                             tracing::info!(topic = %tp.topic, partition = tp.partition,
                                 leader = wanted.leader, leader_epoch = wanted.leader_epoch,

@@ -235,6 +235,11 @@ impl Partition {
             .map_err(|e| self.log_error(e))
     }
 
+    /// Applies a changed topic configuration to the log.
+    pub fn set_log_config(&self, config: crate::log::LogConfig) {
+        self.log_mut().set_config(config);
+    }
+
     /// Flushes and trims the log for a clean shutdown.
     pub fn close(&self) -> Result<(), ReplicaError> {
         self.log_mut().close().map_err(|e| self.log_error(e))
