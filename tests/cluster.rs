@@ -282,8 +282,8 @@ async fn three_nodes_keep_their_metadata_when_the_active_controller_dies() {
     let addr = cluster.addr(survivor);
     let new_active = eventually("a new active controller", || async move {
         let described = describe_cluster(addr).await?;
-        let id = described.controller_id.0 as usize;
-        (id != active && id > 0).then_some(id)
+        let id = described.controller_id.0;
+        (id > 0 && id as usize != active).then_some(id as usize)
     })
     .await;
     assert_ne!(new_active, active);
@@ -348,15 +348,15 @@ async fn a_killed_broker_is_fenced_within_its_session_and_rejoins_after_a_restar
             assert!(*epoch > old_epoch, "the new leader has a higher epoch");
         }
     }
-    let fenced = describe_cluster(addr).await.expect("describe");
-    let entry = fenced
-        .brokers
-        .iter()
-        .find(|b| b.broker_id.0 as usize == victim);
-    assert!(
-        entry.is_some_and(|b| b.is_fenced),
-        "the killed broker is fenced"
-    );
+    eventually("the killed broker fenced", || async move {
+        let described = describe_cluster(addr).await?;
+        let entry = described
+            .brokers
+            .iter()
+            .find(|b| b.broker_id.0 as usize == victim);
+        entry.is_some_and(|b| b.is_fenced).then_some(())
+    })
+    .await;
 
     cluster.spawn(victim);
     let rejoined = with_brokers(&cluster, victim, 3).await;
@@ -523,14 +523,14 @@ async fn a_request_to_a_follower_names_the_leader() {
     assert_eq!(refused.current_leader.leader_id.0, leader);
     assert_eq!(fetched.node_endpoints.len(), 1);
 
-    let mut client = Client::connect(cluster.addr(leader as usize)).await;
-    let produced = client
-        .call(
-            &produce_request("hints", 0, batch(1, -1, -1, now_ms()), 1),
-            11,
-        )
-        .await;
-    assert_eq!(produced.responses[0].partition_responses[0].error_code, 0);
+    let addr = cluster.addr(leader as usize);
+    eventually("the leader accepts the batch", || async move {
+        let mut client = Client::connect(addr).await;
+        let request = produce_request("hints", 0, batch(1, -1, -1, now_ms()), 1);
+        let produced = client.call(&request, 11).await;
+        (produced.responses[0].partition_responses[0].error_code == 0).then_some(())
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
