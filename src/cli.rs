@@ -98,12 +98,12 @@ impl ServeArgs {
 }
 
 fn init_tracing(default_filter: &str) {
-    // openraft narrates every election at info and every unreachable voter at warn; keep
-    // its errors only unless the filter names it (our own logs say who leads and who is
-    // fenced).
+    // openraft narrates every election at info and reports a voter that is not up yet as
+    // an error; it is silent unless the filter names it (e.g. --log-level info,openraft=warn).
+    // Our own logs say who is the active controller, who is fenced and what fails to persist.
     let default_filter = match default_filter.contains("openraft") {
         true => default_filter.to_string(),
-        false => format!("{default_filter},openraft=error"),
+        false => format!("{default_filter},openraft=off"),
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));

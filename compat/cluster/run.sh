@@ -77,6 +77,12 @@ wait_for() {
 }
 
 kcat_sees_three_brokers_and_a_leader_everywhere() {
+    # Every broker is up and unfenced before the topic is made, so that its three replicas
+    # find three brokers.
+    for _ in $(seq 1 150); do
+        timeout 30 kcat -b "$bootstrap" -L -m 10 2>/dev/null | grep -q " 3 brokers:" && break
+        sleep 0.2
+    done
     echo hello | timeout 30 kcat -b "$bootstrap" -P -t "$topic"
     wait_for " 3 brokers:"
     out="$(metadata)"

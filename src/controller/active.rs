@@ -683,8 +683,16 @@ impl ActiveController {
         );
         let rebalance = self.config.get("auto.leader.rebalance.enable") != Some("false");
         let mut last_rebalance = Instant::now();
+        let mut last_leader = None;
         loop {
             let leader = metrics.borrow_and_update().current_leader.map(|l| l as i32);
+            if leader != last_leader {
+                match leader {
+                    Some(id) => tracing::info!(controller_id = id, "active controller elected"),
+                    None => tracing::warn!("no active controller; election under way"),
+                }
+                last_leader = leader;
+            }
             self.publisher.publish_controller(leader.unwrap_or(-1));
             if self.quorum.is_leader() {
                 if let Err(error) = self.lead_once().await {
