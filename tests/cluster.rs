@@ -566,27 +566,6 @@ async fn sigterm_moves_leaderships_away_before_the_process_exits() {
     }
 }
 
-/// IncrementalAlterConfigs v1 setting one topic config.
-fn set_topic_config(
-    topic: &str,
-    key: &str,
-    value: &str,
-) -> kafka_protocol::messages::IncrementalAlterConfigsRequest {
-    use kafka_protocol::messages::incremental_alter_configs_request::{
-        AlterConfigsResource, AlterableConfig,
-    };
-    use kafka_protocol::protocol::StrBytes;
-    kafka_protocol::messages::IncrementalAlterConfigsRequest::default().with_resources(vec![
-        AlterConfigsResource::default()
-            .with_resource_type(2)
-            .with_resource_name(StrBytes::from(topic.to_string()))
-            .with_configs(vec![AlterableConfig::default()
-                .with_name(StrBytes::from(key.to_string()))
-                .with_config_operation(0)
-                .with_value(Some(StrBytes::from(value.to_string())))]),
-    ])
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_that_missed_a_purged_log_catches_up_from_a_snapshot() {
     // Goal: a controller that was away while the others snapshotted and purged the log it
@@ -600,7 +579,7 @@ async fn a_node_that_missed_a_purged_log_catches_up_from_a_snapshot() {
     cluster.signal(away, "-STOP");
     let mut client = Client::connect(cluster.addr(active)).await;
     for i in 0..1200 {
-        let request = set_topic_config("busy", "retention.ms", &format!("{}", 60_000 + i));
+        let request = alter_config(2, "busy", "retention.ms", &format!("{}", 60_000 + i));
         let response = client.call(&request, 1).await;
         assert_eq!(response.responses[0].error_code, 0, "change {i}");
     }

@@ -103,27 +103,6 @@ async fn a_pre_raft_metadata_snapshot_is_imported_on_first_start() {
     );
 }
 
-fn alter_configs(
-    resource_type: i8,
-    resource: &str,
-    key: &str,
-    value: &str,
-) -> kafka_protocol::messages::IncrementalAlterConfigsRequest {
-    use kafka_protocol::messages::incremental_alter_configs_request::{
-        AlterConfigsResource, AlterableConfig,
-    };
-    use kafka_protocol::protocol::StrBytes;
-    kafka_protocol::messages::IncrementalAlterConfigsRequest::default().with_resources(vec![
-        AlterConfigsResource::default()
-            .with_resource_type(resource_type)
-            .with_resource_name(StrBytes::from(resource.to_string()))
-            .with_configs(vec![AlterableConfig::default()
-                .with_name(StrBytes::from(key.to_string()))
-                .with_config_operation(0)
-                .with_value(Some(StrBytes::from(value.to_string())))]),
-    ])
-}
-
 #[tokio::test]
 async fn incremental_alter_configs_goes_through_the_controller_and_reaches_the_log() {
     // Goal: a topic config set with IncrementalAlterConfigs is committed, described, and
@@ -134,7 +113,7 @@ async fn incremental_alter_configs_goes_through_the_controller_and_reaches_the_l
     assert_eq!(create_topic(&mut client, "t", 1).await, 0);
     let big = batch(200, -1, -1, now_ms());
     let set = client
-        .call(&alter_configs(2, "t", "max.message.bytes", "1000"), 1)
+        .call(&alter_config(2, "t", "max.message.bytes", "1000"), 1)
         .await;
     assert_eq!(set.responses[0].error_code, 0);
     let image = broker.broker.controller.image();
@@ -145,15 +124,15 @@ async fn incremental_alter_configs_goes_through_the_controller_and_reaches_the_l
 
     let cases = [
         (
-            alter_configs(2, "t", "retention.ms", "soon"),
+            alter_config(2, "t", "retention.ms", "soon"),
             ResponseError::InvalidConfig,
         ),
         (
-            alter_configs(2, "nope", "retention.ms", "1"),
+            alter_config(2, "nope", "retention.ms", "1"),
             ResponseError::UnknownTopicOrPartition,
         ),
         (
-            alter_configs(4, "1", "log.retention.ms", "1"),
+            alter_config(4, "1", "log.retention.ms", "1"),
             ResponseError::InvalidRequest,
         ),
     ];

@@ -421,3 +421,24 @@ pub fn now_ms() -> i64 {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
     now.expect("clock").as_millis() as i64
 }
+
+/// IncrementalAlterConfigs setting one config of one resource (2: topic, 4: broker).
+pub fn alter_config(
+    resource_type: i8,
+    resource: &str,
+    key: &str,
+    value: &str,
+) -> kafka_protocol::messages::IncrementalAlterConfigsRequest {
+    use kafka_protocol::messages::incremental_alter_configs_request::{
+        AlterConfigsResource, AlterableConfig,
+    };
+    kafka_protocol::messages::IncrementalAlterConfigsRequest::default().with_resources(vec![
+        AlterConfigsResource::default()
+            .with_resource_type(resource_type)
+            .with_resource_name(StrBytes::from(resource.to_string()))
+            .with_configs(vec![AlterableConfig::default()
+                .with_name(StrBytes::from(key.to_string()))
+                .with_config_operation(0)
+                .with_value(Some(StrBytes::from(value.to_string())))]),
+    ])
+}
