@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::error::ControllerError;
-use super::placement::{assign_replicas, elect_leaders, move_away_from};
+use super::placement::{assign_replicas, elect_leaders, move_away_from, Election};
 use super::publisher::Publisher;
 use super::quorum::Quorum;
 use super::rpc::{RpcHandler, RpcRequest, RpcResponse};
@@ -577,9 +577,13 @@ impl ActiveController {
             };
             conflict(self.propose(record).await?)?;
             tracing::info!(node_id, broker_epoch, "broker unfenced");
+            let election = Election {
+                preferred: false,
+                unclean_default: self.unclean_default(),
+            };
             let changes = self.state(|s| {
                 let usable = |b: i32| s.brokers.get(&b).is_some_and(|b| !b.fenced);
-                elect_leaders(s, &usable, false)
+                elect_leaders(s, &usable, election)
             });
             self.propose_changes(changes).await?;
             return Ok(ControllerReply::Heartbeat {
@@ -657,13 +661,17 @@ impl ActiveController {
     }
 
     async fn elect_preferred(&self) -> Result<ControllerReply, ControllerError> {
+        let election = Election {
+            preferred: true,
+            unclean_default: self.unclean_default(),
+        };
         let changes = self.state(|s| {
             let usable = |b: i32| {
                 s.brokers
                     .get(&b)
                     .is_some_and(|b| !b.fenced && !b.in_controlled_shutdown)
             };
-            elect_leaders(s, &usable, true)
+            elect_leaders(s, &usable, election)
         });
         let partitions = changes.len();
         self.propose_changes(changes).await?;

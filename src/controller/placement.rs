@@ -112,35 +112,67 @@ pub fn move_away_from(
     changes
 }
 
-/// Elections for partitions whose leader is missing or not usable while a usable ISR
-/// member exists; with `preferred`, also partitions whose first replica is usable, in the
-/// ISR and not leading (preferred-leader election).
+/// How [`elect_leaders`] may choose.
+#[derive(Debug, Clone, Copy)]
+pub struct Election {
+    /// Also give partitions back to their first replica (preferred-leader election).
+    pub preferred: bool,
+    /// The broker's `unclean.leader.election.enable`, which topics may override.
+    pub unclean_default: bool,
+}
+
+/// The leader partition `p` of `topic` should have, if it should change.
+fn wanted_leader(
+    topic: &TopicImage,
+    p: &PartitionImage,
+    usable: &dyn Fn(i32) -> bool,
+    election: Election,
+) -> Option<(i32, Vec<i32>)> {
+    let leader_ok = p.leader != NO_LEADER && usable(p.leader);
+    let first = p.replicas.first().copied().unwrap_or(NO_LEADER);
+    if leader_ok {
+        let prefer = election.preferred && first != p.leader;
+        return (prefer && p.isr.contains(&first) && usable(first)).then(|| (first, p.isr.clone()));
+    }
+    let clean = p
+        .replicas
+        .iter()
+        .copied()
+        .find(|r| p.isr.contains(r) && usable(*r));
+    if let Some(leader) = clean {
+        return Some((leader, p.isr.clone()));
+    }
+    if unclean_allowed(topic, election.unclean_default) {
+        // Unclean: a replica outside the ISR leads, alone in the new ISR.
+        return p
+            .replicas
+            .iter()
+            .copied()
+            .find(|r| usable(*r))
+            .map(|leader| (leader, vec![leader]));
+    }
+    None
+}
+
+/// Elections for partitions whose leader is missing or not usable: the first usable ISR
+/// member in replica order, else (if the topic allows unclean election) the first usable
+/// replica; with `preferred`, also partitions whose first replica is usable, in the ISR
+/// and not leading (preferred-leader election).
 pub fn elect_leaders(
     state: &ClusterState,
     usable: &dyn Fn(i32) -> bool,
-    preferred: bool,
+    election: Election,
 ) -> Vec<PartitionChange> {
     let mut changes = Vec::new();
     for topic in state.topics.values() {
         for (index, p) in topic.partitions.iter().enumerate() {
-            let leader_ok = p.leader != NO_LEADER && usable(p.leader);
-            let first = p.replicas.first().copied().unwrap_or(NO_LEADER);
-            let wanted = if !leader_ok {
-                p.replicas
-                    .iter()
-                    .copied()
-                    .find(|r| p.isr.contains(r) && usable(*r))
-            } else if preferred && first != p.leader && p.isr.contains(&first) && usable(first) {
-                Some(first)
-            } else {
-                None
-            };
-            if let Some(leader) = wanted.filter(|l| *l != p.leader) {
+            let wanted = wanted_leader(topic, p, usable, election);
+            if let Some((leader, isr)) = wanted.filter(|(l, _)| *l != p.leader) {
                 changes.push(PartitionChange {
                     topic: topic.name.clone(),
                     partition: index as i32,
                     leader,
-                    isr: p.isr.clone(),
+                    isr,
                 });
             }
         }
@@ -195,11 +227,29 @@ mod tests {
         assert_eq!((changes[0].leader, changes[0].isr.clone()), (2, vec![2]));
     }
 
+    const PLAIN: Election = Election {
+        preferred: false,
+        unclean_default: false,
+    };
+
     #[test]
     fn preferred_election_returns_the_lead_to_the_first_replica() {
         let state = state_with(&[1, 2], &[1, 2], 2, false);
-        assert!(elect_leaders(&state, &|_| true, false).is_empty());
-        let changes = elect_leaders(&state, &|_| true, true);
+        assert!(elect_leaders(&state, &|_| true, PLAIN).is_empty());
+        let preferred = Election {
+            preferred: true,
+            ..PLAIN
+        };
+        let changes = elect_leaders(&state, &|_| true, preferred);
         assert_eq!(changes[0].leader, 1);
+    }
+
+    #[test]
+    fn a_returning_replica_outside_the_isr_leads_only_when_unclean_is_allowed() {
+        let clean = state_with(&[1, 2], &[1], 1, false);
+        assert!(elect_leaders(&clean, &|b| b == 2, PLAIN).is_empty());
+        let unclean = state_with(&[1, 2], &[1], 1, true);
+        let changes = elect_leaders(&unclean, &|b| b == 2, PLAIN);
+        assert_eq!((changes[0].leader, changes[0].isr.clone()), (2, vec![2]));
     }
 }
