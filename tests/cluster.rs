@@ -30,6 +30,27 @@ fn free_port() -> u16 {
     listener.local_addr().expect("addr").port()
 }
 
+/// `highwater serve --config FILE` with the quorum in `voters`, a short broker session and
+/// election timeout, and its log shown only with HIGHWATER_CLUSTER_LOG.
+fn serve(config_file: &str, voters: &str) -> Command {
+    let config = format!(
+        "{}/config/cluster/{config_file}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut command = Command::new(env!("CARGO_BIN_EXE_highwater"));
+    command
+        .args(["serve", "--config", &config])
+        .args(["--set", &format!("controller.quorum.voters={voters}")])
+        .args(["--set", &format!("broker.session.timeout.ms={SESSION_MS}")])
+        .args(["--set", "broker.heartbeat.interval.ms=200"])
+        .args(["--set", "controller.quorum.election.timeout.ms=500"])
+        .stdout(Stdio::null());
+    if std::env::var_os("HIGHWATER_CLUSTER_LOG").is_none() {
+        command.stderr(Stdio::null());
+    }
+    command
+}
+
 /// Three combined nodes; every process is killed when the cluster is dropped.
 struct Cluster {
     dir: tempfile::TempDir,
@@ -63,40 +84,17 @@ impl Cluster {
     }
 
     fn command(&self, node: usize, node_id: usize) -> Command {
-        let config = format!(
-            "{}/config/cluster/node-{node}.toml",
-            env!("CARGO_MANIFEST_DIR")
-        );
         let listeners = format!(
             "PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:{}",
             self.client_ports[node - 1],
             self.controller_ports[node - 1]
         );
-        let mut command = Command::new(env!("CARGO_BIN_EXE_highwater"));
+        let data = self.dir.path().join(format!("node-{node}"));
+        let mut command = serve(&format!("node-{node}.toml"), &self.voters());
         command
-            .args(["serve", "--config", &config])
             .args(["--listeners", &listeners])
             .args(["--node-id", &node_id.to_string()])
-            .args([
-                "--log-dirs",
-                &self
-                    .dir
-                    .path()
-                    .join(format!("node-{node}"))
-                    .display()
-                    .to_string(),
-            ])
-            .args([
-                "--set",
-                &format!("controller.quorum.voters={}", self.voters()),
-            ])
-            .args(["--set", &format!("broker.session.timeout.ms={SESSION_MS}")])
-            .args(["--set", "broker.heartbeat.interval.ms=200"])
-            .args(["--set", "controller.quorum.election.timeout.ms=500"])
-            .stdout(Stdio::null());
-        if std::env::var_os("HIGHWATER_CLUSTER_LOG").is_none() {
-            command.stderr(Stdio::null());
-        }
+            .args(["--log-dirs", &data.display().to_string()]);
         command
     }
 
@@ -604,4 +602,115 @@ async fn a_node_that_missed_a_purged_log_catches_up_from_a_snapshot() {
         .path()
         .join(format!("node-{away}/__cluster_metadata-0/snapshot.json"));
     assert!(snapshot.exists(), "the returning node holds a snapshot");
+}
+
+/// Processes killed when dropped.
+struct Processes(Vec<Child>);
+
+impl Drop for Processes {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Starts `config/cluster/split/NAME.toml` with its listener, voters and data moved.
+fn spawn_split(dir: &std::path::Path, name: &str, listeners: &str, voters: &str) -> Child {
+    serve(&format!("split/{name}.toml"), voters)
+        .args(["--listeners", listeners])
+        .args(["--log-dirs", &dir.join(name).display().to_string()])
+        .spawn()
+        .expect("spawn highwater")
+}
+
+/// The split-role example on free ports: three controllers, then three brokers; returns
+/// the processes in that order and the brokers' client addresses.
+fn start_split(dir: &std::path::Path) -> (Processes, Vec<SocketAddr>) {
+    let controller_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let broker_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let voters: Vec<String> = controller_ports
+        .iter()
+        .enumerate()
+        .map(|(i, port)| format!("{}@127.0.0.1:{port}", 3000 + i))
+        .collect();
+    let voters = voters.join(",");
+    let nodes = controller_ports
+        .iter()
+        .enumerate()
+        .map(|(i, port)| {
+            (
+                format!("controller-{}", i + 1),
+                format!("CONTROLLER://127.0.0.1:{port}"),
+            )
+        })
+        .chain(broker_ports.iter().enumerate().map(|(i, port)| {
+            (
+                format!("broker-{}", i + 1),
+                format!("PLAINTEXT://127.0.0.1:{port}"),
+            )
+        }));
+    let processes = nodes
+        .map(|(name, listener)| spawn_split(dir, &name, &listener, &voters))
+        .collect();
+    let brokers = broker_ports
+        .iter()
+        .map(|port| format!("127.0.0.1:{port}").parse().expect("addr"))
+        .collect();
+    (Processes(processes), brokers)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_brokers_follow_three_separate_controllers() {
+    // Goal: the split-role example works: broker-only nodes register with a quorum of
+    // controller-only nodes, forward topic changes to it, follow its metadata, and survive
+    // the loss of one controller; a killed broker's leaderships move. Method: the shipped
+    // config/cluster/split/ files on free ports, 6 real processes.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut processes, brokers) = start_split(dir.path());
+    let broker = |i: usize| brokers[i - 1];
+    let seen = eventually("three brokers", || async move {
+        metadata(broker(1)).await.filter(|m| m.brokers.len() == 3)
+    })
+    .await;
+    let mut ids: Vec<i32> = seen.brokers.iter().map(|b| b.node_id.0).collect();
+    ids.sort_unstable();
+    assert_eq!(
+        ids,
+        vec![1, 2, 3],
+        "only brokers are listed, not controllers"
+    );
+
+    let mut client = Client::connect(broker(2)).await;
+    let create = |topic: &str| {
+        CreateTopicsRequest::default()
+            .with_topics(vec![CreatableTopic::default()
+                .with_name(name(topic))
+                .with_num_partitions(3)
+                .with_replication_factor(3)])
+            .with_timeout_ms(15_000)
+    };
+    assert_eq!(
+        client.call(&create("split"), 7).await.topics[0].error_code,
+        0
+    );
+    let led = led_away_from(broker(3), "split", 0).await;
+    assert_eq!(led.partitions.len(), 3, "broker 3 follows the new topic");
+
+    let mut controller = processes.0.remove(0);
+    let _ = controller.kill();
+    let _ = controller.wait();
+    let created = eventually("a change with two controllers left", || async move {
+        let mut client = Client::try_connect(broker(1)).await?;
+        let response = client.try_call(&create("after-controller-loss"), 7).await?;
+        (response.topics[0].error_code == 0).then_some(())
+    });
+    created.await;
+
+    // processes.0 now holds controllers 2 and 3, then brokers 1, 2 and 3.
+    let mut victim = processes.0.remove(2);
+    let _ = victim.kill();
+    let _ = victim.wait();
+    led_away_from(broker(2), "split", 1).await;
 }
