@@ -36,6 +36,13 @@ async fn exercise(client: &mut Client, key: ApiKey, version: i16, id: Uuid) {
         | ApiKey::InitProducerId
         | ApiKey::FindCoordinator => exercise_cluster(client, key, version).await,
         ApiKey::IncrementalAlterConfigs => exercise_configs(client, version).await,
+        ApiKey::ElectLeaders => {
+            let request = elect_leaders(0, "t", 0);
+            let response = client.call(&request, version).await;
+            let result = &response.replica_election_results[0].partition_result[0];
+            let expected = ResponseError::ElectionNotNeeded.code();
+            assert_eq!(result.error_code, expected, "v{version}");
+        }
         _ => exercise_admin(client, key, version).await,
     }
 }

@@ -4,7 +4,7 @@
 use kafka_protocol::error::ResponseError;
 
 use super::topics::AdminError;
-use crate::controller::{ControllerError, ErrorKind};
+use crate::controller::{ControllerError, ElectionOutcome, ErrorKind};
 use crate::log::LogError;
 use crate::replica::ReplicaError;
 
@@ -60,6 +60,21 @@ pub fn controller_error(error: &ControllerError) -> ResponseError {
         ErrorKind::NotPartitionLeader => ResponseError::NotLeaderOrFollower,
         ErrorKind::InvalidIsr => ResponseError::IneligibleReplica,
         ErrorKind::Conflict => ResponseError::UnknownServerError,
+    }
+}
+
+/// The Kafka error of one partition's requested election (`None`: elected).
+pub fn election_error(outcome: ElectionOutcome) -> Option<ResponseError> {
+    match outcome {
+        ElectionOutcome::Elected => None,
+        ElectionOutcome::NotNeeded => Some(ResponseError::ElectionNotNeeded),
+        ElectionOutcome::PreferredLeaderNotAvailable => {
+            Some(ResponseError::PreferredLeaderNotAvailable)
+        }
+        ElectionOutcome::EligibleLeadersNotAvailable => {
+            Some(ResponseError::EligibleLeadersNotAvailable)
+        }
+        ElectionOutcome::UnknownPartition => Some(ResponseError::UnknownTopicOrPartition),
     }
 }
 

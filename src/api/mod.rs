@@ -8,6 +8,7 @@ pub mod api_versions;
 pub mod delete_records;
 pub mod describe_cluster;
 pub mod describe_configs;
+pub mod elect_leaders;
 pub mod errors;
 pub mod fetch;
 pub mod find_coordinator;
@@ -214,6 +215,7 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         ApiKey::DescribeConfigs => describe_configs::handle(broker, request),
         ApiKey::DescribeCluster => describe_cluster::handle(broker, request),
         ApiKey::IncrementalAlterConfigs => alter_configs::handle(broker, request).await,
+        ApiKey::ElectLeaders => elect_leaders::handle(broker, request).await,
         api_key => Err(HandlerError::UnsupportedVersion {
             api_key,
             version: request.version(),

@@ -16,7 +16,9 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::error::ControllerError;
-use super::placement::{assign_replicas, elect_leaders, move_away_from, Election};
+use super::placement::{
+    assign_replicas, elect_leaders, elect_requested, move_away_from, Election, ElectionOutcome,
+};
 use super::publisher::Publisher;
 use super::quorum::Quorum;
 use super::rpc::{RpcHandler, RpcRequest, RpcResponse};
@@ -72,8 +74,11 @@ pub enum ControllerRequest {
     },
     /// An ISR change from a partition leader (KIP-497's AlterPartition).
     AlterPartition(AlterPartition),
-    /// Gives every partition back to its first replica where that replica may lead.
-    ElectPreferredLeaders,
+    /// Elects leaders of the given partitions (all when `None`): preferred, or unclean.
+    ElectLeaders {
+        unclean: bool,
+        partitions: Option<Vec<(String, i32)>>,
+    },
 }
 
 /// The active controller's answer.
@@ -93,9 +98,8 @@ pub enum ControllerReply {
         should_shut_down: bool,
     },
     Partition(PartitionImage),
-    Elected {
-        partitions: usize,
-    },
+    /// Per partition asked for (or, when all were, per partition elected).
+    Elections(Vec<(String, i32, ElectionOutcome)>),
 }
 
 #[derive(Debug)]
@@ -283,7 +287,10 @@ impl ActiveController {
                     }),
                 }
             }
-            ControllerRequest::ElectPreferredLeaders => self.elect_preferred().await,
+            ControllerRequest::ElectLeaders {
+                unclean,
+                partitions,
+            } => self.elect_requested(unclean, partitions).await,
             broker_request => self.handle_broker_request(broker_request).await,
         }
     }
@@ -660,7 +667,7 @@ impl ActiveController {
             })
     }
 
-    async fn elect_preferred(&self) -> Result<ControllerReply, ControllerError> {
+    async fn elect_preferred(&self) -> Result<(), ControllerError> {
         let election = Election {
             preferred: true,
             unclean_default: self.unclean_default(),
@@ -673,9 +680,53 @@ impl ActiveController {
             };
             elect_leaders(s, &usable, election)
         });
-        let partitions = changes.len();
+        self.propose_changes(changes).await
+    }
+
+    async fn elect_requested(
+        &self,
+        unclean: bool,
+        partitions: Option<Vec<(String, i32)>>,
+    ) -> Result<ControllerReply, ControllerError> {
+        let all = partitions.is_none();
+        let (outcomes, changes) = self.state(|s| {
+            let usable = |b: i32| {
+                s.brokers
+                    .get(&b)
+                    .is_some_and(|b| !b.fenced && !b.in_controlled_shutdown)
+            };
+            let wanted = partitions.unwrap_or_else(|| {
+                let each = s
+                    .topics
+                    .values()
+                    .flat_map(|t| (0..t.partition_count()).map(|i| (t.name.clone(), i)));
+                each.collect()
+            });
+            let mut outcomes = Vec::with_capacity(wanted.len());
+            let mut changes = Vec::new();
+            for (topic, partition) in wanted {
+                let found = s.topics.get(&topic).and_then(|t| t.partition(partition));
+                let (outcome, change) = match found {
+                    Some(p) => elect_requested(p, &usable, unclean),
+                    None => (ElectionOutcome::UnknownPartition, None),
+                };
+                if let Some((leader, isr)) = change {
+                    let topic = topic.clone();
+                    changes.push(PartitionChange {
+                        topic,
+                        partition,
+                        leader,
+                        isr,
+                    });
+                }
+                if !all || outcome == ElectionOutcome::Elected {
+                    outcomes.push((topic, partition, outcome));
+                }
+            }
+            (outcomes, changes)
+        });
         self.propose_changes(changes).await?;
-        Ok(ControllerReply::Elected { partitions })
+        Ok(ControllerReply::Elections(outcomes))
     }
 
     /// Runs the leader's duties until the task is dropped: the cluster's first record when

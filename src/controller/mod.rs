@@ -38,6 +38,7 @@ use crate::metadata::{MetadataImage, PartitionImage, TopicImage};
 use active::ActiveController;
 pub use active::{AlterPartition, ControllerReply, ControllerRequest, PARTITIONS_PER_TOPIC_MAX};
 pub use error::{ControllerError, ErrorKind};
+pub use placement::ElectionOutcome;
 use publisher::Publisher;
 use quorum::Quorum;
 use rpc::{RpcClient, RpcRequest, RpcResponse};

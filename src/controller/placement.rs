@@ -5,6 +5,8 @@
 //! Pure functions over a [`ClusterState`]; the active controller turns their answers into
 //! records. Must not: change state.
 
+use serde::{Deserialize, Serialize};
+
 use super::state::{ClusterState, PartitionChange};
 use crate::metadata::{PartitionImage, TopicImage, NO_LEADER};
 
@@ -180,6 +182,54 @@ pub fn elect_leaders(
     changes
 }
 
+/// What a requested election (the ElectLeaders API) did to one partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ElectionOutcome {
+    Elected,
+    /// The preferred replica already leads, or (unclean) a live leader exists.
+    NotNeeded,
+    /// The preferred replica is not live or not in the ISR.
+    PreferredLeaderNotAvailable,
+    /// No live replica may lead.
+    EligibleLeadersNotAvailable,
+    UnknownPartition,
+}
+
+/// The requested election of one partition: preferred (its first replica, if live and in
+/// the ISR), or unclean (only when it has no live leader: a live ISR member, else any live
+/// replica), as Kafka's ElectLeaders does (KIP-460).
+pub fn elect_requested(
+    p: &PartitionImage,
+    usable: &dyn Fn(i32) -> bool,
+    unclean: bool,
+) -> (ElectionOutcome, Option<(i32, Vec<i32>)>) {
+    let first = p.replicas.first().copied().unwrap_or(NO_LEADER);
+    let leader_live = p.leader != NO_LEADER && usable(p.leader);
+    if !unclean {
+        if first == p.leader && leader_live {
+            return (ElectionOutcome::NotNeeded, None);
+        }
+        if usable(first) && p.isr.contains(&first) {
+            return (ElectionOutcome::Elected, Some((first, p.isr.clone())));
+        }
+        return (ElectionOutcome::PreferredLeaderNotAvailable, None);
+    }
+    if leader_live {
+        return (ElectionOutcome::NotNeeded, None);
+    }
+    let clean = p
+        .replicas
+        .iter()
+        .copied()
+        .find(|r| p.isr.contains(r) && usable(*r));
+    let any = p.replicas.iter().copied().find(|r| usable(*r));
+    match (clean, any) {
+        (Some(leader), _) => (ElectionOutcome::Elected, Some((leader, p.isr.clone()))),
+        (None, Some(leader)) => (ElectionOutcome::Elected, Some((leader, vec![leader]))),
+        (None, None) => (ElectionOutcome::EligibleLeadersNotAvailable, None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,6 +292,35 @@ mod tests {
         };
         let changes = elect_leaders(&state, &|_| true, preferred);
         assert_eq!(changes[0].leader, 1);
+    }
+
+    #[test]
+    fn requested_elections_follow_kafkas_outcomes() {
+        let mut p = PartitionImage::new(vec![1, 2]);
+        assert_eq!(
+            elect_requested(&p, &|_| true, false).0,
+            ElectionOutcome::NotNeeded
+        );
+        p.leader = 2;
+        let (outcome, change) = elect_requested(&p, &|_| true, false);
+        assert_eq!(
+            (outcome, change.map(|c| c.0)),
+            (ElectionOutcome::Elected, Some(1))
+        );
+        let outcome = elect_requested(&p, &|b| b == 2, false).0;
+        assert_eq!(outcome, ElectionOutcome::PreferredLeaderNotAvailable);
+        assert_eq!(
+            elect_requested(&p, &|_| true, true).0,
+            ElectionOutcome::NotNeeded
+        );
+        p.isr = vec![2];
+        let (outcome, change) = elect_requested(&p, &|b| b == 1, true);
+        assert_eq!(
+            (outcome, change),
+            (ElectionOutcome::Elected, Some((1, vec![1])))
+        );
+        let outcome = elect_requested(&p, &|_| false, true).0;
+        assert_eq!(outcome, ElectionOutcome::EligibleLeadersNotAvailable);
     }
 
     #[test]

@@ -442,3 +442,18 @@ pub fn alter_config(
                 .with_value(Some(StrBytes::from(value.to_string())))]),
     ])
 }
+
+/// ElectLeaders of one partition: `election_type` 0 preferred, 1 unclean.
+pub fn elect_leaders(
+    election_type: i8,
+    topic: &str,
+    partition: i32,
+) -> kafka_protocol::messages::ElectLeadersRequest {
+    use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
+    kafka_protocol::messages::ElectLeadersRequest::default()
+        .with_election_type(election_type)
+        .with_topic_partitions(Some(vec![TopicPartitions::default()
+            .with_topic(name(topic))
+            .with_partitions(vec![partition])]))
+        .with_timeout_ms(10_000)
+}
