@@ -8,6 +8,7 @@ use common::consumer_groups::heartbeat_join;
 use common::groups::*;
 use common::*;
 use highwater::api::versions::SUPPORTED_APIS;
+use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
@@ -49,8 +50,32 @@ async fn exercise(client: &mut Client, key: ApiKey, version: i16, id: Uuid) {
         ApiKey::ConsumerGroupHeartbeat | ApiKey::ConsumerGroupDescribe => {
             exercise_consumer_groups(client, key, version).await
         }
+        ApiKey::IncrementalAlterConfigs => exercise_configs(client, version).await,
+        ApiKey::ElectLeaders => {
+            let request = elect_leaders(0, "t", 0);
+            let response = client.call(&request, version).await;
+            let result = &response.replica_election_results[0].partition_result[0];
+            let expected = ResponseError::ElectionNotNeeded.code();
+            assert_eq!(result.error_code, expected, "v{version}");
+        }
         _ => exercise_admin(client, key, version).await,
     }
+}
+
+async fn exercise_configs(client: &mut Client, version: i16) {
+    let request = IncrementalAlterConfigsRequest::default().with_resources(vec![
+        incremental_alter_configs_request::AlterConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(StrBytes::from_static_str("t"))
+            .with_configs(vec![
+                incremental_alter_configs_request::AlterableConfig::default()
+                    .with_name(StrBytes::from_static_str("retention.ms"))
+                    .with_config_operation(0)
+                    .with_value(Some(StrBytes::from(format!("{}", 1000 + version)))),
+            ]),
+    ]);
+    let response = client.call(&request, version).await;
+    assert_eq!(response.responses[0].error_code, 0, "v{version}");
 }
 
 async fn exercise_data(client: &mut Client, key: ApiKey, version: i16, id: Uuid) {

@@ -77,7 +77,7 @@ fn replicate_between(cluster: &SimCluster, leader: i32, follower: i32, epoch: i3
 
 /// Scenario 1; returns the new leader's values.
 async fn follower_restarts_then_leader_dies(pre_kip_101: bool) -> Vec<String> {
-    let mut cluster = SimCluster::new(&[A, B]);
+    let mut cluster = SimCluster::new(&[A, B]).await;
     replicate_between(&cluster, A, B, 0);
     produce(&cluster, A, "m1");
     cluster.catch_up(B, A).await;
@@ -95,7 +95,7 @@ async fn follower_restarts_then_leader_dies(pre_kip_101: bool) -> Vec<String> {
     assert_eq!(cluster.partition(B).high_watermark(), 1, "B has not heard");
     cluster.checkpoint(B);
     cluster.crash(B);
-    cluster.start(B, A);
+    cluster.start(B, A).await;
     cluster
         .partition(B)
         .set_truncate_to_high_watermark(pre_kip_101);
@@ -130,7 +130,7 @@ async fn truncating_to_the_high_watermark_would_lose_the_acknowledged_record() {
 
 /// Scenario 2; returns both replicas' values after they settle.
 async fn both_crash_and_the_shorter_log_leads(pre_kip_101: bool) -> (Vec<String>, Vec<String>) {
-    let mut cluster = SimCluster::new(&[A, B]);
+    let mut cluster = SimCluster::new(&[A, B]).await;
     replicate_between(&cluster, A, B, 0);
     produce(&cluster, A, "m1");
     cluster.catch_up(B, A).await;
@@ -150,13 +150,13 @@ async fn both_crash_and_the_shorter_log_leads(pre_kip_101: bool) -> (Vec<String>
     cluster.crash(A);
     cluster.crash(B);
     cluster.lose_unflushed(B, m1_bytes as u64);
-    cluster.start(B, B);
+    cluster.start(B, B).await;
     cluster
         .partition(B)
         .make_leader(B, 1, 1, vec![A, B], vec![B])
         .expect("leader");
     produce(&cluster, B, "m3");
-    cluster.start(A, B);
+    cluster.start(A, B).await;
     cluster
         .partition(A)
         .set_truncate_to_high_watermark(pre_kip_101);
@@ -191,7 +191,7 @@ async fn a_follower_far_behind_converges_across_several_leader_changes() {
     // KIP-279: A leads epoch 0 (m0, m1; B gets m0), B leads epoch 1 alone (b1), A leads
     // epoch 2 without having followed B (a2). B then follows A: its epoch 1 is unknown to
     // A, which answers with the end of epoch 0; B truncates b1 and takes m1 and a2.
-    let mut cluster = SimCluster::new(&[A, B]);
+    let mut cluster = SimCluster::new(&[A, B]).await;
     replicate_between(&cluster, A, B, 0);
     produce(&cluster, A, "m0");
     cluster.catch_up(B, A).await;
@@ -203,13 +203,13 @@ async fn a_follower_far_behind_converges_across_several_leader_changes() {
         .expect("leader");
     produce(&cluster, B, "b1");
     cluster.crash(B);
-    cluster.start(A, A);
+    cluster.start(A, A).await;
     cluster
         .partition(A)
         .make_leader(A, 2, 2, vec![A, B], vec![A])
         .expect("leader");
     produce(&cluster, A, "a2");
-    cluster.start(B, A);
+    cluster.start(B, A).await;
     cluster
         .partition(B)
         .make_follower(A, 2, 2)
@@ -235,7 +235,7 @@ fn produce_request(value: &str, acks: i16) -> kafka_protocol::messages::ProduceR
 
 #[tokio::test]
 async fn acks_all_is_answered_once_the_follower_has_the_batch() {
-    let cluster = std::sync::Arc::new(SimCluster::new(&[A, B]));
+    let cluster = std::sync::Arc::new(SimCluster::new(&[A, B]).await);
     replicate_between(&cluster, A, B, 0);
     let producing = {
         let cluster = std::sync::Arc::clone(&cluster);
@@ -251,7 +251,7 @@ async fn acks_all_is_answered_once_the_follower_has_the_batch() {
 
 #[tokio::test]
 async fn acks_all_times_out_without_the_follower_and_min_insync_refuses_a_lone_leader() {
-    let cluster = SimCluster::with_config(&[A, B], &[("min.insync.replicas", "2")]);
+    let cluster = SimCluster::with_config(&[A, B], &[("min.insync.replicas", "2")]).await;
     replicate_between(&cluster, A, B, 0);
     let response = cluster.call(A, &produce_request("m0", -1), 9).await;
     let code = response.responses[0].partition_responses[0].error_code;

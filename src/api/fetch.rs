@@ -18,8 +18,12 @@ use bytes::Bytes;
 use futures_util::future::select_all;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_request::FetchPartition;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::{FetchRequest, FetchResponse, FetchResponse as Response, TopicName};
+use kafka_protocol::messages::fetch_response::{
+    FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
+};
+use kafka_protocol::messages::{
+    BrokerId, FetchRequest, FetchResponse, FetchResponse as Response, TopicName,
+};
 use kafka_protocol::protocol::HeaderVersion;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -27,7 +31,7 @@ use uuid::Uuid;
 
 use super::errors::replica_error;
 use super::response::encode_with_sources;
-use super::{topic_name, Broker, HandlerError, Outcome, Request};
+use super::{leader_hint, node_endpoints, topic_name, Broker, HandlerError, Outcome, Request};
 use crate::replica::roles::{FollowerFetch, FollowerFetchResult};
 use crate::replica::{IsrChange, Partition};
 
@@ -36,7 +40,13 @@ struct Target {
     topic_index: usize,
     request: FetchPartition,
     partition: Result<Arc<Partition>, ResponseError>,
+    /// Leader and epoch when this broker does not lead the partition (KIP-951).
+    leader: Option<(i32, i32)>,
 }
+
+/// Fetch v12+ carries leader hints, v16+ the leaders' endpoints (KIP-951).
+const LEADER_HINT_VERSION: i16 = 12;
+const NODE_ENDPOINTS_VERSION: i16 = 16;
 
 /// The answer so far, and what decides whether to send it.
 struct Reading {
@@ -76,17 +86,22 @@ fn resolve(
         for p in &topic.partitions {
             // By name, the hosted partition decides (the image names topics for ids).
             let name = found.map_or(topic.topic.0.as_str(), |t| t.name.as_str());
+            let mut leader = None;
             let partition = match found {
                 None if by_id => Err(ResponseError::UnknownTopicId),
                 _ => broker
                     .replicas
-                    .partition(name, p.partition)
-                    .map_err(|e| replica_error(&e)),
+                    .leader_partition(name, p.partition)
+                    .map_err(|e| {
+                        leader = leader_hint(&e);
+                        replica_error(&e)
+                    }),
             };
             targets.push(Target {
                 topic_index: topics.len() - 1,
                 request: p.clone(),
                 partition,
+                leader,
             });
         }
     }
@@ -217,7 +232,18 @@ fn read_all(
             tracing::debug!(client = %request.client, api = "Fetch", partition = index,
                 offset = target.request.fetch_offset, error = ?error, "fetch partition error");
             reading.has_error = true;
-            error_data(index, error)
+            let failed = error_data(index, error);
+            match target
+                .leader
+                .filter(|_| request.version() >= LEADER_HINT_VERSION)
+            {
+                Some((leader, leader_epoch)) => failed.with_current_leader(
+                    LeaderIdAndEpoch::default()
+                        .with_leader_id(BrokerId(leader))
+                        .with_leader_epoch(leader_epoch),
+                ),
+                None => failed,
+            }
         });
         if let Some(records) = data.records.as_ref().filter(|r| !r.is_empty()) {
             reading.bytes += records.len();
@@ -262,14 +288,21 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
             receiver.mark_unchanged();
         }
         let reading = read_all(request, &body, &topics, &targets);
-        broker.replicas.propose_isr_changes(&reading.isr_changes);
+        broker.propose_isr_changes(&reading.isr_changes);
         let enough = reading.bytes >= body.min_bytes.max(0) as usize;
         if enough || reading.has_error || targets.is_empty() || Instant::now() >= deadline {
             break reading;
         }
         wait_for_data(&mut receivers, deadline).await;
     };
-    let response = FetchResponse::default().with_responses(reading.topics);
+    let mut response = FetchResponse::default().with_responses(reading.topics);
+    if request.version() >= NODE_ENDPOINTS_VERSION {
+        let leaders: Vec<i32> = targets
+            .iter()
+            .filter_map(|t| t.leader.map(|l| l.0))
+            .collect();
+        response.node_endpoints = node_endpoints!(NodeEndpoint, &broker.image(), &leaders);
+    }
     let header_version = Response::header_version(request.version());
     let frame = encode_with_sources(request, &response, header_version, reading.sources)?;
     Ok(Outcome::Respond(frame))

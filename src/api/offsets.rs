@@ -48,7 +48,7 @@ fn group_by_topic<T>(items: impl IntoIterator<Item = (String, i32, T)>) -> ByTop
 fn partition_exists(image: &MetadataImage, topic: &str, partition: i32) -> bool {
     image
         .topic(topic)
-        .is_some_and(|t| (0..t.partitions).contains(&partition))
+        .is_some_and(|t| t.partition(partition).is_some())
 }
 
 /// Per-topic error codes of a commit or delete: each partition's own, or the group-level

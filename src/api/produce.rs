@@ -6,13 +6,15 @@
 //! (NOT_ENOUGH_REPLICAS_AFTER_APPEND).
 
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
-use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse, TopicProduceResponse,
+};
+use kafka_protocol::messages::{BrokerId, ProduceRequest, ProduceResponse};
 
 use super::errors::replica_error;
-use super::{Broker, HandlerError, Outcome, Request};
 use std::sync::Arc;
 
+use super::{leader_hint, node_endpoints, Broker, HandlerError, Outcome, Request};
 use crate::replica::{Partition, ReplicaError};
 
 fn partition_error(index: i32, error: ResponseError) -> PartitionProduceResponse {
@@ -39,13 +41,17 @@ fn append(
     index: i32,
     records: &[u8],
     acks: i16,
+    leaders: &mut Vec<i32>,
 ) -> (PartitionProduceResponse, Option<(Arc<Partition>, i64)>) {
-    let result = broker.replicas.partition(topic, index).and_then(|p| {
-        if acks == -1 {
-            check_min_insync(broker, &p, false)?;
-        }
-        p.append_as_leader(records).map(|info| (p, info))
-    });
+    let result = broker
+        .replicas
+        .leader_partition(topic, index)
+        .and_then(|p| {
+            if acks == -1 {
+                check_min_insync(broker, &p, false)?;
+            }
+            p.append_as_leader(records).map(|info| (p, info))
+        });
     match result {
         Ok((partition, info)) => {
             let response = PartitionProduceResponse::default()
@@ -59,10 +65,36 @@ fn append(
         Err(error) => {
             let code = replica_error(&error);
             log_failure(request, &error, code);
-            (partition_error(index, code), None)
+            (failed(request, index, code, &error, leaders), None)
         }
     }
 }
+
+/// The response of a refused partition; NOT_LEADER_OR_FOLLOWER names the leader (v10+,
+/// KIP-951), whose endpoint goes into the response's node endpoints.
+fn failed(
+    request: &Request,
+    index: i32,
+    code: ResponseError,
+    error: &ReplicaError,
+    leaders: &mut Vec<i32>,
+) -> PartitionProduceResponse {
+    let failed = partition_error(index, code);
+    match leader_hint(error).filter(|_| request.version() >= LEADER_HINT_VERSION) {
+        Some((leader, leader_epoch)) => {
+            leaders.push(leader);
+            failed.with_current_leader(
+                LeaderIdAndEpoch::default()
+                    .with_leader_id(BrokerId(leader))
+                    .with_leader_epoch(leader_epoch),
+            )
+        }
+        None => failed,
+    }
+}
+
+/// Produce v10+ carries leader hints (KIP-951).
+const LEADER_HINT_VERSION: i16 = 10;
 
 /// `min.insync.replicas` of the partition's topic (the broker default unless overridden).
 fn min_insync_replicas(broker: &Broker, topic: &str) -> usize {
@@ -148,6 +180,7 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
     let image = broker.image();
     let mut responses = Vec::with_capacity(body.topic_data.len());
     let mut pending = Vec::new();
+    let mut leaders = Vec::new();
     for topic in &body.topic_data {
         let name = match image.topic_by_id(topic.topic_id) {
             Some(found) if request.version() >= 13 => found.name.clone(),
@@ -171,7 +204,15 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
                     return partition_error(p.index, ResponseError::InvalidTopicException);
                 }
                 let records = p.records.as_deref().unwrap_or_default();
-                let (response, wait) = append(broker, request, &name, p.index, records, body.acks);
+                let (response, wait) = append(
+                    broker,
+                    request,
+                    &name,
+                    p.index,
+                    records,
+                    body.acks,
+                    &mut leaders,
+                );
                 if let Some((target, end_offset)) = wait {
                     pending.push(Pending {
                         topic: topic_index,
@@ -195,5 +236,9 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
     if !pending.is_empty() {
         await_replication(broker, request, body.timeout_ms, pending, &mut responses).await;
     }
-    request.respond(&ProduceResponse::default().with_responses(responses))
+    let node_endpoints = node_endpoints!(NodeEndpoint, &image, &leaders);
+    let response = ProduceResponse::default()
+        .with_responses(responses)
+        .with_node_endpoints(node_endpoints);
+    request.respond(&response)
 }

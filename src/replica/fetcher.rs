@@ -32,9 +32,9 @@ pub enum LinkError {
 }
 
 /// Carries a follower's Fetch to a leader and its answer back.
-pub trait LeaderLink: Send + Sync {
+pub trait LeaderLink: Send {
     fn fetch(
-        &self,
+        &mut self,
         leader: i32,
         request: FetchRequest,
     ) -> impl Future<Output = Result<FetchResponse, LinkError>> + Send;
@@ -84,7 +84,7 @@ pub fn fetch_request(
 
 /// Fetches once from `leader` for `partitions` and applies the answer.
 pub async fn fetch_round<L: LeaderLink>(
-    link: &L,
+    link: &mut L,
     local_id: i32,
     leader: i32,
     partitions: &[Arc<Partition>],
@@ -105,7 +105,7 @@ pub async fn fetch_round<L: LeaderLink>(
                 Ok(Applied::Truncated) => round.truncations += 1,
                 Err(error) => {
                     round.errors += 1;
-                    tracing::warn!(partition = %partition.topic_partition, leader, %error,
+                    tracing::debug!(partition = %partition.topic_partition, leader, %error,
                         "follower fetch failed");
                 }
             }

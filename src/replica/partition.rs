@@ -82,12 +82,12 @@ pub struct Partition {
 }
 
 impl Partition {
-    /// Wraps an opened log, with the high watermark it had (from the checkpoint, capped by
-    /// the log), as the sole replica and leader at `leader_epoch` until told otherwise.
+    /// Wraps an opened log as a follower of `leader` at `leader_epoch`, until
+    /// [`Partition::make_leader`] or [`Partition::make_follower`] gives it its role.
     pub fn new(
         topic_partition: TopicPartition,
         topic_id: Uuid,
-        leader_epoch: i32,
+        (leader, leader_epoch): (i32, i32),
         log: Log,
     ) -> Self {
         let log_end_offset = log.log_end_offset();
@@ -96,7 +96,7 @@ impl Partition {
         let state = ReplicaState {
             leader_epoch,
             partition_epoch: 0,
-            role: Role::Follower { leader: -1 },
+            role: Role::Follower { leader },
         };
         Partition {
             topic_partition,
@@ -138,6 +138,22 @@ impl Partition {
     /// The current leader epoch.
     pub fn leader_epoch(&self) -> i32 {
         self.state().leader_epoch
+    }
+
+    /// The current leader (-1: none).
+    pub fn leader(&self) -> i32 {
+        match &self.state().role {
+            Role::Leader(leader) => leader.local_id,
+            Role::Follower { leader } => *leader,
+        }
+    }
+
+    /// Refuses with NOT_LEADER_OR_FOLLOWER unless this broker leads the partition.
+    pub fn check_leader(&self) -> Result<(), ReplicaError> {
+        match self.is_leader() {
+            true => Ok(()),
+            false => Err(self.not_leader(self.leader())),
+        }
     }
 
     /// Whether this replica leads the partition.
@@ -256,10 +272,11 @@ impl Partition {
 
     /// NOT_LEADER_OR_FOLLOWER for this partition, naming the leader if known.
     pub fn not_leader(&self, leader: i32) -> ReplicaError {
-        ReplicaError::NotLeader {
+        ReplicaError::NotLeaderOrFollower {
             topic: self.topic_partition.topic.clone(),
             partition: self.topic_partition.partition,
             leader,
+            leader_epoch: self.leader_epoch(),
         }
     }
 
@@ -318,6 +335,11 @@ impl Partition {
         }
         log.delete_records(target, high_watermark)
             .map_err(|e| self.log_error(e))
+    }
+
+    /// Applies a changed topic configuration to the log.
+    pub fn set_log_config(&self, config: crate::log::LogConfig) {
+        self.log_mut().set_config(config);
     }
 
     /// Flushes and trims the log for a clean shutdown.

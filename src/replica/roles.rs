@@ -8,6 +8,7 @@ use bytes::Bytes;
 use super::error::ReplicaError;
 use super::leader_state::LeaderState;
 use super::partition::{IsrChange, Partition, ReplicaState, Role};
+use crate::metadata::PartitionImage;
 
 /// What a follower asks for in a fetch.
 #[derive(Debug, Clone, Copy)]
@@ -35,6 +36,29 @@ pub enum FollowerFetchResult {
 }
 
 impl Partition {
+    /// Takes the role the metadata gives this broker: leader with the image's replicas and
+    /// ISR, or follower of its leader. Epochs older than the current one are ignored
+    /// (images only move forward); the same epoch only refreshes replicas and ISR.
+    pub fn apply_partition_image(
+        &self,
+        node_id: i32,
+        wanted: &PartitionImage,
+    ) -> Result<(), ReplicaError> {
+        if wanted.leader_epoch < self.leader_epoch() {
+            return Ok(());
+        }
+        match wanted.leader == node_id {
+            true => self.make_leader(
+                node_id,
+                wanted.leader_epoch,
+                wanted.partition_epoch,
+                wanted.replicas.clone(),
+                wanted.isr.clone(),
+            ),
+            false => self.make_follower(wanted.leader, wanted.leader_epoch, wanted.partition_epoch),
+        }
+    }
+
     /// Becomes leader at `leader_epoch`: the epoch starts at the log end offset, followers
     /// start unknown. A repeated call for the same epoch only refreshes replicas and ISR.
     pub fn make_leader(

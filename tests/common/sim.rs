@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use highwater::api::{Broker, Outcome};
-use highwater::metadata::TopicImage;
+use highwater::metadata::{PartitionImage, TopicImage};
 use highwater::replica::fetcher::{
     decode_fetch_response, encode_fetch, fetch_round, LeaderLink, LinkError, Round,
 };
@@ -32,7 +32,11 @@ pub struct SimLink {
 }
 
 impl LeaderLink for SimLink {
-    async fn fetch(&self, leader: i32, request: FetchRequest) -> Result<FetchResponse, LinkError> {
+    async fn fetch(
+        &mut self,
+        leader: i32,
+        request: FetchRequest,
+    ) -> Result<FetchResponse, LinkError> {
         let unreachable = |reason: &str| LinkError::Unreachable {
             leader,
             reason: reason.to_string(),
@@ -81,12 +85,12 @@ pub struct SimCluster {
 
 impl SimCluster {
     /// Brokers `ids`, started.
-    pub fn new(ids: &[i32]) -> SimCluster {
-        Self::with_config(ids, &[])
+    pub async fn new(ids: &[i32]) -> SimCluster {
+        Self::with_config(ids, &[]).await
     }
 
     /// Brokers `ids`, started with extra broker config `keys`.
-    pub fn with_config(ids: &[i32], keys: &[(&str, &str)]) -> SimCluster {
+    pub async fn with_config(ids: &[i32], keys: &[(&str, &str)]) -> SimCluster {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_test_writer()
@@ -103,7 +107,7 @@ impl SimCluster {
             cluster
                 .dirs
                 .insert(*id, tempfile::tempdir().expect("tempdir"));
-            cluster.start(*id, ids[0]);
+            cluster.start(*id, ids[0]).await;
         }
         cluster
     }
@@ -111,23 +115,28 @@ impl SimCluster {
     /// Opens broker `id` on its directory (after a crash: recovery runs), hosting t-0 as
     /// the metadata would give it: led by `leader` at epoch 0 (roles are set by the test
     /// after that), and connects it.
-    pub fn start(&mut self, id: i32, leader: i32) {
+    pub async fn start(&mut self, id: i32, leader: i32) {
         let dir = self.dirs[&id].path();
         let node = id.to_string();
         let mut keys: Vec<(&str, &str)> = vec![("node.id", node.as_str())];
         keys.extend(self.keys.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        let broker = Broker::open(config(dir, &keys)).expect("open");
+        let broker = Broker::open(config(dir, &keys)).await.expect("open");
         let mut image = (*broker.image()).clone();
+        let mut replicas: Vec<i32> = self.dirs.keys().copied().collect();
+        replicas.sort_unstable();
+        let mut partition = PartitionImage::new(replicas);
+        partition.leader = leader;
         let topic = TopicImage {
             name: "t".into(),
             topic_id: uuid::Uuid::from_u128(1),
-            partitions: 1,
-            replicas: vec![leader],
-            leader_epoch: 0,
+            partitions: vec![partition],
             configs: Default::default(),
         };
         image.topics.insert("t".into(), Arc::new(topic));
-        broker.replicas.apply_image(&image).expect("apply");
+        broker
+            .replicas
+            .apply_image(&Arc::new(image))
+            .expect("apply");
         self.net
             .brokers
             .lock()
@@ -187,12 +196,12 @@ impl SimCluster {
 
     /// One fetch round of `follower` from `leader`.
     pub async fn fetch(&self, follower: i32, leader: i32) -> Result<Round, LinkError> {
-        let link = SimLink {
+        let mut link = SimLink {
             net: Arc::clone(&self.net),
             from: follower,
         };
         let partition = self.partition(follower);
-        fetch_round(&link, follower, leader, &[partition], 0).await
+        fetch_round(&mut link, follower, leader, &[partition], 0).await
     }
 
     /// Fetch rounds until one brings nothing and truncates nothing.

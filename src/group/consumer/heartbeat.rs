@@ -475,7 +475,7 @@ fn subscription_metadata(
             let topic = image.topic(&name)?;
             let metadata = TopicMetadata {
                 topic_id: topic.topic_id,
-                partitions: topic.partitions,
+                partitions: topic.partition_count(),
             };
             Some((name, metadata))
         })
@@ -530,9 +530,9 @@ mod tests {
         let topic = TopicImage {
             name: "t".into(),
             topic_id: Uuid::from_u128(1),
-            partitions,
-            replicas: vec![1; partitions as usize],
-            leader_epoch: 0,
+            partitions: (0..partitions)
+                .map(|_| crate::metadata::PartitionImage::new(vec![1]))
+                .collect(),
             configs: ConfigMap::new(),
         };
         let mut image = MetadataImage::default();
