@@ -121,7 +121,9 @@ pub fn group_error(error: &GroupError) -> ResponseError {
         GroupError::InvalidRequest { .. } => ResponseError::InvalidRequest,
         GroupError::Timeout { .. } => ResponseError::RequestTimedOut,
         GroupError::Storage { source, .. } => match replica_error(source) {
-            ResponseError::UnknownTopicOrPartition => ResponseError::NotCoordinator,
+            ResponseError::UnknownTopicOrPartition | ResponseError::NotLeaderOrFollower => {
+                ResponseError::NotCoordinator
+            }
             _ => ResponseError::CoordinatorNotAvailable,
         },
     }
