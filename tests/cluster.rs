@@ -714,3 +714,59 @@ async fn three_brokers_follow_three_separate_controllers() {
     let _ = victim.wait();
     led_away_from(broker(2), "split", 1).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_restarted_with_other_voters_than_its_log_is_refused() {
+    // Goal: a data directory whose metadata log was made by one quorum does not start
+    // under another controller.quorum.voters, and says why. Method: the real binary, as a
+    // single node first, then as node 1 of three on the same directory.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = free_port();
+    let mut single = Command::new(env!("CARGO_BIN_EXE_highwater"))
+        .args([
+            "serve",
+            "--config",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/config/server.toml"),
+        ])
+        .args(["--listeners", &format!("127.0.0.1:{port}")])
+        .args(["--log-dirs", &dir.path().display().to_string()])
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    eventually("the single node", || async move { metadata(addr).await }).await;
+    let _ = Command::new("kill")
+        .args(["-TERM", &single.id().to_string()])
+        .status();
+    assert!(single.wait().expect("wait").success());
+
+    let controller_port = free_port();
+    let voters = format!(
+        "1@127.0.0.1:{controller_port},2@127.0.0.1:{},3@127.0.0.1:{}",
+        free_port(),
+        free_port()
+    );
+    let listeners =
+        format!("PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}");
+    let mut refused = serve("node-1.toml", &voters)
+        .args(["--listeners", &listeners])
+        .args(["--log-dirs", &dir.path().display().to_string()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + WAIT;
+    while refused.try_wait().expect("try_wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = refused.kill();
+            panic!("a node with other voters than its log kept running");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let output = refused.wait_with_output().expect("output");
+    assert!(!output.status.success(), "refused");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("the metadata log's quorum is [1]"),
+        "{stderr}"
+    );
+}

@@ -85,6 +85,31 @@ fn quorum_error(error: impl std::fmt::Display) -> ControllerError {
     }
 }
 
+/// Refuses to start when `controller.quorum.voters` names other voters than the metadata
+/// log's membership (changing the quorum needs a membership change, which highwater does
+/// not make; a silently different voter set could split the cluster's history).
+fn check_membership(
+    state_machine: &StateMachineStore,
+    voters: &[Voter],
+) -> Result<(), ControllerError> {
+    let mut logged = state_machine.voter_ids();
+    if logged.is_empty() {
+        return Ok(());
+    }
+    logged.sort_unstable();
+    let mut configured: Vec<u64> = voters.iter().map(|v| v.node_id as u64).collect();
+    configured.sort_unstable();
+    if logged == configured {
+        return Ok(());
+    }
+    let reason = format!(
+        "controller.quorum.voters names nodes {configured:?}, but the metadata log's quorum \
+         is {logged:?}"
+    );
+    tracing::error!(%reason, "inconsistent quorum configuration");
+    Err(ControllerError::Quorum { reason })
+}
+
 impl Quorum {
     /// Opens the log and snapshot in `log_dir` and starts the Raft node; a node that has
     /// never stored anything initializes the membership from the voters.
@@ -107,6 +132,9 @@ impl Quorum {
         )
         .await
         .map_err(quorum_error)?;
+        if !pristine {
+            check_membership(&state_machine, &config.voters)?;
+        }
         if pristine {
             let voters = members(&config.voters);
             tracing::info!(voters = voters.len(), "initializing the metadata quorum");

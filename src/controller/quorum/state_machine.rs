@@ -102,6 +102,11 @@ impl StateMachineStore {
         )
     }
 
+    /// The voters of the last applied membership (empty before any).
+    pub fn voter_ids(&self) -> Vec<u64> {
+        self.lock().membership.voter_ids().collect()
+    }
+
     /// The index of the last applied entry (0 before any).
     pub fn applied_offset(&self) -> u64 {
         self.lock().last_applied.map_or(0, |l| l.index)
