@@ -66,14 +66,19 @@ fuzz:
 	./fuzz/run.sh $(FUZZ_SECONDS)
 
 # highwater against Apache Kafka 4.1.1, side by side (bench/README.md): alternating rounds of
-# ProducerPerformance, consumers and end-to-end latency; ~20 min; writes bench/results/.
-# Never part of `make test`.
-.PHONY: bench bench-smoke
+# ProducerPerformance, consumers and end-to-end latency on one node, then RF=3 vs RF=1 on
+# three-node clusters of each; ~28 min; writes bench/results/. Never part of `make test`.
+.PHONY: bench bench-smoke bench-rf3
 bench: build compat-deps
 	./bench/run.sh full
 
-# The same machinery with one short round and tiny workloads (~1 min); fails if a broker or a
-# tool fails or a figure is missing. Writes nothing tracked (bench/.venv is ignored).
+# Only the RF=3 vs RF=1 section (~8 min); writes bench/results/<date>-rf3.{md,json}.
+bench-rf3: build compat-deps
+	./bench/run.sh rf3
+
+# The same machinery with one short round and tiny workloads, RF=3 on a three-node highwater
+# cluster only (~1.5 min); fails if a broker or a tool fails, the cluster does not form or a
+# figure is missing. Writes nothing tracked (bench/.venv is ignored).
 bench-smoke: build compat-deps
 	./bench/run.sh smoke
 

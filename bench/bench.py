@@ -8,7 +8,10 @@ broker freshly started on an empty data dir under the same work dir:
    workload (record size x acks x partitions) with the broker's CPU time read from
    /proc/<pid>/stat around each run, then an assign()-based consumer over what was produced;
 2. latency: ProducerPerformance at a fixed rate, half of Kafka's median unthrottled rate of
-   phase 1 for the same workload, then end-to-end latency.
+   phase 1 for the same workload, then end-to-end latency;
+3. RF=3 vs RF=1 (issues 5 and 7): a three-node cluster of each broker per round,
+   ProducerPerformance (100 B, acks=all, 6 partitions) to an RF=3 and an RF=1 topic,
+   unthrottled and at a fixed rate, with the CPU time of the three brokers summed.
 
 Kafka's ConsumerPerformance always subscribes (a consumer group) and EndToEndLatency sets
 group.id and calls commitSync() when done; highwater has no group coordinator yet, so both
@@ -17,7 +20,7 @@ brokers. In full mode Kafka's own two tools also run against Kafka, as a calibra
 
 Writes <out>/<stem>.md, .json and .png (highwater/Kafka ratios of the medians) and prints
 the table. Every process this script starts is killed when it ends, however it ends.
-Usage: bench/run.sh full|smoke (see bench/README.md).
+Usage: bench/run.sh full|smoke|rf3 (see bench/README.md; rf3: only the third section).
 """
 
 from __future__ import annotations
@@ -113,6 +116,14 @@ class Plan:
     settle_s: float
     tool_timeout_s: float
     kafka_references: bool
+    # Which parts run: "single" (the two single-node phases), "rf3" (RF=3 vs RF=1 on three
+    # nodes per broker). Defaults: what results written before the RF=3 section hold.
+    sections: tuple[str, ...] = ("single",)
+    rf3_brokers: tuple[str, ...] = ("highwater", "kafka")
+    rf3_rounds: int = 0
+    rf3_records: int = 0  # 100 B records per unthrottled run
+    rf3_rate: int = 0  # records/s of the fixed-rate runs, the same for every broker and RF
+    rf3_fixed_seconds: float = 0.0
 
 
 def all_workloads() -> tuple[Workload, ...]:
@@ -127,7 +138,9 @@ PLANS = {
         fixed_rate_seconds=6.0, warmup_fraction=0.25, warmup_seconds=2.0,
         broker_warmup_records=1_000_000,
         end_to_end=((100, "1"), (100, "all")), end_to_end_records=2_000,
-        settle_s=3.0, tool_timeout_s=300.0, kafka_references=True),
+        settle_s=3.0, tool_timeout_s=300.0, kafka_references=True,
+        sections=("single", "rf3"), rf3_rounds=3, rf3_records=1_000_000, rf3_rate=50_000,
+        rf3_fixed_seconds=6.0),
     "smoke": Plan(
         mode="smoke", rounds=1,
         workloads=(Workload(100, "1", 1), Workload(1024, "all", 6)),
@@ -135,8 +148,12 @@ PLANS = {
         fixed_rate_seconds=1.5, warmup_fraction=0.5, warmup_seconds=1.0,
         broker_warmup_records=0,
         end_to_end=((100, "all"),), end_to_end_records=100,
-        settle_s=0.5, tool_timeout_s=120.0, kafka_references=False),
+        settle_s=0.5, tool_timeout_s=120.0, kafka_references=False,
+        sections=("single", "rf3"), rf3_brokers=("highwater",), rf3_rounds=1,
+        rf3_records=20_000, rf3_rate=5_000, rf3_fixed_seconds=1.5),
 }
+# Only the RF=3 section, at full size: `bench/run.sh rf3`.
+PLANS["rf3"] = dataclasses.replace(PLANS["full"], mode="rf3", sections=("rf3",))
 
 
 # --- processes ---------------------------------------------------------------------------
@@ -378,6 +395,45 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def metadata_ports(port: int) -> set[int]:
+    """The client ports of the brokers a Metadata v1 response from `port` lists (an
+    unfenced broker's); empty when nothing answers."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(PROBE_RECV_TIMEOUT_S)
+        try:
+            sock.connect(("127.0.0.1", port))
+            sock.sendall(metadata_request(1))
+            size = struct.unpack(">i", recv_exact(sock, 4))[0]
+            data = recv_exact(sock, size)
+        except (OSError, struct.error):
+            return set()
+    ports, pos = set(), 8
+    try:
+        for _ in range(struct.unpack_from(">i", data, 4)[0]):
+            host_len = struct.unpack_from(">h", data, pos + 4)[0]
+            pos += 6 + host_len
+            broker_port, rack_len = struct.unpack_from(">ih", data, pos)
+            pos += 6 + max(rack_len, 0)
+            ports.add(broker_port)
+    except struct.error:
+        return set()
+    return ports
+
+
+# Reserved for other local clusters and the compat suites: never used by the bench.
+RESERVED_PORTS = {9092, 9093, 9094, 9192, 9193, 9194, 19092, 19093}
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free loopback ports, none of RESERVED_PORTS."""
+    ports: list[int] = []
+    while len(ports) < count:
+        port = free_port()
+        if port not in ports and port not in RESERVED_PORTS:
+            ports.append(port)
+    return ports
+
+
 # --- brokers -----------------------------------------------------------------------------
 
 class Broker:
@@ -388,7 +444,7 @@ class Broker:
     def __init__(self, ctx: Context, session_dir: Path) -> None:
         self.ctx = ctx
         self.dir = session_dir
-        self.port = free_port()
+        self.port = free_ports(1)[0]
         self.bootstrap = f"127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
         self.stdout = session_dir / "broker.log"
@@ -441,6 +497,9 @@ class Broker:
         if self.proc is not None:
             stop(self.proc, BROKER_STOP_GRACE_S)
 
+    def cpu_pids(self) -> str:
+        return str(self.pid())
+
 
 class Highwater(Broker):
     name = "highwater"
@@ -460,7 +519,7 @@ class Kafka(Broker):
 
     def __init__(self, ctx: Context, session_dir: Path) -> None:
         super().__init__(ctx, session_dir)
-        self.controller_port = free_port()
+        self.controller_port = free_ports(1)[0]
         self.props = session_dir / "server.properties"
         self.log = session_dir / "logs" / "server.log"
 
@@ -519,6 +578,193 @@ def kafka_cluster_id() -> str:
 BROKERS = {"highwater": Highwater, "kafka": Kafka}
 
 
+# --- three-node clusters (the RF=3 section) ----------------------------------------------
+
+CLUSTER_NODES = 3
+CLUSTER_STOP_GRACE_S = 10.0
+HIGHWATER_CLUSTER_CONFIGS = ROOT / "config" / "cluster"
+
+
+class Cluster:
+    """Three combined broker+controller nodes of one kind on free loopback ports, each with
+    its own data dir under the session dir. Quacks like a Broker where the tools need one:
+    name, bootstrap (all three), dir, exited(), check_alive(), log_tail(), cpu_pids()."""
+
+    name = ""
+
+    def __init__(self, ctx: Context, session_dir: Path) -> None:
+        self.ctx = ctx
+        self.dir = session_dir
+        ports = free_ports(2 * CLUSTER_NODES)
+        self.ports, self.controller_ports = ports[:CLUSTER_NODES], ports[CLUSTER_NODES:]
+        self.bootstrap = ",".join(f"127.0.0.1:{p}" for p in self.ports)
+        self.node_dirs = [session_dir / f"node-{i + 1}" for i in range(CLUSTER_NODES)]
+        self.procs: list[subprocess.Popen] = []
+
+    def voters(self) -> str:
+        return ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(self.controller_ports))
+
+    def prepare(self) -> None:
+        for node_dir in self.node_dirs:
+            node_dir.mkdir(parents=True)
+
+    def command(self, node: int) -> list[str]:
+        raise NotImplementedError
+
+    def env(self) -> dict[str, str] | None:
+        return None
+
+    def node_log(self, node: int) -> Path:
+        return self.node_dirs[node] / "stdout.log"
+
+    def start(self) -> dict:
+        """Starts the three nodes together and waits until each answers a Metadata request
+        listing all three brokers (registered and unfenced)."""
+        self.prepare()
+        began = time.monotonic()
+        for node in range(CLUSTER_NODES):
+            self.procs.append(spawn(self.command(node), self.node_dirs[node] / "stdout.log",
+                                    self.node_dirs[node] / "stdout.log", self.node_dirs[node],
+                                    self.env()))
+        want = set(self.ports)
+        pending = set(self.ports)
+        while pending:
+            self.check_alive("start-up")
+            if time.monotonic() - began > BROKER_START_TIMEOUT_S:
+                raise BenchError(f"{self.name} cluster: after {BROKER_START_TIMEOUT_S:.0f}s, "
+                                 f"ports {sorted(pending)} do not list all of "
+                                 f"{sorted(want)} in Metadata\n{self.log_tail()}")
+            pending = {p for p in pending if not want <= metadata_ports(p)}
+            if pending:
+                time.sleep(0.1)
+        return {"pids": [proc.pid for proc in self.procs],
+                "start_to_ready_ms": (time.monotonic() - began) * 1e3}
+
+    def cpu_pids(self) -> str:
+        return ",".join(str(proc.pid) for proc in self.procs)
+
+    def exited(self) -> bool:
+        return any(proc.poll() is not None for proc in self.procs)
+
+    def check_alive(self, during: str) -> None:
+        for node, proc in enumerate(self.procs):
+            if proc.poll() is not None:
+                raise BenchError(f"{self.name} node {node + 1} exited (status "
+                                 f"{proc.returncode}) during {during}\n{self.log_tail()}")
+
+    def log_tail(self) -> str:
+        return "\n".join(f"  end of the {self.name} node {node + 1} log "
+                         f"({self.node_log(node)}):\n{tail(self.node_log(node), 15)}"
+                         for node in range(CLUSTER_NODES))
+
+    def stop(self) -> None:
+        """SIGTERM to all three at once (one at a time, the last ones would wait for a
+        quorum that is gone), SIGKILL after CLUSTER_STOP_GRACE_S."""
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + CLUSTER_STOP_GRACE_S
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            forget(proc)
+
+
+def highwater_node_config(node: int, port: int, controller_port: int, voters: str,
+                          data: Path) -> str:
+    """config/cluster/node-N.toml with this run's ports, voters and data dir."""
+    text = (HIGHWATER_CLUSTER_CONFIGS / f"node-{node + 1}.toml").read_text()
+    for pattern, value in (
+            (r'^listeners = .*$',
+             f'listeners = "PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}"'),
+            (r'^"controller\.quorum\.voters" = .*$', f'"controller.quorum.voters" = "{voters}"'),
+            (r'^"log\.dirs" = .*$', f'"log.dirs" = "{data}"')):
+        text, count = re.subn(pattern, lambda _m, v=value: v, text, flags=re.MULTILINE)
+        if count != 1:
+            raise BenchError(f"config/cluster/node-{node + 1}.toml: expected one line "
+                             f"matching {pattern}, found {count}")
+    return "# Generated by bench/bench.py from config/cluster/; ports and data dir replaced.\n" \
+        + text
+
+
+class HighwaterCluster(Cluster):
+    name = "highwater"
+
+    def prepare(self) -> None:
+        super().prepare()
+        for node, node_dir in enumerate(self.node_dirs):
+            (node_dir / "node.toml").write_text(highwater_node_config(
+                node, self.ports[node], self.controller_ports[node], self.voters(),
+                node_dir / "data"))
+
+    def command(self, node: int) -> list[str]:
+        return [str(self.ctx.highwater_bin), "serve", "--config",
+                str(self.node_dirs[node] / "node.toml")]
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.pop("RUST_LOG", None)
+        return env
+
+
+class KafkaCluster(Cluster):
+    name = "kafka"
+
+    def node_log(self, node: int) -> Path:
+        return self.node_dirs[node] / "logs" / "server.log"
+
+    def props(self, node: int) -> Path:
+        return self.node_dirs[node] / "server.properties"
+
+    def prepare(self) -> None:
+        """server.properties per node (compat/kafka-ref/start.sh's, with a static quorum of
+        the three controllers) and one storage format per node with a shared cluster id."""
+        super().prepare()
+        cluster_id = kafka_cluster_id()
+        for node, node_dir in enumerate(self.node_dirs):
+            (node_dir / "logs").mkdir()
+            bootstrap = f"127.0.0.1:{self.ports[node]}"
+            self.props(node).write_text(f"""\
+process.roles=broker,controller
+node.id={node + 1}
+listeners=PLAINTEXT://{bootstrap},CONTROLLER://127.0.0.1:{self.controller_ports[node]}
+advertised.listeners=PLAINTEXT://{bootstrap}
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+controller.quorum.voters={self.voters()}
+log.dirs={node_dir / "data"}
+num.partitions=1
+default.replication.factor=1
+auto.create.topics.enable=true
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=4
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=4
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+""")
+            run_tool(java_cmd("kafka.tools.StorageTool",
+                              ["format", "-t", cluster_id, "-c", str(self.props(node))],
+                              self.ctx.kafka_classpath, ["-Xmx256M"]),
+                     "kafka-storage-format", node_dir, 120)
+
+    def command(self, node: int) -> list[str]:
+        node_dir = self.node_dirs[node]
+        return ["java", *BROKER_HEAP, *JVM_PERFORMANCE_OPTS,
+                f"-Dkafka.logs.dir={node_dir / 'logs'}", "-Dkafka.request.log.level=WARN",
+                f"-Dlog4j2.configurationFile={KAFKA_LOG4J}",
+                "-cp", self.ctx.kafka_classpath, "kafka.Kafka", str(self.props(node))]
+
+
+CLUSTERS = {"highwater": HighwaterCluster, "kafka": KafkaCluster}
+
+
 # --- tools -------------------------------------------------------------------------------
 
 @dataclasses.dataclass
@@ -558,8 +804,10 @@ def broker_sample(broker: Broker) -> dict:
             "broker_hwm_kib": mem.get("VmHWM")}
 
 
-def create_topics(ctx: Context, broker: Broker, topics: list[tuple[str, int]]) -> None:
-    specs = [f"{name}:{parts}" for name, parts in topics]
+def create_topics(ctx: Context, broker: Broker | Cluster,
+                  topics: list[tuple[str, int]] | list[tuple[str, int, int]]) -> None:
+    """(name, partitions[, replication factor]); waits for leaders and full ISRs."""
+    specs = [":".join(str(part) for part in topic) for topic in topics]
     out = run_tool(java_cmd("BenchTool", ["create-topics", broker.bootstrap, *specs],
                             ctx.tool_classpath), "create-topics", broker.dir,
                    ctx.plan.tool_timeout_s, broker)
@@ -575,7 +823,7 @@ def producer_performance(ctx: Context, broker: Broker, topic: str, w: Workload,
             "--throughput", str(throughput), "--producer-props",
             f"bootstrap.servers={broker.bootstrap}", f"acks={w.acks}"]
     name = f"producer-{topic}"
-    out = run_tool(java_cmd("BenchTool", ["producer-perf", str(broker.pid()), str(CLK_TCK),
+    out = run_tool(java_cmd("BenchTool", ["producer-perf", broker.cpu_pids(), str(CLK_TCK),
                                           str(warmup_records), *args], ctx.tool_classpath),
                    name, broker.dir, ctx.plan.tool_timeout_s, broker)
     broker.check_alive(f"ProducerPerformance on {topic}")
@@ -596,7 +844,7 @@ def producer_performance(ctx: Context, broker: Broker, topic: str, w: Workload,
             "payload_bytes": records * w.size, "broker_cpu_s": cpu["broker_cpu_s"],
             "broker_minflt": int(cpu["broker_minflt"]),
             "broker_majflt": int(cpu["broker_majflt"]), "wall_s": cpu["wall_s"],
-            **broker_sample(broker)}
+            **(broker_sample(broker) if isinstance(broker, Broker) else {})}
 
 
 def consume(ctx: Context, broker: Broker, topic: str, records: int) -> dict:
@@ -797,6 +1045,223 @@ def fixed_rates(sessions: list[dict], plan: Plan) -> dict[str, int]:
                  and r["workload"] == w.key]
         rates[w.key] = max(1, int(statistics.median(kafka) / 2))
     return rates
+
+
+RF3_WORKLOAD_PARTITIONS = 6
+
+
+def rf3_topic(rf: int, kind: str) -> str:
+    return f"bench-rf{rf}-{kind}"
+
+
+def rf3_workload() -> Workload:
+    return Workload(100, "all", RF3_WORKLOAD_PARTITIONS)
+
+
+def run_rf3_session(ctx: Context, kind: str, round_no: int) -> dict:
+    """One three-node cluster of `kind`: ProducerPerformance (100 B, acks=all, 6 partitions)
+    unthrottled and at plan.rf3_rate, to an RF=3 and an RF=1 topic of the same cluster (the
+    order of the two swaps every round); broker CPU summed over the three nodes."""
+    plan = ctx.plan
+    session_dir = ctx.work / f"rf3-r{round_no}-{kind}"
+    session_dir.mkdir()
+    cluster = CLUSTERS[kind](ctx, session_dir)
+    record: dict = {"broker": kind, "phase": "rf3", "round": round_no, "runs": []}
+    began = time.monotonic()
+    ctx.log(f"rf3 round {round_no}: {kind}, three nodes")
+    w = rf3_workload()
+    rfs = (1, 3) if round_no % 2 else (3, 1)
+    try:
+        record.update(cluster.start())
+        ctx.log(f"  {kind}: all three brokers in Metadata "
+                f"{record['start_to_ready_ms'] / 1e3:.1f} s after the start")
+        create_topics(ctx, cluster, [(rf3_topic(rf, part), w.partitions, rf)
+                                     for rf in rfs for part in ("t", "l")])
+        for rf in rfs:
+            records = plan.rf3_records
+            run = producer_performance(ctx, cluster, rf3_topic(rf, "t"), w, records, -1,
+                                       int(records * plan.warmup_fraction))
+            run.update(rf=rf, kind="unthrottled")
+            record["runs"].append(run)
+            ctx.log(f"  {kind} RF={rf} unthrottled: {run['mb_per_s']:.1f} MB/s, "
+                    f"brokers' CPU {run['broker_cpu_s']:.2f} s")
+        for rf in rfs:
+            rate = plan.rf3_rate
+            run = producer_performance(ctx, cluster, rf3_topic(rf, "l"), w,
+                                       max(1, int(rate * plan.rf3_fixed_seconds)), rate,
+                                       int(rate * plan.warmup_seconds))
+            run.update(rf=rf, kind="fixed", target_rate=rate)
+            record["runs"].append(run)
+            ctx.log(f"  {kind} RF={rf} at {rate} rec/s: p50/p99/p99.9 "
+                    f"{run['p50_ms']}/{run['p99_ms']}/{run['p999_ms']} ms")
+        cluster.check_alive("the session")
+    finally:
+        cluster.stop()
+    record["wall_s"] = time.monotonic() - began
+    if not ctx.keep:
+        shutil.rmtree(session_dir, ignore_errors=True)
+    return record
+
+
+def run_rf3(ctx: Context) -> list[dict]:
+    sessions = []
+    for round_no in range(1, ctx.plan.rf3_rounds + 1):
+        for kind in ctx.plan.rf3_brokers:
+            sessions.append(run_rf3_session(ctx, kind, round_no))
+    return sessions
+
+
+@dataclasses.dataclass
+class Rf3Row:
+    """One row of the RF=3 vs RF=1 table: per-session values by (broker, rf)."""
+
+    key: str
+    label: str
+    unit: str
+    better: str
+    values: dict[str, dict[str, list[float]]]  # broker -> "rf1"/"rf3" -> values
+
+    def median(self, broker: str, rf: int) -> float | None:
+        values = self.values.get(broker, {}).get(f"rf{rf}") or []
+        return statistics.median(values) if values else None
+
+    def rf_ratio(self, broker: str) -> float | None:
+        return ratio_of(self.median(broker, 3), self.median(broker, 1))
+
+    def broker_ratio(self) -> float | None:
+        return ratio_of(self.median("highwater", 3), self.median("kafka", 3))
+
+    def as_json(self) -> dict:
+        return {"key": self.key, "label": self.label, "unit": self.unit,
+                "better": self.better, "values": self.values,
+                "medians": {b: {f"rf{rf}": self.median(b, rf) for rf in (1, 3)}
+                            for b in self.values},
+                "ratio_rf3_over_rf1": {b: self.rf_ratio(b) for b in self.values},
+                "ratio_highwater_over_kafka_rf3": self.broker_ratio()}
+
+
+def ratio_of(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None or b == 0 else a / b
+
+
+def collect_rf3(sessions: list[dict], plan: Plan) -> list[Rf3Row]:
+    rows: list[Rf3Row] = []
+
+    def add(key: str, label: str, unit: str, better: str, kind: str, pick) -> None:
+        values: dict[str, dict[str, list[float]]] = {}
+        for s in sessions:
+            for run in s["runs"]:
+                if run["kind"] == kind:
+                    values.setdefault(s["broker"], {"rf1": [], "rf3": []})[
+                        f"rf{run['rf']}"].append(pick(run))
+        if values:
+            rows.append(Rf3Row(key, label, unit, better, values))
+
+    def cpu(run: dict) -> float:
+        return run["broker_cpu_s"] / (run["payload_bytes"] / 1e9)
+
+    add("rf3.unthrottled.mb_per_s", f"unthrottled, {plan.rf3_records:,} records: throughput",
+        "MB/s", "higher", "unthrottled", lambda r: r["mb_per_s"])
+    add("rf3.unthrottled.p99_ms", "unthrottled: p99 (queueing in the producer)", "ms",
+        "lower", "unthrottled", lambda r: r["p99_ms"])
+    add("rf3.unthrottled.cpu_s_per_gb", "unthrottled: CPU of the 3 brokers per GB", "s/GB",
+        "lower", "unthrottled", cpu)
+    for field, name in (("p50_ms", "p50"), ("p99_ms", "p99"), ("p999_ms", "p99.9")):
+        add(f"rf3.fixed.{field}", f"at {plan.rf3_rate:,} rec/s: {name}", "ms", "lower",
+            "fixed", lambda r, f=field: r[f])
+    add("rf3.fixed.records_per_s", f"at {plan.rf3_rate:,} rec/s: rate achieved", "rec/s",
+        "higher", "fixed", lambda r: r["records_per_s"])
+    add("rf3.fixed.cpu_s_per_gb", f"at {plan.rf3_rate:,} rec/s: CPU of the 3 brokers per GB",
+        "s/GB", "lower", "fixed", cpu)
+    starts: dict[str, dict[str, list[float]]] = {}
+    for s in sessions:
+        starts.setdefault(s["broker"], {"rf1": [], "rf3": []})["rf3"].append(
+            s["start_to_ready_ms"] / 1e3)
+    if starts:
+        rows.append(Rf3Row("rf3.cluster_ready_s",
+                           "cluster start → all 3 brokers in Metadata (per cluster)", "s",
+                           "lower", starts))
+    return rows
+
+
+def rf3_cell(row: Rf3Row, broker: str, rf: int) -> str:
+    values = row.values.get(broker, {}).get(f"rf{rf}") or []
+    if not values:
+        return "—"
+    if len(values) == 1:
+        return fmt(values[0])
+    return f"{fmt(statistics.median(values))} ({fmt(min(values))}–{fmt(max(values))})"
+
+
+def plain_ratio(ratio: float | None) -> str:
+    return "—" if ratio is None else f"{ratio:.2f}×"
+
+
+def rf3_markdown(results: dict, plan: Plan, rows: list[Rf3Row]) -> list[str]:
+    """The "RF=3 vs RF=1" section (its own H2, so that the README copy demotes it too)."""
+    if not rows:
+        return []
+    brokers = [b for b in ("highwater", "kafka") if b in plan.rf3_brokers]
+    rounds = plan.rf3_rounds
+    lines = [
+        "", "## RF=3 vs RF=1 (three local brokers, ProducerPerformance, 100 B, acks=all, "
+        f"{RF3_WORKLOAD_PARTITIONS} partitions)", "",
+        f"- Per broker kind, a cluster of three combined broker+controller nodes on this one "
+        f"machine, started fresh for each of {rounds} round(s)"
+        + (" (highwater, then Kafka, alternating)" if len(brokers) == 2 else
+           f" ({brokers[0]} only)") + "; an RF=3 and an RF=1 topic "
+        f"({RF3_WORKLOAD_PARTITIONS} partitions, leaders spread over the three) on the same "
+        "cluster, their order swapped every round. highwater: config/cluster/node-N.toml with "
+        "free ports and temp data dirs; Kafka: start.sh's properties with a static quorum of "
+        "the three controllers and -Xmx1G each.",
+        f"- Fixed rate: {plan.rf3_rate:,} records/s for {plan.rf3_fixed_seconds:g} s after a "
+        f"{plan.warmup_seconds:g} s warm-up, the same for both brokers and both RFs. "
+        "Unthrottled: a warm-up of a quarter of the records in the same JVM first. "
+        "CPU: utime+stime of the three broker processes summed, per 10^9 payload bytes.",
+        "- Ratios are of the medians. RF=3/RF=1 is the cost of replication on each broker; "
+        "hw/Kafka compares the RF=3 medians. The three brokers and the producer JVM share "
+        "the machine's cores (and other work runs beside them), so these are rough figures.",
+        "",
+    ]
+    head = "| metric | unit |"
+    rule = "|---|---|"
+    for b in brokers:
+        name = "highwater" if b == "highwater" else "Kafka"
+        head += f" {name} RF=1 | {name} RF=3 | {name} RF=3/RF=1 |"
+        rule += "---|---|---|"
+    if len(brokers) == 2:
+        head += " hw/Kafka at RF=3 |"
+        rule += "---|"
+    lines += [head, rule]
+    for row in rows:
+        line = f"| {row.label} | {row.unit} |"
+        for b in brokers:
+            line += (f" {rf3_cell(row, b, 1)} | {rf3_cell(row, b, 3)} | "
+                     f"{plain_ratio(row.rf_ratio(b))} |")
+        if len(brokers) == 2:
+            line += f" {plain_ratio(row.broker_ratio())} |"
+        lines.append(line)
+    return lines
+
+
+def check_smoke_rf3(rows: list[Rf3Row], plan: Plan) -> None:
+    """Smoke mode: every RF=3 figure is there for both RFs of every broker that ran."""
+    problems = []
+    for row in rows:
+        for broker in plan.rf3_brokers:
+            for rf in ((3,) if row.key == "rf3.cluster_ready_s" else (1, 3)):
+                values = row.values.get(broker, {}).get(f"rf{rf}") or []
+                if len(values) != plan.rf3_rounds:
+                    problems.append(f"{row.key}: {len(values)} values for {broker} RF={rf}, "
+                                    f"expected {plan.rf3_rounds}")
+                elif any(not math.isfinite(v) or v < 0 for v in values):
+                    problems.append(f"{row.key}: {broker} RF={rf} {values} not finite ≥ 0")
+                elif row.better == "higher" and min(values) <= 0:
+                    problems.append(f"{row.key}: {broker} RF={rf} {values} is zero")
+    if not rows:
+        problems.append("no RF=3 figures at all")
+    if problems:
+        raise BenchError("smoke: implausible RF=3 figures:\n  " + "\n  ".join(problems))
 
 
 # --- figures -----------------------------------------------------------------------------
@@ -1009,8 +1474,18 @@ def ratio_cell(metric: Metric) -> str:
     return f"{ratio:.2f}×{mark}"
 
 
-def markdown(results: dict, metrics: list[Metric]) -> str:
+def markdown(results: dict, metrics: list[Metric], plan: Plan,
+             rf3_rows: list[Rf3Row]) -> str:
     meta = results["meta"]
+    single = "single" in plan.sections
+    if single:
+        scope = (f"- {meta['rounds']} round(s) per phase, brokers alternating (highwater "
+                 f"first), each freshly started on an empty data dir under "
+                 f"{meta['work_dir_fs']}; suite took {meta['duration_s'] / 60:.1f} min")
+    else:
+        scope = (f"- Only the RF=3 section (bench/run.sh rf3): {plan.rf3_rounds} round(s), "
+                 f"data dirs under {meta['work_dir_fs']}; took "
+                 f"{meta['duration_s'] / 60:.1f} min")
     lines = [
         f"# highwater vs Apache Kafka {KAFKA_VERSION}: {meta['date']} ({meta['mode']})",
         "",
@@ -1020,13 +1495,17 @@ def markdown(results: dict, metrics: list[Metric]) -> str:
         f"- {meta['machine']['cpus']} CPUs ({meta['machine']['cpu_model']}), "
         f"{meta['machine']['mem_gib']:.0f} GiB, {meta['machine']['kernel']}; load average "
         f"{meta['loadavg_start']} at the start, {meta['loadavg_end']} at the end",
-        f"- {meta['rounds']} round(s) per phase, brokers alternating (highwater first), each "
-        f"freshly started on an empty data dir under {meta['work_dir_fs']}; suite took "
-        f"{meta['duration_s'] / 60:.1f} min",
+        scope,
         "- Cells: median (min–max) over the sessions; the ratio is highwater's median over "
         "Kafka's; ✓ = better for highwater, ✗ = worse (within 5 %: no mark).",
-        "- Single node only: three brokers with RF=3 are not possible yet (highwater has no "
-        "replication). On one node acks=all is the same as acks=1.",
+    ]
+    if not single:
+        lines += rf3_markdown(results, plan, rf3_rows)
+        return "\n".join(lines) + "\n"
+    lines += [
+        "- The single-node tables run one broker per session; on one node acks=all is the "
+        "same as acks=1. Replication is measured in the RF=3 vs RF=1 table (three nodes)"
+        + ("." if "rf3" in plan.sections else ", not part of this run."),
     ]
     lines += [f"- {note}" for note in results["notes"]]
     lines += ["", "## Goals (issue 7)", "", "| goal | target | measured | met |",
@@ -1045,6 +1524,7 @@ def markdown(results: dict, metrics: list[Metric]) -> str:
                   "|---|---|---|---|---|"]
         lines += [f"| {m.label} | {m.unit} | {cell(m, 'highwater')} | {cell(m, 'kafka')} | "
                   f"{ratio_cell(m)} |" for m in rows]
+    lines += rf3_markdown(results, plan, rf3_rows)
     return "\n".join(lines) + "\n"
 
 
@@ -1151,7 +1631,9 @@ def prepare(plan: Plan, work: Path, binary: Path, keep: bool, began: float) -> C
 
 
 def run_phases(ctx: Context) -> tuple[list[dict], dict[str, int]]:
-    sessions = []
+    sessions: list[dict] = []
+    if "single" not in ctx.plan.sections:
+        return sessions, {}
     for round_no in range(1, ctx.plan.rounds + 1):
         for kind in ("highwater", "kafka"):
             sessions.append(run_session(ctx, kind, "throughput", round_no))
@@ -1211,20 +1693,26 @@ def check_smoke(metrics: list[Metric]) -> None:
 
 def write_outputs(out_dir: Path, results: dict, plan: Plan, stem: str | None = None) -> Path:
     """Computes the table from the raw sessions and writes <stem>.md, .json and .png."""
-    metrics = collect(results["sessions"], plan, results["fixed_rates"])
+    single = "single" in plan.sections
+    metrics = collect(results["sessions"], plan, results["fixed_rates"]) if single else []
+    rf3_rows = collect_rf3(results.get("rf3_sessions", []), plan)
     if plan.mode == "smoke":
         check_smoke(metrics)
+        check_smoke_rf3(rf3_rows, plan)
     results["metrics"] = [m.as_json() for m in metrics]
-    results["goals"] = goals(metrics)
+    results["goals"] = goals(metrics) if single else []
+    results["rf3_metrics"] = [row.as_json() for row in rf3_rows]
     out_dir.mkdir(parents=True, exist_ok=True)
     if stem is None:
-        stem = results["meta"]["date"]
+        stem = results["meta"]["date"] + ("" if single else "-rf3")
         if (out_dir / f"{stem}.md").exists():
             stem = f"{stem}-{dt.datetime.now().strftime('%H%M%S')}"
     results["meta"]["stem"] = stem
-    table = markdown(results, metrics)
+    table = markdown(results, metrics, plan, rf3_rows)
     (out_dir / f"{stem}.md").write_text(table)
     (out_dir / f"{stem}.json").write_text(json.dumps(results, indent=1, sort_keys=False) + "\n")
+    if not single:
+        return out_dir / f"{stem}.md"
     png = out_dir / f"{stem}.png"
     chart(metrics, png, f"highwater / Apache Kafka {KAFKA_VERSION}, {stem} "
                         f"({results['meta']['mode']}, medians of {plan.rounds} round(s))")
@@ -1238,6 +1726,9 @@ def plan_from_json(data: dict) -> Plan:
     fields["workloads"] = tuple(Workload(**w) for w in data["workloads"])
     fields["unthrottled_records"] = {int(k): v for k, v in data["unthrottled_records"].items()}
     fields["end_to_end"] = tuple(tuple(pair) for pair in data["end_to_end"])
+    for name in ("sections", "rf3_brokers"):
+        if name in data:
+            fields[name] = tuple(data[name])
     return Plan(**fields)
 
 
@@ -1247,7 +1738,7 @@ def render(path: Path, update: bool) -> int:
     plan = plan_from_json(results["meta"]["plan"])
     results["notes"] = NOTES
     md = write_outputs(path.parent, results, plan, path.stem)
-    if update:
+    if update and "single" in plan.sections:
         update_readme(md.read_text(), path.stem)
     print(md.read_text())
     return 0
@@ -1259,6 +1750,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="render: re-compute the tables and chart of RESULTS_JSON")
     parser.add_argument("results_json", nargs="?", type=Path, help="for render")
     parser.add_argument("--rounds", type=int, help="rounds per phase (default: the mode's)")
+    parser.add_argument("--rf3-rounds", type=int,
+                        help="rounds of the RF=3 section (default: the mode's)")
+    parser.add_argument("--rf3-rate", type=int,
+                        help="records/s of the RF=3 section's fixed-rate runs")
     parser.add_argument("--out", type=Path,
                         help="where to write <date>.md/.json/.png (full: bench/results; "
                              "smoke: a temporary dir, deleted)")
@@ -1287,6 +1782,10 @@ def main(argv: list[str] | None = None) -> int:
     plan = PLANS[args.mode]
     if args.rounds:
         plan = dataclasses.replace(plan, rounds=args.rounds)
+    if args.rf3_rounds:
+        plan = dataclasses.replace(plan, rf3_rounds=args.rf3_rounds)
+    if args.rf3_rate:
+        plan = dataclasses.replace(plan, rf3_rate=args.rf3_rate)
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGHUP, on_signal)
     began = time.monotonic()
@@ -1296,8 +1795,13 @@ def main(argv: list[str] | None = None) -> int:
     guard = start_watchdog(work, args.keep)
     try:
         ctx = prepare(plan, work, args.highwater_bin, args.keep, began)
-        ctx.log(f"bench {plan.mode}: {plan.rounds} round(s) per phase, work dir {work}")
+        parts = ([f"{plan.rounds} round(s) per single-node phase"]
+                 if "single" in plan.sections else [])
+        if "rf3" in plan.sections:
+            parts.append(f"{plan.rf3_rounds} RF=3 round(s) ({', '.join(plan.rf3_brokers)})")
+        ctx.log(f"bench {plan.mode}: {', '.join(parts)}, work dir {work}")
         sessions, rates = run_phases(ctx)
+        rf3_sessions = run_rf3(ctx) if "rf3" in plan.sections else []
         results = {
             "meta": {
                 "date": started_at.strftime("%Y-%m-%d"), "started_at": started_at.isoformat(),
@@ -1320,16 +1824,19 @@ def main(argv: list[str] | None = None) -> int:
             "goals": [],
             "metrics": [],
             "sessions": sessions,
+            "rf3_metrics": [],
+            "rf3_sessions": rf3_sessions,
         }
-        out_dir = args.out or (BENCH / "results" if plan.mode == "full" else work / "results")
+        out_dir = args.out or (work / "results" if plan.mode == "smoke" else BENCH / "results")
         md = write_outputs(out_dir, results, plan)
-        if plan.mode == "full" and not args.no_readme and args.out is None:
+        if plan.mode == "full" and not args.no_readme and args.out is None:  # not rf3
             update_readme(md.read_text(), results["meta"]["stem"])
         print()
         print(md.read_text())
         kept = "" if out_dir != work / "results" else " (smoke: deleted on exit; --out keeps)"
+        kept = (" (+ .json)" if "single" not in plan.sections else " (+ .json, .png)") + kept
         ctx.log(f"bench {plan.mode}: done in {(time.monotonic() - began) / 60:.1f} min; "
-                f"{md} (+ .json, .png){kept}")
+                f"{md}{kept}")
         return 0
     except BenchError as err:
         print(f"\nbench {plan.mode}: FAILED: {err}", file=sys.stderr)

@@ -1,20 +1,23 @@
 // Helpers for bench/bench.py that Kafka's own tools cannot do against a broker without
 // consumer groups. Compiled by bench.py against the Kafka 4.1.1 jars in .kafka-ref/libs.
 //
-//   create-topics BOOTSTRAP NAME:PARTITIONS...   Admin.createTopics (RF 1), then waits until
-//                                                every partition has a leader.
+//   create-topics BOOTSTRAP NAME:PARTITIONS[:RF]...
+//                                                Admin.createTopics (RF 1 unless given), then
+//                                                waits until every partition has a leader
+//                                                and every replica is in the ISR.
 //   consume BOOTSTRAP TOPIC RECORDS TIMEOUT_MS   reads every partition from the beginning
 //                                                with assign(), as ConsumerPerformance does
 //                                                with subscribe() (same consumer settings).
 //   end-to-end BOOTSTRAP TOPIC RECORDS ACKS SIZE a port of org.apache.kafka.tools
 //                                                .EndToEndLatency without group.id and without
 //                                                its closing commitSync().
-//   producer-perf BROKER_PID CLK_TCK WARMUP_RECORDS ARGS...
+//   producer-perf BROKER_PIDS CLK_TCK WARMUP_RECORDS ARGS...
 //                                                runs Kafka's own ProducerPerformance twice in
 //                                                this JVM: a warm-up of WARMUP_RECORDS, then
 //                                                the measured run with ARGS, reading the
-//                                                broker's CPU time (/proc/PID/stat) around the
-//                                                measured run only.
+//                                                brokers' CPU time (/proc/PID/stat, summed
+//                                                over the comma-separated BROKER_PIDS) around
+//                                                the measured run only.
 //
 // Why: ConsumerPerformance 4.1.1 always calls subscribe() (a consumer group), and
 // EndToEndLatency 4.1.1 sets group.id and calls commitSync() once its loop is done, which
@@ -33,6 +36,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Random;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
@@ -48,6 +52,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.tools.ProducerPerformance;
@@ -91,18 +96,21 @@ public final class BenchTool {
     }
 
     private static void usage() {
-        System.err.println("usage: BenchTool create-topics BOOTSTRAP NAME:PARTITIONS... | "
+        System.err.println("usage: BenchTool create-topics BOOTSTRAP NAME:PARTITIONS[:RF]... | "
                 + "consume BOOTSTRAP TOPIC RECORDS TIMEOUT_MS | "
                 + "end-to-end BOOTSTRAP TOPIC RECORDS ACKS SIZE | "
-                + "producer-perf BROKER_PID CLK_TCK WARMUP_RECORDS PRODUCER_PERFORMANCE_ARGS...");
+                + "producer-perf BROKER_PID[,PID...] CLK_TCK WARMUP_RECORDS PRODUCER_PERFORMANCE_ARGS...");
         System.exit(2);
     }
 
     private static void createTopics(String bootstrap, String[] specs) throws Exception {
         List<NewTopic> topics = new ArrayList<>();
+        Map<String, Integer> replicasByName = new HashMap<>();
         for (String spec : specs) {
-            String[] parts = spec.split(":", 2);
-            topics.add(new NewTopic(parts[0], Integer.parseInt(parts[1]), (short) 1));
+            String[] parts = spec.split(":", 3);
+            short replicas = parts.length == 3 ? Short.parseShort(parts[2]) : (short) 1;
+            topics.add(new NewTopic(parts[0], Integer.parseInt(parts[1]), replicas));
+            replicasByName.put(parts[0], (int) replicas);
         }
         Properties props = new Properties();
         props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -110,7 +118,7 @@ public final class BenchTool {
             admin.createTopics(topics).all().get(60, TimeUnit.SECONDS);
             List<String> names = topics.stream().map(NewTopic::name).toList();
             long deadline = System.currentTimeMillis() + LEADERS_TIMEOUT_MS;
-            while (!allHaveLeaders(admin, names)) {
+            while (!allHaveLeaders(admin, names, replicasByName)) {
                 if (System.currentTimeMillis() > deadline) {
                     throw new IllegalStateException("no leader for some partition of " + names
                             + " after " + LEADERS_TIMEOUT_MS + " ms");
@@ -121,12 +129,28 @@ public final class BenchTool {
         System.out.printf("RESULT topics=%d%n", topics.size());
     }
 
-    private static boolean allHaveLeaders(Admin admin, List<String> names) throws Exception {
-        Map<String, TopicDescription> described =
-                admin.describeTopics(names).allTopicNames().get(30, TimeUnit.SECONDS);
+    private static boolean allHaveLeaders(Admin admin, List<String> names,
+            Map<String, Integer> replicasByName) throws Exception {
+        Map<String, TopicDescription> described;
+        try {
+            described = admin.describeTopics(names).allTopicNames().get(30, TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof UnknownTopicOrPartitionException) {
+                // A multi-broker cluster: the broker asked may not have the new topic yet.
+                return false;
+            }
+            throw e;
+        }
         for (TopicDescription description : described.values()) {
             for (TopicPartitionInfo partition : description.partitions()) {
-                if (partition.leader() == null || partition.leader().id() < 0) {
+                int wanted = replicasByName.get(description.name());
+                if (partition.replicas().size() != wanted) {
+                    throw new IllegalStateException(description.name() + "-"
+                            + partition.partition() + " has " + partition.replicas().size()
+                            + " replicas, asked for " + wanted);
+                }
+                if (partition.leader() == null || partition.leader().id() < 0
+                        || partition.isr().size() < partition.replicas().size()) {
                     return false;
                 }
             }
@@ -134,7 +158,7 @@ public final class BenchTool {
         return true;
     }
 
-    private static void producerPerf(String brokerPid, long clockTicksPerSecond,
+    private static void producerPerf(String brokerPids, long clockTicksPerSecond,
             long warmupRecords, String[] args) throws Exception {
         if (warmupRecords > 0) {
             String[] warmup = args.clone();
@@ -148,14 +172,26 @@ public final class BenchTool {
         }
         System.out.println("BENCH measured run");
         System.out.flush();
-        long[] before = processStat(brokerPid);
+        long[] before = processStats(brokerPids);
         long begin = System.nanoTime();
         ProducerPerformance.main(args);
         long wallNs = System.nanoTime() - begin;
-        long[] after = processStat(brokerPid);
+        long[] after = processStats(brokerPids);
         System.out.printf("RESULT broker_cpu_s=%.4f wall_s=%.4f broker_minflt=%d "
                 + "broker_majflt=%d%n", (after[0] - before[0]) / (double) clockTicksPerSecond,
                 wallNs / 1e9, after[1] - before[1], after[2] - before[2]);
+    }
+
+    /** processStat summed over comma-separated pids (the brokers of a cluster). */
+    private static long[] processStats(String pids) throws IOException {
+        long[] sum = new long[3];
+        for (String pid : pids.split(",")) {
+            long[] one = processStat(pid);
+            for (int i = 0; i < sum.length; i++) {
+                sum[i] += one[i];
+            }
+        }
+        return sum;
     }
 
     /** utime + stime (clock ticks), minor and major page faults of a process (proc(5)). */

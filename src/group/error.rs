@@ -39,7 +39,8 @@ pub enum GroupError {
     NotCoordinator { group: String, partition: i32 },
     #[error("group {group}: __consumer_offsets-{partition} is still loading")]
     CoordinatorLoadInProgress { group: String, partition: i32 },
-    #[error("group {group} does not exist")]
+    /// Kafka's own text, which its tools print.
+    #[error("Group {group} not found.")]
     GroupIdNotFound { group: String },
     #[error("group {group} still has members")]
     NonEmptyGroup { group: String },
