@@ -295,7 +295,10 @@ impl Segment {
     }
 
     fn track_timestamp(&mut self, header: &BatchHeader) {
-        if header.max_timestamp > self.max_timestamp {
+        // An empty batch (kept by the log cleaner for its offsets or producer state) has no
+        // record to find at its timestamp: Kafka's DumpLogSegments checks time index
+        // entries against the records.
+        if header.max_timestamp > self.max_timestamp && header.record_count > 0 {
             self.max_timestamp = header.max_timestamp;
             self.offset_of_max_timestamp = header.last_offset();
         }
