@@ -724,6 +724,48 @@ pub(crate) mod tests {
         );
     }
 
+    /// Goal: the dirty ratio counts the sealed segments past the checkpoint, and the
+    /// compaction lags bound and force cleaning as Kafka's LogCleanerManager does.
+    /// Method: one log, measured with different checkpoints, times and configs.
+    #[test]
+    fn dirty_ratio_and_compaction_lags_decide_what_is_cleanable() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut log =
+            Log::open(dir.path(), compact_config(300), OpenOptions::default()).expect("open");
+        let batches: Vec<Vec<(Option<u8>, Option<u8>)>> =
+            (0..20u8).map(|i| vec![(Some(i % 4), Some(i))]).collect();
+        append_all(&mut log, &batches, Compression::None);
+        log.roll().expect("roll");
+        let end = log.log_end_offset();
+        let all_dirty = log.log_to_clean(None, end, 10_000);
+        assert_eq!(all_dirty.first_uncleanable_offset, end);
+        assert!((all_dirty.ratio() - 1.0).abs() < 1e-9);
+        assert!(all_dirty.is_due(0.5));
+        let second = log.segments()[1].base_offset();
+        let half = log.log_to_clean(Some(second), end, 10_000);
+        assert!(half.ratio() < 1.0 && half.ratio() > 0.0, "{half:?}");
+        let clean = log.log_to_clean(Some(end), end, 10_000);
+        assert!(!clean.is_due(0.0), "nothing dirty");
+        // Records have timestamps 1000..1019: a 5 s minimum lag at 3 s keeps them all.
+        let mut config = compact_config(300);
+        config.compaction.min_compaction_lag_ms = 5_000;
+        let log = reopen(log, dir.path(), config);
+        assert_eq!(log.log_to_clean(None, end, 3_000).cleanable_bytes, 0);
+        assert!(log.log_to_clean(None, end, 10_000).cleanable_bytes > 0);
+        config.compaction.max_compaction_lag_ms = 1_000;
+        let log = reopen(log, dir.path(), config);
+        let forced = log.log_to_clean(Some(second), end, 10_000);
+        assert!(
+            forced.forced && forced.is_due(1.0),
+            "dirty records older than the max lag"
+        );
+    }
+
+    fn reopen(log: Log, dir: &std::path::Path, config: LogConfig) -> Log {
+        drop(log);
+        Log::open(dir, config, OpenOptions::default()).expect("reopen")
+    }
+
     #[test]
     fn a_compacted_topic_refuses_records_without_keys() {
         let dir = tempfile::tempdir().expect("tempdir");

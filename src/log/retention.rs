@@ -146,6 +146,23 @@ mod tests {
     }
 
     #[test]
+    fn a_compact_only_log_ignores_time_and_size_retention() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = LogConfig {
+            retention_ms: 1000,
+            retention_bytes: 100,
+            cleanup_delete: false,
+            ..test_config(200, 64)
+        };
+        let mut log = log(config, dir.path(), &[100, 200, 5000, 6000]);
+        let deleted = log
+            .delete_old_segments(1_000_000, log.log_end_offset())
+            .expect("retention");
+        assert_eq!(deleted, 0, "cleanup.policy=compact keeps old segments");
+        assert_eq!(log.log_start_offset(), 0);
+    }
+
+    #[test]
     fn delete_records_moves_the_start_inside_a_segment() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut log = log(test_config(1 << 16, 64), dir.path(), &[1, 2, 3]);
