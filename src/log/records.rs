@@ -137,19 +137,51 @@ pub fn codec(header: &BatchHeader) -> i16 {
     header.attributes & COMPRESSION_MASK
 }
 
+/// The most bytes a batch's records may decompress to (a named limit: a small compressed
+/// batch must not make the broker allocate without bound).
+pub const DECOMPRESSED_BATCH_BYTES_MAX: usize = 128 << 20;
+
+/// Reads `reader` to its end, failing past [`DECOMPRESSED_BATCH_BYTES_MAX`] bytes.
+fn read_capped(reader: impl std::io::Read, header: &BatchHeader) -> Result<Bytes, LogError> {
+    use std::io::Read as _;
+    let mut out = Vec::new();
+    let limit = DECOMPRESSED_BATCH_BYTES_MAX as u64 + 1;
+    reader
+        .take(limit)
+        .read_to_end(&mut out)
+        .map_err(|e| undecodable(header, e))?;
+    if out.len() > DECOMPRESSED_BATCH_BYTES_MAX {
+        return Err(undecodable(
+            header,
+            "records decompress to more than 128 MiB",
+        ));
+    }
+    Ok(Bytes::from(out))
+}
+
 /// The batch's records payload, decompressed. `batch` is the whole batch.
 pub fn decompressed_payload(batch: &[u8], header: &BatchHeader) -> Result<Bytes, LogError> {
-    let mut compressed = Bytes::copy_from_slice(&batch[HEADER_BYTES..header.size]);
-    let take = |buf: &mut Bytes| Ok(std::mem::take(buf));
-    let result = match codec(header) {
-        0 => return Ok(compressed),
-        1 => codecs::Gzip::decompress(&mut compressed, take),
-        2 => codecs::Snappy::decompress(&mut compressed, take),
-        3 => codecs::Lz4::decompress(&mut compressed, take),
-        4 => codecs::Zstd::decompress(&mut compressed, take),
-        _ => return Err(undecodable(header, "unknown compression codec")),
-    };
-    result.map_err(|e| undecodable(header, e))
+    let compressed = &batch[HEADER_BYTES..header.size];
+    match codec(header) {
+        0 => Ok(Bytes::copy_from_slice(compressed)),
+        1 => read_capped(flate2::read::GzDecoder::new(compressed), header),
+        2 => {
+            // Snappy (xerial framing) expands at most ~32x: the crate's decoder is bounded.
+            let mut input = Bytes::copy_from_slice(compressed);
+            let take = |buf: &mut Bytes| Ok(std::mem::take(buf));
+            codecs::Snappy::decompress(&mut input, take).map_err(|e| undecodable(header, e))
+        }
+        3 => {
+            let decoder = lz4::Decoder::new(compressed).map_err(|e| undecodable(header, e))?;
+            read_capped(decoder, header)
+        }
+        4 => {
+            let decoder =
+                zstd::stream::read::Decoder::new(compressed).map_err(|e| undecodable(header, e))?;
+            read_capped(decoder, header)
+        }
+        _ => Err(undecodable(header, "unknown compression codec")),
+    }
 }
 
 /// Compresses a records payload with `codec` (as [`codec`] returns it).
@@ -229,6 +261,28 @@ mod tests {
         assert_eq!(records[1].offset_delta, 1);
         assert!(records.iter().all(|r| r.has_value));
         assert!(all_records_have_keys(&bytes, &header).expect("keys"));
+    }
+
+    /// Goal: a small gzip batch that inflates past the cap is refused, not inflated.
+    /// Method: 200 MiB of zeros compress to about 200 KiB.
+    #[test]
+    fn a_decompression_bomb_is_refused() {
+        use std::io::Write as _;
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..200 {
+            encoder.write_all(&zeros).expect("compress");
+        }
+        let payload = encoder.finish().expect("finish");
+        let mut batch = encode_batch(1, -1, -1, 0)[..HEADER_BYTES].to_vec();
+        batch.extend_from_slice(&payload);
+        let mut header = BatchHeader::parse(&batch).expect("header");
+        header.size = batch.len();
+        header.attributes |= 1;
+        assert!(matches!(
+            decompressed_payload(&batch, &header),
+            Err(LogError::UndecodableRecords { .. })
+        ));
     }
 
     #[test]
