@@ -9,7 +9,7 @@
 //! `stop` ends a round early (shutdown); half-written `.cleaned` files are removed when the
 //! log is next opened.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -35,6 +35,9 @@ pub struct LogCleaner {
     path: PathBuf,
     /// First dirty offset per partition, as last written to `path`.
     first_dirty_offsets: Mutex<HashMap<TopicPartition, i64>>,
+    /// Partitions whose cleaning failed: skipped until restart, so that one bad log does
+    /// not take every round (LogCleanerManager's uncleanable partitions in Kafka).
+    uncleanable: Mutex<HashSet<TopicPartition>>,
     stop: AtomicBool,
 }
 
@@ -56,6 +59,7 @@ impl LogCleaner {
             map_entries_max: (buffer_bytes / offset_map::ENTRY_BYTES).max(1),
             path,
             first_dirty_offsets: Mutex::new(first_dirty_offsets),
+            uncleanable: Mutex::new(HashSet::new()),
             stop: AtomicBool::new(false),
         })
     }
@@ -80,7 +84,15 @@ impl LogCleaner {
         now_ms: i64,
     ) -> Option<(Arc<Partition>, LogToClean)> {
         let mut best: Option<(Arc<Partition>, LogToClean)> = None;
+        let uncleanable = self
+            .uncleanable
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         for partition in partitions {
+            if uncleanable.contains(&partition.topic_partition) {
+                continue;
+            }
             let high_watermark = partition.high_watermark();
             let log = partition.log();
             let compaction = log.config().compaction;
@@ -123,7 +135,12 @@ impl LogCleaner {
                 tracing::info!(topic = %tp.topic, partition = tp.partition, "cleaning aborted");
             }
             Err(error) => {
-                tracing::error!(topic = %tp.topic, partition = tp.partition, %error, "log cleaning failed");
+                tracing::error!(topic = %tp.topic, partition = tp.partition, %error,
+                    "log cleaning failed: partition marked uncleanable until restart");
+                self.uncleanable
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(tp);
             }
         }
     }
@@ -173,5 +190,82 @@ impl LogCleaner {
             tracing::error!(topic = %tp.topic, partition = tp.partition, %error,
                 "cannot write cleaner-offset-checkpoint");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ConfigMap;
+    use crate::log::cleaner::tests::{compact_config, keyed_batch};
+    use crate::log::partition_log::OpenOptions;
+    use crate::log::{Log, LogConfig};
+    use kafka_protocol::records::Compression;
+
+    fn broker_config(dir: &std::path::Path) -> BrokerConfig {
+        let mut map = ConfigMap::new();
+        map.insert("log.dirs".into(), dir.display().to_string());
+        map.insert("listeners".into(), "127.0.0.1:0".into());
+        BrokerConfig::from_map(map).expect("config")
+    }
+
+    /// A compacted partition with 20 dirty records over 2 keys; with `garbage`, one
+    /// stored batch whose records cannot be read (its CRC is valid).
+    fn partition(root: &std::path::Path, name: &str, garbage: bool) -> Arc<Partition> {
+        let dir = root.join(format!("{name}-0"));
+        let delete_config = LogConfig {
+            compaction: Default::default(),
+            ..compact_config(300)
+        };
+        let mut log = Log::open(&dir, delete_config, OpenOptions::default()).expect("open");
+        for i in 0..20u8 {
+            let mut batch = keyed_batch(&[(Some(i % 2), Some(i))], Compression::None);
+            if garbage && i == 3 {
+                let end = batch.len();
+                batch[61..end].fill(0xff);
+                let crc = crc32c::crc32c(&batch[21..]);
+                batch[17..21].copy_from_slice(&crc.to_be_bytes());
+            }
+            log.append_as_leader(&batch, 0).expect("append");
+        }
+        log.roll().expect("roll");
+        drop(log);
+        let log = Log::open(&dir, compact_config(300), OpenOptions::default()).expect("reopen");
+        let tp = TopicPartition {
+            topic: name.into(),
+            partition: 0,
+        };
+        Arc::new(Partition::new(tp, uuid::Uuid::nil(), 0, log))
+    }
+
+    /// Goal: a partition whose cleaning fails is skipped afterwards and the others still
+    /// get cleaned, with their first dirty offset checkpointed. Method: two partitions,
+    /// the first holding an unreadable batch, two rounds.
+    #[test]
+    fn a_log_that_cannot_be_cleaned_does_not_block_the_others() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let cleaner = LogCleaner::open(&broker_config(root.path())).expect("cleaner");
+        let bad = partition(root.path(), "bad", true);
+        let good = partition(root.path(), "good", false);
+        let partitions = [Arc::clone(&bad), Arc::clone(&good)];
+        cleaner.clean_filthiest(&partitions, 10_000);
+        assert!(cleaner.checkpoint_of(&bad.topic_partition).is_none());
+        let marked = cleaner.uncleanable.lock().expect("lock").clone();
+        assert!(
+            marked.contains(&bad.topic_partition),
+            "the first round tried the bad log"
+        );
+        cleaner.clean_filthiest(&partitions, 10_000);
+        let end = good.log().log_end_offset();
+        assert_eq!(cleaner.checkpoint_of(&good.topic_partition), Some(end));
+        let text = std::fs::read_to_string(root.path().join(checkpoints::CLEANER_OFFSET_FILE))
+            .expect("checkpoint file");
+        assert_eq!(text, format!("0\n1\ngood 0 {end}\n"));
+        let sizes: usize = good.log().segments().iter().map(|s| s.size()).sum();
+        let bad_sizes: usize = bad.log().segments().iter().map(|s| s.size()).sum();
+        assert!(
+            sizes < bad_sizes,
+            "the good log shrank: {sizes} vs {bad_sizes}"
+        );
     }
 }
