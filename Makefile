@@ -37,10 +37,11 @@ kafka-ref: compat-deps
 kafka-ref-stop:
 	./compat/kafka-ref/stop.sh
 
-# Runs every compat suite against the reference Apache Kafka.
+# Runs every compat suite against the reference Apache Kafka; the restart tests restart it
+# through compat/kafka-ref/restart.sh.
 compat-kafka-ref: compat-deps
 	./compat/kafka-ref/start.sh
-	./compat/run-all.sh $$(cat .kafka-ref/bootstrap); rc=$$?; ./compat/kafka-ref/stop.sh; exit $$rc
+	COMPAT_RESTART_BROKER=$(CURDIR)/compat/kafka-ref/restart.sh ./compat/run-all.sh $$(cat .kafka-ref/bootstrap); rc=$$?; ./compat/kafka-ref/stop.sh; exit $$rc
 
 # Fuzzes request decoding and handling (cargo-fuzz, nightly) for FUZZ_SECONDS.
 FUZZ_SECONDS ?= 300

@@ -184,7 +184,7 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             "highwater started"
         );
         let maintained = Arc::clone(&broker);
-        let maintenance = tokio::spawn(async move { maintained.replicas.run_maintenance().await });
+        let maintenance = tokio::spawn(async move { maintained.run_background().await });
         crate::server::run(broker, listener, shutdown_signal()).await;
         maintenance.abort();
         Ok(())

@@ -6,9 +6,10 @@ output formats, but runs on the librdkafka bundled with confluent-kafka (2.16.x)
 run.sh performs each operation with both generations of librdkafka.
 
 Modes (as in kcat): -L metadata (-J for JSON), -P produce lines from stdin, -C consume,
+-G GROUP TOPIC... balanced consumer in a group (auto-commit, committing on exit),
 -Q offsets for timestamps. Two extra producer flags, which kcat lacks: --line-timestamps
 (each input line starts with a CreateTime in ms and a space) and --flush-each (one request,
-hence one batch, per message). The consumer never joins a group: librdkafka requires a
+hence one batch, per message). The -C consumer never joins a group: librdkafka requires a
 group.id, but partitions are only ever assign()ed and nothing is committed.
 """
 
@@ -31,6 +32,8 @@ def parse_args(argv):
     mode = p.add_mutually_exclusive_group(required=True)
     for flag in ("-L", "-P", "-C", "-Q"):
         mode.add_argument(flag, dest="mode", action="store_const", const=flag[1])
+    mode.add_argument("-G", dest="group")
+    p.add_argument("group_topics", nargs="*", metavar="TOPIC", help="topics of -G")
     p.add_argument("-b", dest="bootstrap", required=True)
     p.add_argument("-t", dest="topics", action="append", default=[])
     p.add_argument("-p", dest="partition", type=int)
@@ -38,13 +41,13 @@ def parse_args(argv):
     p.add_argument("-H", dest="headers", action="append", default=[])
     p.add_argument("-z", dest="compression")
     p.add_argument("-X", dest="config", action="append", default=[])
-    p.add_argument("-o", dest="offset", default="end")
+    p.add_argument("-o", dest="offset")
     p.add_argument("-e", dest="exit_at_end", action="store_true")
     p.add_argument("-f", dest="fmt")
     p.add_argument("-J", dest="json", action="store_true")
     p.add_argument("--line-timestamps", action="store_true")
     p.add_argument("--flush-each", action="store_true")
-    return p.parse_args(argv)
+    return p.parse_intermixed_args(argv)
 
 
 def client_config(args):
@@ -189,7 +192,8 @@ def consume(args):
     else:
         md = consumer.list_topics(topic=topic, timeout=TIMEOUT_S)
         partitions = sorted(md.topics[topic].partitions)
-    consumer.assign([TopicPartition(topic, p, start_offset(args.offset)) for p in partitions])
+    consumer.assign([TopicPartition(topic, p, start_offset(args.offset or "end"))
+                     for p in partitions])
     pending = set(partitions)
     fmt = args.fmt or "%s\\n"
     out = sys.stdout.buffer
@@ -205,6 +209,52 @@ def consume(args):
                 pending.discard(msg.partition())
                 continue
             die(f"consume error: {msg.error()}")
+        out.write(render(fmt, msg))
+    out.flush()
+    consumer.close()
+
+
+def consume_group(args):
+    """kcat -G: subscribes in a group; with -e, exits once every assigned partition reached
+    its end. Partitions start at the group's commits, else at auto.offset.reset (-X).
+    Offsets are auto-committed, and committed once more by close()."""
+    if args.offset is not None:
+        # kcat -G -o X starts every assigned partition at X, ignoring the commits.
+        die("-o is not supported with -G; use -X auto.offset.reset=...")
+    conf = client_config(args)
+    conf.update({"group.id": args.group, "enable.partition.eof": True})
+    consumer = Consumer(conf)
+    assigned = set()
+    at_end = set()
+
+    def on_assign(_consumer, partitions):
+        for tp in partitions:
+            assigned.add((tp.topic, tp.partition))
+        print(f"% Group {args.group} rebalanced: assigned: "
+              f"{sorted(tp.partition for tp in partitions)}", file=sys.stderr)
+
+    def on_revoke(_consumer, partitions):
+        for tp in partitions:
+            assigned.discard((tp.topic, tp.partition))
+            at_end.discard((tp.topic, tp.partition))
+
+    consumer.subscribe(args.group_topics, on_assign=on_assign, on_revoke=on_revoke)
+    fmt = args.fmt or "%s\\n"
+    out = sys.stdout.buffer
+    deadline = time.monotonic() + TIMEOUT_S
+    while not (args.exit_at_end and assigned and assigned <= at_end):
+        if time.monotonic() > deadline:
+            die(f"assigned partitions {sorted(assigned - at_end)} did not reach their end "
+                f"within {TIMEOUT_S}s")
+        msg = consumer.poll(0.5)
+        if msg is None:
+            continue
+        if msg.error():
+            if msg.error().code() == KafkaError._PARTITION_EOF:
+                at_end.add((msg.topic(), msg.partition()))
+                continue
+            die(f"consume error: {msg.error()}")
+        at_end.discard((msg.topic(), msg.partition()))
         out.write(render(fmt, msg))
     out.flush()
     consumer.close()
@@ -228,6 +278,11 @@ def main():
     args = parse_args(sys.argv[1:])
     if not confluent_kafka.libversion()[0].startswith("2.16."):
         die(f"expected librdkafka 2.16.x, found {confluent_kafka.libversion()[0]}")
+    if args.group is not None:
+        if not args.group_topics:
+            die("-G GROUP needs topics")
+        consume_group(args)
+        return
     if args.mode != "L" and not args.topics:
         die("-t topic is required")
     {"L": metadata, "P": produce, "C": consume, "Q": offsets_for_times}[args.mode](args)

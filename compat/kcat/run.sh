@@ -4,7 +4,8 @@
 #   rdkafka216  compat/kcat/pykcat.py, the same flags on confluent-kafka's librdkafka 2.16.
 # Every test runs once with each tool: metadata, produce (auto-create, keys, headers,
 # compression, idempotence) and consume back byte-exact, start offsets, unknown partitions,
-# and offsets for timestamps (ListOffsets). No consumer group is ever joined.
+# and offsets for timestamps (ListOffsets), and the balanced consumer in a group (-G: join,
+# consume, commit on exit, resume from the commits).
 # Usage: compat/kcat/run.sh HOST:PORT
 set -euo pipefail
 
@@ -204,6 +205,82 @@ test_offsets_for_times() { # TOOL one-batch|batch-per-message
     assert_eq "$t [0] offset 0" "$(tool "$1" -Q -t "$t:0:-2")" "EARLIEST (-2)"
 }
 
+# create_topic TOPIC PARTITIONS: kcat cannot create topics, and auto-creation makes one
+# partition.
+create_topic() {
+    "$py" - "$bootstrap" "$1" "$2" <<'PY'
+import sys, time
+from confluent_kafka.admin import AdminClient, NewTopic
+bootstrap, topic, partitions = sys.argv[1], sys.argv[2], int(sys.argv[3])
+admin = AdminClient({"bootstrap.servers": bootstrap})
+admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+deadline = time.monotonic() + 30
+while True:
+    md = admin.list_topics(topic=topic, timeout=30).topics.get(topic)
+    if md and md.error is None and len(md.partitions) == partitions and all(
+            p.leader >= 0 for p in md.partitions.values()):
+        break
+    assert time.monotonic() < deadline, f"no leaders for {topic}"
+    time.sleep(0.2)
+PY
+}
+
+# committed GROUP TOPIC PARTITIONS: "partition offset" lines of the group's commits (-1001:
+# none), read with OffsetFetch by a consumer that does not join the group. On a fresh broker
+# Kafka first answers NOT_COORDINATOR, which librdkafka's committed() does not retry.
+committed() {
+    "$py" - "$bootstrap" "$@" <<'PY'
+import sys, time
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+bootstrap, group, topic, partitions = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+not_ready = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+             KafkaError.COORDINATOR_NOT_AVAILABLE}
+deadline = time.monotonic() + 30
+c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+while True:
+    try:
+        got = c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30)
+        break
+    except KafkaException as e:
+        if e.args[0].code() not in not_ready or time.monotonic() > deadline:
+            raise
+        print(f"committed(): {e.args[0].name()}; retrying", file=sys.stderr)
+        time.sleep(0.5)
+for tp in got:
+    assert tp.error is None, tp.error
+    print(tp.partition, tp.offset)
+c.close()
+PY
+}
+
+test_balanced_consumer_commits_and_resumes() {
+    local t g dir p i
+    t="$(unique_topic "$1-group")"
+    g="$t-group"
+    dir="$(mktemp -d)"
+    create_topic "$t" 3
+    assert_eq "$(printf '0 -1001\n1 -1001\n2 -1001')" "$(committed "$g" "$t" 3)" \
+        "no commits before the group consumed"
+    for p in 0 1 2; do
+        for i in 0 1 2 3 4; do echo "p$p-$i"; done | tool "$1" -P -t "$t" -p "$p"
+    done
+    # -G: subscribe in a group; -e: exit when every assigned partition is at its end, after
+    # which the client commits what it consumed. (No -o: kcat -G -o beginning would start
+    # every assigned partition at the beginning, whatever was committed.)
+    tool "$1" -G "$g" "$t" -X auto.offset.reset=earliest -e -f '%p %o %s\n' >"$dir/first"
+    assert_same_file <(for p in 0 1 2; do for i in 0 1 2 3 4; do echo "$p $i p$p-$i"; done
+    done) <(sort "$dir/first") "first run in the group"
+    assert_eq "$(printf '0 5\n1 5\n2 5')" "$(committed "$g" "$t" 3)" "commits after run 1"
+
+    for p in 0 1 2; do
+        for i in 5 6 7; do echo "p$p-$i"; done | tool "$1" -P -t "$t" -p "$p"
+    done
+    tool "$1" -G "$g" "$t" -X auto.offset.reset=earliest -e -f '%p %o %s\n' >"$dir/second"
+    assert_same_file <(for p in 0 1 2; do for i in 5 6 7; do echo "$p $i p$p-$i"; done
+    done) <(sort "$dir/second") "second run resumes at the commits"
+    assert_eq "$(printf '0 8\n1 8\n2 8')" "$(committed "$g" "$t" 3)" "commits after run 2"
+}
+
 echo "kcat suite against $bootstrap: $(kcat -V 2>&1 | grep -o 'librdkafka [0-9.]*' | head -1)" \
     "and pykcat on librdkafka $("$py" -c 'import confluent_kafka as c; print(c.libversion()[0])')"
 for t in kcat rdkafka216; do
@@ -222,5 +299,7 @@ for t in kcat rdkafka216; do
     run_test "$t: offsets for times, one batch" test_offsets_for_times "$t" one-batch
     run_test "$t: offsets for times, a batch per message" \
         test_offsets_for_times "$t" batch-per-message
+    run_test "$t: balanced consumer (-G) commits and a second run resumes" \
+        test_balanced_consumer_commits_and_resumes "$t"
 done
 suite_summary

@@ -36,3 +36,35 @@ def stored_codecs(bootstrap, topic, partition):
                          capture_output=True, text=True, timeout=60, check=False)
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
+
+
+# Kafka 4.1.1 answered OffsetFetch with NOT_COORDINATOR on a fresh broker (while it created
+# __consumer_offsets) and right after a restart (while it loaded it); librdkafka's committed()
+# fails on that instead of retrying, so the tests retry, as an application would.
+def committed_offsets(bootstrap, group, topic, partitions, retries=None, timeout_s=30.0):
+    """{partition: (offset, metadata)} of a group's commits (offset -1001: none), read by a
+    confluent-kafka consumer that does not join the group. Retries while the coordinator is
+    not ready, appending each such error's name to `retries`."""
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+    not_ready = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                 KafkaError.COORDINATOR_NOT_AVAILABLE}
+    deadline = time.monotonic() + timeout_s
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                  "client.id": "compat-committed-offsets"})
+    try:
+        while True:
+            try:
+                got = c.committed([TopicPartition(topic, p) for p in range(partitions)],
+                                  timeout=timeout_s)
+                break
+            except KafkaException as e:
+                if e.args[0].code() not in not_ready or time.monotonic() > deadline:
+                    raise
+                if retries is not None:
+                    retries.append(e.args[0].name())
+                time.sleep(0.5)
+        for tp in got:
+            assert tp.error is None, tp.error
+        return {tp.partition: (tp.offset, tp.metadata) for tp in got}
+    finally:
+        c.close()

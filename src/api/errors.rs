@@ -5,6 +5,7 @@ use kafka_protocol::error::ResponseError;
 
 use super::topics::AdminError;
 use crate::controller::ControllerError;
+use crate::group::GroupError;
 use crate::log::LogError;
 use crate::replica::ReplicaError;
 
@@ -26,6 +27,7 @@ pub fn log_error(error: &LogError) -> ResponseError {
         LogError::UndecodableRecords { .. } => ResponseError::CorruptMessage,
         LogError::NullKeyInCompactedTopic { .. } => ResponseError::InvalidRecord,
         LogError::CleaningAborted { .. } => ResponseError::UnknownServerError,
+        LogError::NonContiguousOffset { .. } => ResponseError::CorruptMessage,
     }
 }
 
@@ -37,6 +39,12 @@ pub fn replica_error(error: &ReplicaError) -> ResponseError {
         ReplicaError::UnknownLeaderEpoch { .. } => ResponseError::UnknownLeaderEpoch,
         ReplicaError::Log { source, .. } => log_error(source),
         ReplicaError::InconsistentLogDir { .. } => ResponseError::KafkaStorageError,
+        ReplicaError::NotLeader { .. } => ResponseError::NotLeaderOrFollower,
+        ReplicaError::NotEnoughReplicas { .. } => ResponseError::NotEnoughReplicas,
+        ReplicaError::NotEnoughReplicasAfterAppend { .. } => {
+            ResponseError::NotEnoughReplicasAfterAppend
+        }
+        ReplicaError::ReplicationTimeout { .. } => ResponseError::RequestTimedOut,
     }
 }
 
@@ -60,6 +68,38 @@ pub fn admin_error(error: &AdminError) -> ResponseError {
     match error {
         AdminError::Controller(error) => controller_error(error),
         AdminError::Replica(error) => replica_error(error),
+    }
+}
+
+/// The Kafka error for a refused or failed group operation.
+pub fn group_error(error: &GroupError) -> ResponseError {
+    match error {
+        GroupError::InvalidGroupId { .. } => ResponseError::InvalidGroupId,
+        GroupError::InvalidSessionTimeout { .. } => ResponseError::InvalidSessionTimeout,
+        GroupError::InconsistentGroupProtocol { .. } => ResponseError::InconsistentGroupProtocol,
+        GroupError::MemberIdRequired { .. } => ResponseError::MemberIdRequired,
+        GroupError::UnknownMemberId { .. } => ResponseError::UnknownMemberId,
+        GroupError::IllegalGeneration { .. } => ResponseError::IllegalGeneration,
+        GroupError::RebalanceInProgress { .. } => ResponseError::RebalanceInProgress,
+        GroupError::FencedInstanceId { .. } => ResponseError::FencedInstanceId,
+        GroupError::GroupMaxSizeReached { .. } => ResponseError::GroupMaxSizeReached,
+        GroupError::CoordinatorNotAvailable { .. } => ResponseError::CoordinatorNotAvailable,
+        GroupError::NotCoordinator { .. } => ResponseError::NotCoordinator,
+        GroupError::CoordinatorLoadInProgress { .. } => ResponseError::CoordinatorLoadInProgress,
+        GroupError::GroupIdNotFound { .. } => ResponseError::GroupIdNotFound,
+        GroupError::NonEmptyGroup { .. } => ResponseError::NonEmptyGroup,
+        GroupError::GroupSubscribedToTopic { .. } => ResponseError::GroupSubscribedToTopic,
+        GroupError::OffsetMetadataTooLarge { .. } => ResponseError::OffsetMetadataTooLarge,
+        GroupError::FencedMemberEpoch { .. } => ResponseError::FencedMemberEpoch,
+        GroupError::StaleMemberEpoch { .. } => ResponseError::StaleMemberEpoch,
+        GroupError::UnreleasedInstanceId { .. } => ResponseError::UnreleasedInstanceId,
+        GroupError::UnsupportedAssignor { .. } => ResponseError::UnsupportedAssignor,
+        GroupError::InvalidRequest { .. } => ResponseError::InvalidRequest,
+        GroupError::Timeout { .. } => ResponseError::RequestTimedOut,
+        GroupError::Storage { source, .. } => match replica_error(source) {
+            ResponseError::UnknownTopicOrPartition => ResponseError::NotCoordinator,
+            _ => ResponseError::CoordinatorNotAvailable,
+        },
     }
 }
 

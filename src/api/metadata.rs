@@ -55,6 +55,7 @@ pub fn describe_topic(version: i16, topic: &TopicImage) -> MetadataResponseTopic
         } else {
             Uuid::nil()
         })
+        .with_is_internal(crate::metadata::is_internal_topic(&topic.name))
         .with_partitions(partitions)
 }
 

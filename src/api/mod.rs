@@ -10,10 +10,12 @@ pub mod describe_configs;
 pub mod errors;
 pub mod fetch;
 pub mod find_coordinator;
+pub mod groups;
 pub mod init_producer_id;
 pub mod list_offsets;
 pub mod metadata;
 pub mod offset_for_leader_epoch;
+pub mod offsets;
 pub mod produce;
 pub mod response;
 pub mod topics;
@@ -28,6 +30,7 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
 use crate::config::BrokerConfig;
 use crate::controller::{Controller, ControllerError};
+use crate::group::{GroupConfig, GroupCoordinator};
 use crate::metadata::MetadataImage;
 use crate::replica::{Partition, ReplicaError, ReplicaManager};
 use kafka_protocol::error::ResponseError;
@@ -39,6 +42,7 @@ pub struct Broker {
     pub config: Arc<BrokerConfig>,
     pub controller: Controller,
     pub replicas: ReplicaManager,
+    pub groups: GroupCoordinator,
 }
 
 impl Broker {
@@ -54,11 +58,24 @@ impl Broker {
             &image.cluster_id,
         )?;
         replicas.apply_image(&image)?;
+        let group_config = GroupConfig::from_broker(&config)?;
+        let groups = GroupCoordinator::new(group_config, config.node_id);
+        groups.on_image(&image);
         Ok(Broker {
             config,
             controller,
             replicas,
+            groups,
         })
+    }
+
+    /// Runs the background work of the partitions and the group coordinator (retention,
+    /// flushes, checkpoints; group loading and timers) until the process ends.
+    pub async fn run_background(&self) {
+        tokio::join!(
+            self.replicas.run_maintenance(),
+            self.groups.run(&self.replicas)
+        );
     }
 
     /// The current metadata image.
@@ -68,7 +85,10 @@ impl Broker {
 
     /// Makes the partitions hosted here match the controller's latest image.
     pub fn publish(&self) -> Result<(), ReplicaError> {
-        self.replicas.apply_image(&self.controller.image())
+        let image = self.controller.image();
+        self.replicas.apply_image(&image)?;
+        self.groups.on_image(&image);
+        Ok(())
     }
 }
 
@@ -104,6 +124,8 @@ pub enum StartupError {
     Controller(#[from] ControllerError),
     #[error(transparent)]
     Replica(#[from] ReplicaError),
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
 }
 
 /// A decoded request header with the rest of the frame, and who sent it.
@@ -172,7 +194,17 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         ApiKey::Produce => produce::handle(broker, request),
         ApiKey::Fetch => fetch::handle(broker, request).await,
         ApiKey::ListOffsets => list_offsets::handle(broker, request),
-        ApiKey::FindCoordinator => find_coordinator::handle(request),
+        ApiKey::FindCoordinator => find_coordinator::handle(broker, request),
+        ApiKey::JoinGroup => groups::join_group(broker, request).await,
+        ApiKey::SyncGroup => groups::sync_group(broker, request).await,
+        ApiKey::Heartbeat => groups::heartbeat(broker, request),
+        ApiKey::LeaveGroup => groups::leave_group(broker, request),
+        ApiKey::ListGroups => groups::list_groups(broker, request),
+        ApiKey::DescribeGroups => groups::describe_groups(broker, request),
+        ApiKey::DeleteGroups => groups::delete_groups(broker, request),
+        ApiKey::OffsetCommit => offsets::offset_commit(broker, request).await,
+        ApiKey::OffsetFetch => offsets::offset_fetch(broker, request),
+        ApiKey::OffsetDelete => offsets::offset_delete(broker, request).await,
         ApiKey::Metadata => metadata::handle(broker, request),
         ApiKey::ApiVersions => api_versions::handle(request),
         ApiKey::CreateTopics => topics::create_topics(broker, request),

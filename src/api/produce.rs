@@ -72,6 +72,11 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
                 if request.version() >= 13 && image.topic_by_id(topic.topic_id).is_none() {
                     return partition_error(p.index, ResponseError::UnknownTopicId);
                 }
+                if crate::metadata::is_internal_topic(&name) {
+                    tracing::debug!(client = %request.client, topic = %name, partition = p.index,
+                        "produce to an internal topic refused");
+                    return partition_error(p.index, ResponseError::InvalidTopicException);
+                }
                 let records = p.records.as_deref().unwrap_or_default();
                 append(broker, request, &name, p.index, records)
             })

@@ -33,7 +33,12 @@ pub fn create_with_defaults(broker: &Broker, name: &str) -> Result<(), AdminErro
         assignments: Vec::new(),
         configs: ConfigMap::new(),
     };
-    match broker.controller.create_topic(&topic, false) {
+    create_if_missing(broker, &topic)
+}
+
+/// Creates `topic` unless it exists (also when someone else created it meanwhile).
+pub fn create_if_missing(broker: &Broker, topic: &NewTopic) -> Result<(), AdminError> {
+    match broker.controller.create_topic(topic, false) {
         Ok(_) | Err(ControllerError::TopicAlreadyExists { .. }) => {}
         Err(error) => return Err(error.into()),
     }

@@ -64,6 +64,21 @@ pub const BROKER_DEFAULTS: &[(&str, &str)] = &[
     ("compression.gzip.level", "-1"),
     ("compression.lz4.level", "9"),
     ("compression.zstd.level", "3"),
+    ("offsets.topic.num.partitions", "50"),
+    ("offsets.topic.replication.factor", "3"),
+    ("offsets.topic.segment.bytes", "104857600"),
+    ("group.min.session.timeout.ms", "6000"),
+    ("group.max.session.timeout.ms", "1800000"),
+    ("group.initial.rebalance.delay.ms", "3000"),
+    ("group.max.size", "2147483647"),
+    ("offset.metadata.max.bytes", "4096"),
+    ("offsets.retention.minutes", "10080"),
+    ("offsets.retention.check.interval.ms", "600000"),
+    ("offsets.commit.timeout.ms", "5000"),
+    ("group.consumer.session.timeout.ms", "45000"),
+    ("group.consumer.heartbeat.interval.ms", "5000"),
+    ("group.consumer.max.size", "2147483647"),
+    ("group.consumer.assignors", "uniform,range"),
 ];
 
 /// The typed configuration of one broker process.
@@ -201,6 +216,11 @@ impl BrokerConfig {
             values,
             explicit,
         })
+    }
+
+    /// Parses the value of a broker key, naming the key when it is not valid.
+    pub fn parse<T: std::str::FromStr>(&self, key: &'static str) -> Result<T, ConfigError> {
+        parse(&self.values, key)
     }
 
     /// The value of a broker key (defaults included).

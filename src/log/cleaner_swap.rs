@@ -17,6 +17,7 @@
 //! its files does not disturb them.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::batch::{self, BatchIter};
 use super::checkpoint::sync_dir;
@@ -109,7 +110,11 @@ impl Log {
                 && current
                     .iter()
                     .zip(&replaced)
-                    .all(|(s, (base, size))| s.base_offset() == *base && s.size() == *size)
+                    .all(|(s, (base, size, file))| {
+                        s.base_offset() == *base
+                            && s.size() == *size
+                            && Arc::ptr_eq(&s.log_file(), file)
+                    })
         });
         let Some(start) = unchanged else {
             for path in temporary_paths(&dir, base_offset, "cleaned") {
@@ -119,7 +124,7 @@ impl Log {
                 "segments changed while cleaning: cleaned segment discarded");
             return Ok(false);
         };
-        let others: Vec<i64> = replaced.iter().skip(1).map(|(base, _)| *base).collect();
+        let others: Vec<i64> = replaced.iter().skip(1).map(|(base, ..)| *base).collect();
         let plan = swap_steps(&dir, base_offset, &others);
         run_steps(&plan, steps)?;
         if steps < plan.len() {

@@ -69,6 +69,9 @@ pub enum LogError {
     /// A cleaning round stopped because the broker is shutting down.
     #[error("cleaning of {dir} aborted")]
     CleaningAborted { dir: PathBuf },
+    /// A replicated batch that does not start at the follower's log end offset.
+    #[error("replicated batch starts at offset {found}, the log ends at {expected}")]
+    NonContiguousOffset { expected: i64, found: i64 },
     /// A file on disk that cannot be interpreted (bad name, bad checkpoint text).
     #[error("corrupt file {path}: {reason}")]
     CorruptFile { path: PathBuf, reason: String },

@@ -17,6 +17,7 @@ pub mod offset_map;
 pub mod partition_log;
 pub mod producer_state;
 pub mod records;
+pub mod replication;
 pub mod retention;
 pub mod segment;
 pub mod time_index;

@@ -413,6 +413,37 @@ impl Log {
         Ok(due)
     }
 
+    /// Mutable access to the epoch cache, for follower appends and truncation.
+    pub(super) fn epoch_cache_mut(&mut self) -> &mut EpochCache {
+        &mut self.epoch_cache
+    }
+
+    /// Follows a batch written as a follower in the producer state, if it is built.
+    pub(super) fn follow_producers(&mut self, header: &BatchHeader) {
+        if let Some(producers) = self.producers.as_mut() {
+            producers.update(header);
+        }
+    }
+
+    /// Drops the producer state after a truncation; the next leader append rebuilds it.
+    pub(super) fn forget_producers(&mut self) {
+        self.producers = None;
+    }
+
+    /// Counts records written since the last flush and flushes per `flush.messages`.
+    pub(super) fn count_unflushed(&mut self, records: i64) -> Result<(), LogError> {
+        self.unflushed_messages += records;
+        if self.unflushed_messages >= self.config.flush_messages {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Moves the recovery point back to `offset` after a truncation below it.
+    pub(super) fn lower_recovery_point(&mut self, offset: i64) {
+        self.recovery_point = self.recovery_point.min(offset);
+    }
+
     /// Mutable access to the segments, for retention (same crate only).
     pub(super) fn segments_mut(&mut self) -> &mut Vec<Segment> {
         &mut self.segments

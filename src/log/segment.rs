@@ -399,16 +399,19 @@ impl Segment {
         header
     }
 
-    /// Appends a batch the log cleaner rewrote, as it is: its offsets must lie past every
-    /// offset already here (they may leave gaps) and it must fit.
-    pub fn append_cleaned(&mut self, bytes: &[u8]) -> Result<(), LogError> {
+    /// Appends a batch exactly as it is (one the log cleaner rewrote, or a follower got
+    /// from its leader): its offsets must lie past every offset already here (a compacted
+    /// log leaves gaps) and it must fit.
+    pub fn append_unchanged(&mut self, bytes: &[u8]) -> Result<BatchHeader, LogError> {
         let header = BatchHeader::parse(bytes).ok_or(LogError::InvalidBatch {
-            reason: "cleaned batch without a header",
+            reason: "batch without a header",
         })?;
-        assert!(
-            header.base_offset >= self.next_offset,
-            "cleaned batches keep increasing offsets"
-        );
+        if header.base_offset < self.next_offset {
+            return Err(LogError::NonContiguousOffset {
+                expected: self.next_offset,
+                found: header.base_offset,
+            });
+        }
         if self.size + bytes.len() > self.log.capacity() {
             return Err(LogError::BatchLargerThanSegment {
                 size: self.size + bytes.len(),
@@ -418,7 +421,7 @@ impl Segment {
         let position = self.size;
         self.log.write_at(position, bytes);
         self.record_append(position, &header);
-        Ok(())
+        Ok(header)
     }
 
     /// The mapped `.log` file, for readers that work without the log's lock (the cleaner
@@ -497,6 +500,11 @@ impl Segment {
             end,
         }
         .into_bytes()
+    }
+
+    /// The bytes `[start, end)` of the `.log` (zero-copy), within the published size.
+    pub fn bytes(&self, start: usize, end: usize) -> Bytes {
+        self.region(start.min(self.size), end.min(self.size))
     }
 
     /// The raw bytes of a batch at `position` (for record-level lookups).

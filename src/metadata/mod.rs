@@ -53,6 +53,12 @@ impl MetadataImage {
     }
 }
 
+/// Topics the brokers keep for themselves (`__consumer_offsets`, later
+/// `__transaction_state`): flagged internal in Metadata and closed to client produce.
+pub fn is_internal_topic(name: &str) -> bool {
+    matches!(name, "__consumer_offsets" | "__transaction_state")
+}
+
 /// The longest legal topic name (Apache Kafka's `Topic.MAX_NAME_LENGTH`).
 pub const TOPIC_NAME_LENGTH_MAX: usize = 249;
 

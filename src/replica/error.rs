@@ -21,6 +21,33 @@ pub enum ReplicaError {
         requested: i32,
         current: i32,
     },
+    #[error("{topic}-{partition}: this broker is not the leader (the leader is {leader})")]
+    NotLeader {
+        topic: String,
+        partition: i32,
+        leader: i32,
+    },
+    #[error("{topic}-{partition}: {isr} in sync, {required} required")]
+    NotEnoughReplicas {
+        topic: String,
+        partition: i32,
+        isr: usize,
+        required: usize,
+    },
+    #[error("{topic}-{partition}: the ISR shrank to {isr} below {required} after the append")]
+    NotEnoughReplicasAfterAppend {
+        topic: String,
+        partition: i32,
+        isr: usize,
+        required: usize,
+    },
+    #[error("{topic}-{partition}: offset {offset} not replicated within {timeout_ms} ms")]
+    ReplicationTimeout {
+        topic: String,
+        partition: i32,
+        offset: i64,
+        timeout_ms: u64,
+    },
     #[error("log directory file {path} does not fit this broker: {reason}")]
     InconsistentLogDir {
         path: std::path::PathBuf,

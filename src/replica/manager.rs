@@ -216,12 +216,10 @@ impl ReplicaManager {
             let text = format!("version: 0\ntopic_id: {}\n", base64url(image.topic_id));
             write_atomically(&metadata_path, text.as_bytes()).map_err(wrap)?;
         }
-        Ok(Partition::new(
-            tp.clone(),
-            image.topic_id,
-            image.leader_epoch,
-            log,
-        ))
+        let partition = Partition::new(tp.clone(), image.topic_id, image.leader_epoch, log);
+        let node = self.config.node_id;
+        partition.make_leader(node, image.leader_epoch, 0, vec![node], vec![node])?;
+        Ok(partition)
     }
 
     fn open_options(&self, tp: &TopicPartition) -> OpenOptions {

@@ -4,9 +4,11 @@
 pub mod checkpoints;
 pub mod cleaner;
 pub mod error;
+pub mod leader_state;
 pub mod manager;
 pub mod partition;
+pub mod roles;
 
 pub use error::ReplicaError;
 pub use manager::ReplicaManager;
-pub use partition::{Partition, PartitionOffsets, TopicPartition};
+pub use partition::{IsrChange, Partition, PartitionOffsets, ReplicaState, Role, TopicPartition};

@@ -1,17 +1,21 @@
-//! One partition hosted by this broker: its log, leader epoch and high watermark, and a
-//! channel that wakes parked fetches when the high watermark moves.
+//! One partition hosted by this broker: its log, its role (leader or follower) at a leader
+//! epoch, and its high watermark, with channels that wake parked fetches when the high
+//! watermark (consumers) or the log end offset (followers) moves.
 //!
-//! With one replica per partition (until replication, issue #5) the high watermark equals
-//! the log end offset after every append.
-//! Invariant: log_start_offset <= high_watermark <= log_end_offset; the high watermark and
-//! the leader epoch never decrease.
+//! As leader it learns each follower's log end offset from the offsets the follower
+//! fetches from and moves the high watermark to the least one in the ISR; as follower it
+//! appends the leader's batches unchanged and takes the leader's high watermark, capped by
+//! its own log end offset (the protocol's rule).
+//! Invariant: log_start_offset <= high_watermark <= log_end_offset; the leader epoch never
+//! decreases; a leader's high watermark never decreases.
 
-use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::error::ReplicaError;
+use super::leader_state::LeaderState;
 use crate::log::cleaner::CleanedSegment;
 use crate::log::{AppendInfo, Log, LogError};
 
@@ -38,38 +42,83 @@ pub struct PartitionOffsets {
     pub log_end_offset: i64,
 }
 
-/// A partition led by this broker.
+/// What this replica does for the partition.
+#[derive(Debug, Clone)]
+pub enum Role {
+    Leader(LeaderState),
+    Follower { leader: i32 },
+}
+
+/// Role and epochs, changed together under one lock.
+#[derive(Debug, Clone)]
+pub struct ReplicaState {
+    pub leader_epoch: i32,
+    pub partition_epoch: i32,
+    pub role: Role,
+}
+
+/// An ISR the leader wants the controller to record (AlterPartition).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IsrChange {
+    pub topic_partition: TopicPartition,
+    pub leader_epoch: i32,
+    pub partition_epoch: i32,
+    pub isr: Vec<i32>,
+}
+
+/// A partition hosted by this broker.
 #[derive(Debug)]
 pub struct Partition {
     pub topic_partition: TopicPartition,
     pub topic_id: Uuid,
-    leader_epoch: i32,
+    state: Mutex<ReplicaState>,
     log: RwLock<Log>,
-    /// Publishes the high watermark; fetches parked on this partition watch it.
+    /// Publishes the high watermark; consumer fetches parked on this partition watch it.
     high_watermark: watch::Sender<i64>,
+    /// Publishes the log end offset; follower fetches parked on this partition watch it.
+    log_end_offset: watch::Sender<i64>,
 }
 
 impl Partition {
-    /// Wraps an opened log as the leader at `leader_epoch`.
+    /// Wraps an opened log, with the high watermark it had (from the checkpoint, capped by
+    /// the log), as the sole replica and leader at `leader_epoch` until told otherwise.
     pub fn new(
         topic_partition: TopicPartition,
         topic_id: Uuid,
         leader_epoch: i32,
         log: Log,
     ) -> Self {
-        let (high_watermark, _) = watch::channel(log.log_end_offset());
+        let log_end_offset = log.log_end_offset();
+        let (high_watermark, _) = watch::channel(log_end_offset);
+        let (log_end_offset, _) = watch::channel(log_end_offset);
+        let state = ReplicaState {
+            leader_epoch,
+            partition_epoch: 0,
+            role: Role::Follower { leader: -1 },
+        };
         Partition {
             topic_partition,
             topic_id,
-            leader_epoch,
+            state: Mutex::new(state),
             log: RwLock::new(log),
             high_watermark,
+            log_end_offset,
         }
+    }
+
+    /// The role and epochs (never held across an await).
+    pub fn state(&self) -> MutexGuard<'_, ReplicaState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The current leader epoch.
     pub fn leader_epoch(&self) -> i32 {
-        self.leader_epoch
+        self.state().leader_epoch
+    }
+
+    /// Whether this replica leads the partition.
+    pub fn is_leader(&self) -> bool {
+        matches!(self.state().role, Role::Leader(_))
     }
 
     /// Read access to the log (never held across an await).
@@ -79,6 +128,25 @@ impl Partition {
 
     fn log_mut(&self) -> RwLockWriteGuard<'_, Log> {
         self.log.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Write access to the log for role changes and replication (same module tree).
+    pub(super) fn log_mut_for_roles(&self) -> RwLockWriteGuard<'_, Log> {
+        self.log_mut()
+    }
+
+    /// Publishes a new log end offset to parked follower fetches.
+    pub(super) fn publish_log_end_offset(&self, log_end_offset: i64) {
+        self.log_end_offset.send_replace(log_end_offset);
+    }
+
+    /// Sets a follower's high watermark (it may go down with a truncation).
+    pub(super) fn set_follower_high_watermark(&self, high_watermark: i64) {
+        self.high_watermark.send_if_modified(|hw| {
+            let changed = *hw != high_watermark;
+            *hw = high_watermark;
+            changed
+        });
     }
 
     /// The high watermark.
@@ -105,7 +173,7 @@ impl Partition {
 
     /// Checks a client's `current_leader_epoch` (KIP-320); -1 means "not given".
     pub fn check_leader_epoch(&self, requested: i32) -> Result<(), ReplicaError> {
-        let current = self.leader_epoch;
+        let current = self.leader_epoch();
         let tp = &self.topic_partition;
         if requested == -1 || requested == current {
             return Ok(());
@@ -137,18 +205,48 @@ impl Partition {
         }
     }
 
-    /// Appends a producer's batch as leader and advances the high watermark (one replica:
-    /// the high watermark is the log end offset).
+    /// Appends a producer's batch as leader, then moves the high watermark as far as the
+    /// ISR allows (at once when the leader is the only member).
     pub fn append_as_leader(&self, records: &[u8]) -> Result<AppendInfo, ReplicaError> {
+        let leader_epoch = match &self.state().role {
+            Role::Leader(_) => self.leader_epoch(),
+            Role::Follower { leader } => return Err(self.not_leader(*leader)),
+        };
         let mut log = self.log_mut();
         let info = log
-            .append_as_leader(records, self.leader_epoch)
+            .append_as_leader(records, leader_epoch)
             .map_err(|e| self.log_error(e))?;
         let log_end_offset = log.log_end_offset();
         drop(log);
-        self.maybe_advance_high_watermark(log_end_offset);
+        self.log_end_offset.send_replace(log_end_offset);
+        self.maybe_increment_high_watermark();
         self.check_invariants();
         Ok(info)
+    }
+
+    /// NOT_LEADER_OR_FOLLOWER for this partition, naming the leader if known.
+    pub fn not_leader(&self, leader: i32) -> ReplicaError {
+        ReplicaError::NotLeader {
+            topic: self.topic_partition.topic.clone(),
+            partition: self.topic_partition.partition,
+            leader,
+        }
+    }
+
+    /// A receiver that sees every later change of the log end offset.
+    pub fn subscribe_log_end_offset(&self) -> watch::Receiver<i64> {
+        self.log_end_offset.subscribe()
+    }
+
+    /// As leader, moves the high watermark to the least log end offset in the maximal ISR
+    /// if that is higher. Returns whether it moved.
+    pub fn maybe_increment_high_watermark(&self) -> bool {
+        let log_end_offset = self.log().log_end_offset();
+        let bound = match &self.state().role {
+            Role::Leader(leader) => leader.high_watermark_bound(log_end_offset),
+            Role::Follower { .. } => return false,
+        };
+        self.maybe_advance_high_watermark(bound.min(log_end_offset))
     }
 
     /// Moves the high watermark forward to `offset`; returns whether it moved.

@@ -2,6 +2,8 @@
 //! raw Kafka client that sends one encoded request at a time.
 #![allow(dead_code)]
 
+pub mod groups;
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
@@ -57,6 +59,11 @@ impl TestBroker {
 
     /// Starts a broker on an existing directory (for restarts).
     pub async fn start_in(dir: tempfile::TempDir, extra: &[(&str, &str)]) -> TestBroker {
+        // Broker logs go to the test's output, shown when it fails (RUST_LOG filters).
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -70,9 +77,10 @@ impl TestBroker {
         let maintained = Arc::clone(&broker);
         let task = tokio::spawn(async move {
             // Aborted when this task ends or is aborted (a kill), like the process's tasks.
-            let _maintenance = AbortOnDrop(tokio::spawn(async move {
-                maintained.replicas.run_maintenance().await
-            }));
+            let _maintenance =
+                AbortOnDrop(tokio::spawn(
+                    async move { maintained.run_background().await },
+                ));
             highwater::server::run(broker, listener, async {
                 let _ = stopped.await;
             })

@@ -1,0 +1,335 @@
+//! Committed offsets of groups: OffsetCommit, OffsetFetch (one group before v8, batched
+//! from v8) and OffsetDelete. Partitions of topics that do not exist are refused with
+//! UNKNOWN_TOPIC_OR_PARTITION before the coordinator sees them, as in Kafka.
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::offset_delete_response::{
+    OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
+};
+use kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic, OffsetFetchResponseTopics,
+};
+use kafka_protocol::messages::{
+    OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest, OffsetDeleteResponse,
+    OffsetFetchRequest, OffsetFetchResponse,
+};
+
+use super::groups::log_group_error;
+use super::{str_bytes, topic_name, Broker, HandlerError, Outcome, Request};
+use crate::group::{CommittedOffset, Committer, GroupError, OffsetCommit, PartitionResults};
+use crate::metadata::MetadataImage;
+
+/// OffsetFetch v8+ asks for several groups at once.
+const FETCH_BATCHED_VERSION: i16 = 8;
+/// OffsetFetch v2+ has a top-level error code.
+const FETCH_TOP_LEVEL_ERROR_VERSION: i16 = 2;
+
+/// Items per topic, topics in first-seen order.
+type ByTopic<T> = Vec<(String, Vec<(i32, T)>)>;
+
+/// Partitions named by topic and index.
+type Partitions = Vec<(String, i32)>;
+
+fn group_by_topic<T>(items: impl IntoIterator<Item = (String, i32, T)>) -> ByTopic<T> {
+    let mut topics: ByTopic<T> = Vec::new();
+    for (topic, partition, item) in items {
+        match topics.iter_mut().find(|(t, _)| *t == topic) {
+            Some((_, partitions)) => partitions.push((partition, item)),
+            None => topics.push((topic, vec![(partition, item)])),
+        }
+    }
+    topics
+}
+
+fn partition_exists(image: &MetadataImage, topic: &str, partition: i32) -> bool {
+    image
+        .topic(topic)
+        .is_some_and(|t| (0..t.partitions).contains(&partition))
+}
+
+/// Per-topic error codes of a commit or delete: each partition's own, or the group-level
+/// refusal (logged once) for every partition asked for; unknown partitions last.
+fn by_topic(
+    request: &Request,
+    group: &str,
+    results: Result<PartitionResults, GroupError>,
+    wanted: Partitions,
+    unknown: Partitions,
+) -> ByTopic<i16> {
+    let mut codes: Vec<(String, i32, i16)> = match results {
+        Ok(results) => results
+            .into_iter()
+            .map(|(topic, partition, result)| {
+                let code = match result {
+                    Ok(()) => 0,
+                    Err(error) => log_group_error(request, group, &error).code(),
+                };
+                (topic, partition, code)
+            })
+            .collect(),
+        Err(error) => {
+            let code = log_group_error(request, group, &error).code();
+            wanted.into_iter().map(|(t, p)| (t, p, code)).collect()
+        }
+    };
+    let unknown_code = ResponseError::UnknownTopicOrPartition.code();
+    codes.extend(unknown.into_iter().map(|(t, p)| (t, p, unknown_code)));
+    group_by_topic(codes)
+}
+
+/// Splits the partitions of a request into those of existing topics and unknown ones.
+fn known_partitions<'a>(
+    image: &MetadataImage,
+    partitions: impl Iterator<Item = (String, i32)> + 'a,
+) -> (Partitions, Partitions) {
+    partitions.partition(|(topic, partition)| partition_exists(image, topic, *partition))
+}
+
+/// Answers OffsetCommit.
+pub async fn offset_commit(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
+    let body: OffsetCommitRequest = request.decode()?;
+    let group = body.group_id.0.to_string();
+    let image = broker.image();
+    let mut commits = Vec::new();
+    let mut unknown = Vec::new();
+    for topic in &body.topics {
+        let name = topic.name.0.to_string();
+        for p in &topic.partitions {
+            if !partition_exists(&image, &name, p.partition_index) {
+                unknown.push((name.clone(), p.partition_index));
+                continue;
+            }
+            commits.push(OffsetCommit {
+                topic: name.clone(),
+                partition: p.partition_index,
+                offset: p.committed_offset,
+                leader_epoch: p.committed_leader_epoch,
+                metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
+            });
+        }
+    }
+    let committer = Committer {
+        member_id: body.member_id.to_string(),
+        group_instance_id: body.group_instance_id.as_ref().map(|i| i.to_string()),
+        generation_id: body.generation_id_or_member_epoch,
+    };
+    let wanted = commits
+        .iter()
+        .map(|c| (c.topic.clone(), c.partition))
+        .collect();
+    let result = match commits.is_empty() {
+        true => Ok(Vec::new()),
+        false => {
+            broker
+                .groups
+                .commit_offsets(&broker.replicas, &group, &committer, commits)
+                .await
+        }
+    };
+    let topics = by_topic(request, &group, result, wanted, unknown)
+        .into_iter()
+        .map(|(topic, partitions)| {
+            let partitions = partitions
+                .into_iter()
+                .map(|(index, code)| {
+                    OffsetCommitResponsePartition::default()
+                        .with_partition_index(index)
+                        .with_error_code(code)
+                })
+                .collect();
+            OffsetCommitResponseTopic::default()
+                .with_name(topic_name(&topic))
+                .with_partitions(partitions)
+        })
+        .collect();
+    request.respond(&OffsetCommitResponse::default().with_topics(topics))
+}
+
+/// Answers OffsetDelete.
+pub async fn offset_delete(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
+    let body: OffsetDeleteRequest = request.decode()?;
+    let group = body.group_id.0.to_string();
+    let image = broker.image();
+    let asked = body.topics.iter().flat_map(|t| {
+        t.partitions
+            .iter()
+            .map(|p| (t.name.0.to_string(), p.partition_index))
+    });
+    let (known, unknown) = known_partitions(&image, asked);
+    let result = broker
+        .groups
+        .delete_offsets(&broker.replicas, &group, known.clone())
+        .await;
+    let top_level = match &result {
+        Err(error) => log_group_error(request, &group, error).code(),
+        Ok(_) => 0,
+    };
+    if top_level != 0 {
+        return request.respond(&OffsetDeleteResponse::default().with_error_code(top_level));
+    }
+    let topics = by_topic(request, &group, result, known, unknown)
+        .into_iter()
+        .map(|(topic, partitions)| {
+            let partitions = partitions
+                .into_iter()
+                .map(|(index, code)| {
+                    OffsetDeleteResponsePartition::default()
+                        .with_partition_index(index)
+                        .with_error_code(code)
+                })
+                .collect();
+            OffsetDeleteResponseTopic::default()
+                .with_name(topic_name(&topic))
+                .with_partitions(partitions)
+        })
+        .collect();
+    request.respond(&OffsetDeleteResponse::default().with_topics(topics))
+}
+
+/// One group's answer to OffsetFetch: offsets per topic, or the group-level error.
+type FetchedGroup = Result<ByTopic<Option<CommittedOffset>>, ResponseError>;
+
+fn fetch_group(
+    broker: &Broker,
+    request: &Request,
+    group: &str,
+    wanted: Option<Partitions>,
+) -> FetchedGroup {
+    let fetched = broker
+        .groups
+        .fetch_offsets(group, wanted)
+        .map_err(|error| log_group_error(request, group, &error))?;
+    Ok(group_by_topic(fetched.into_iter().map(
+        |((topic, partition), offset)| (topic, partition, offset),
+    )))
+}
+
+fn fetched_fields(offset: Option<CommittedOffset>) -> (i64, i32, String) {
+    match offset {
+        Some(o) => (o.offset, o.leader_epoch, o.metadata),
+        None => (-1, -1, String::new()),
+    }
+}
+
+/// Answers OffsetFetch.
+pub fn offset_fetch(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
+    let body: OffsetFetchRequest = request.decode()?;
+    if request.version() >= FETCH_BATCHED_VERSION {
+        let groups = body
+            .groups
+            .iter()
+            .map(|g| {
+                let group = g.group_id.0.to_string();
+                let wanted = g.topics.as_ref().map(|topics| {
+                    topics
+                        .iter()
+                        .flat_map(|t| {
+                            t.partition_indexes
+                                .iter()
+                                .map(|p| (t.name.0.to_string(), *p))
+                        })
+                        .collect()
+                });
+                batched_group(
+                    g.group_id.clone(),
+                    fetch_group(broker, request, &group, wanted),
+                )
+            })
+            .collect();
+        return request.respond(&OffsetFetchResponse::default().with_groups(groups));
+    }
+    let group = body.group_id.0.to_string();
+    let wanted = body.topics.as_ref().map(|topics| {
+        topics
+            .iter()
+            .flat_map(|t| {
+                t.partition_indexes
+                    .iter()
+                    .map(|p| (t.name.0.to_string(), *p))
+            })
+            .collect()
+    });
+    let fetched = fetch_group(broker, request, &group, wanted.clone());
+    request.respond(&single_group(request.version(), fetched, wanted))
+}
+
+fn batched_group(
+    group_id: kafka_protocol::messages::GroupId,
+    fetched: FetchedGroup,
+) -> OffsetFetchResponseGroup {
+    let response = OffsetFetchResponseGroup::default().with_group_id(group_id);
+    let topics = match fetched {
+        Err(code) => return response.with_error_code(code.code()),
+        Ok(topics) => topics,
+    };
+    let topics = topics
+        .into_iter()
+        .map(|(topic, partitions)| {
+            let partitions = partitions
+                .into_iter()
+                .map(|(index, offset)| {
+                    let (committed, epoch, metadata) = fetched_fields(offset);
+                    OffsetFetchResponsePartitions::default()
+                        .with_partition_index(index)
+                        .with_committed_offset(committed)
+                        .with_committed_leader_epoch(epoch)
+                        .with_metadata(Some(str_bytes(&metadata)))
+                })
+                .collect();
+            OffsetFetchResponseTopics::default()
+                .with_name(topic_name(&topic))
+                .with_partitions(partitions)
+        })
+        .collect();
+    response.with_topics(topics)
+}
+
+/// The v1-7 answer; v1 has no top-level error, so a group-level error goes on every
+/// partition asked for.
+fn single_group(
+    version: i16,
+    fetched: FetchedGroup,
+    wanted: Option<Partitions>,
+) -> OffsetFetchResponse {
+    let (topics, code) = match fetched {
+        Ok(topics) => (topics, 0),
+        Err(code) if version < FETCH_TOP_LEVEL_ERROR_VERSION => {
+            let none = wanted
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(t, p)| (t, p, None));
+            let topics = group_by_topic(none);
+            (topics, code.code())
+        }
+        Err(code) => return OffsetFetchResponse::default().with_error_code(code.code()),
+    };
+    let partition_code = match version < FETCH_TOP_LEVEL_ERROR_VERSION {
+        true => code,
+        false => 0,
+    };
+    let topics = topics
+        .into_iter()
+        .map(|(topic, partitions)| {
+            let partitions = partitions
+                .into_iter()
+                .map(|(index, offset)| {
+                    let (committed, epoch, metadata) = fetched_fields(offset);
+                    OffsetFetchResponsePartition::default()
+                        .with_partition_index(index)
+                        .with_committed_offset(committed)
+                        .with_committed_leader_epoch(epoch)
+                        .with_metadata(Some(str_bytes(&metadata)))
+                        .with_error_code(partition_code)
+                })
+                .collect();
+            OffsetFetchResponseTopic::default()
+                .with_name(topic_name(&topic))
+                .with_partitions(partitions)
+        })
+        .collect();
+    OffsetFetchResponse::default().with_topics(topics)
+}

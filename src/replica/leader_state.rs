@@ -1,0 +1,224 @@
+//! What a partition's leader knows of its followers: each one's log end offset (learned
+//! from the offsets it fetches from) and when it was last caught up, the ISR, and from them
+//! the high watermark. Pure state, no I/O: the partition applies what this decides.
+//!
+//! Invariants: the leader is in the ISR; the ISR is a subset of the replicas; a proposed
+//! ISR change is pending until the controller's metadata confirms it, and meanwhile the
+//! high watermark counts the larger of the two sets ("maximal ISR", as Kafka does), so a
+//! shrink never lets the high watermark pass a record a removed replica might still lead
+//! with, and an expansion waits for the new member.
+
+use std::collections::BTreeMap;
+
+/// One follower as the leader sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RemoteReplica {
+    /// The offset of its last fetch: everything below is on its log (-1: never fetched).
+    pub log_end_offset: i64,
+    /// The last time its log end offset reached the leader's (ms).
+    pub last_caught_up_ms: i64,
+    /// The leader's log end offset at its previous fetch, and when that fetch came.
+    last_fetch_leader_log_end_offset: i64,
+    last_fetch_ms: i64,
+}
+
+impl RemoteReplica {
+    fn new(now_ms: i64) -> Self {
+        RemoteReplica {
+            log_end_offset: -1,
+            // A new leader gives every follower a full lag window before shrinking.
+            last_caught_up_ms: now_ms,
+            last_fetch_leader_log_end_offset: -1,
+            last_fetch_ms: now_ms,
+        }
+    }
+}
+
+/// The leader's view of its replicas.
+#[derive(Debug, Clone)]
+pub struct LeaderState {
+    pub local_id: i32,
+    pub replicas: Vec<i32>,
+    /// The ISR as the controller last published it.
+    pub isr: Vec<i32>,
+    /// An ISR change sent to the controller and not yet confirmed.
+    pub pending_isr: Option<Vec<i32>>,
+    /// The leader's log end offset when it became leader: a follower joins the ISR only
+    /// once it has everything up to here (and up to the high watermark).
+    pub leader_epoch_start_offset: i64,
+    pub remotes: BTreeMap<i32, RemoteReplica>,
+}
+
+impl LeaderState {
+    /// The state of a new leader.
+    pub fn new(local_id: i32, replicas: Vec<i32>, isr: Vec<i32>, start: i64, now_ms: i64) -> Self {
+        let remotes = replicas
+            .iter()
+            .filter(|r| **r != local_id)
+            .map(|r| (*r, RemoteReplica::new(now_ms)))
+            .collect();
+        LeaderState {
+            local_id,
+            replicas,
+            isr,
+            pending_isr: None,
+            leader_epoch_start_offset: start,
+            remotes,
+        }
+    }
+
+    /// The ISR the high watermark must respect: the committed ISR and any pending change.
+    pub fn maximal_isr(&self) -> Vec<i32> {
+        let mut isr = self.isr.clone();
+        for replica in self.pending_isr.iter().flatten() {
+            if !isr.contains(replica) {
+                isr.push(replica.to_owned());
+            }
+        }
+        isr
+    }
+
+    /// The ISR minimum.insync.replicas is checked against: the committed one, and a
+    /// pending shrink counts already (as Kafka's `isrState.isr`).
+    pub fn effective_isr_len(&self) -> usize {
+        match &self.pending_isr {
+            Some(pending) => pending.len().min(self.isr.len()),
+            None => self.isr.len(),
+        }
+    }
+
+    /// Records a follower's fetch at `fetch_offset` (its log end offset); returns whether
+    /// the follower is known.
+    pub fn record_fetch(
+        &mut self,
+        replica: i32,
+        fetch_offset: i64,
+        leader_leo: i64,
+        now_ms: i64,
+    ) -> bool {
+        let Some(remote) = self.remotes.get_mut(&replica) else {
+            return false;
+        };
+        if fetch_offset >= leader_leo {
+            remote.last_caught_up_ms = now_ms;
+        } else if fetch_offset >= remote.last_fetch_leader_log_end_offset {
+            remote.last_caught_up_ms = remote.last_caught_up_ms.max(remote.last_fetch_ms);
+        }
+        remote.log_end_offset = fetch_offset;
+        remote.last_fetch_leader_log_end_offset = leader_leo;
+        remote.last_fetch_ms = now_ms;
+        true
+    }
+
+    /// The high watermark the ISR allows: the least log end offset over the maximal ISR
+    /// (the leader's own included).
+    pub fn high_watermark_bound(&self, leader_leo: i64) -> i64 {
+        self.maximal_isr()
+            .iter()
+            .map(|r| match *r == self.local_id {
+                true => leader_leo,
+                false => self
+                    .remotes
+                    .get(r)
+                    .map_or(-1, |remote| remote.log_end_offset),
+            })
+            .min()
+            .unwrap_or(leader_leo)
+    }
+
+    /// A follower to add to the ISR: caught up to the high watermark and to the start of
+    /// this leader's epoch, and not already in (or pending for) it.
+    pub fn expansion_candidate(&self, replica: i32, high_watermark: i64) -> Option<Vec<i32>> {
+        if self.pending_isr.is_some() || self.isr.contains(&replica) {
+            return None;
+        }
+        let remote = self.remotes.get(&replica)?;
+        let caught_up = remote.log_end_offset >= high_watermark
+            && remote.log_end_offset >= self.leader_epoch_start_offset;
+        caught_up.then(|| {
+            let mut isr = self.isr.clone();
+            isr.push(replica);
+            isr
+        })
+    }
+
+    /// The ISR without the followers that have not caught up within `lag_max_ms`, when
+    /// that removes anyone.
+    pub fn shrink_candidate(&self, now_ms: i64, lag_max_ms: i64) -> Option<Vec<i32>> {
+        if self.pending_isr.is_some() {
+            return None;
+        }
+        let lagging = |r: &i32| {
+            *r != self.local_id
+                && self
+                    .remotes
+                    .get(r)
+                    .is_none_or(|remote| now_ms - remote.last_caught_up_ms > lag_max_ms)
+        };
+        let kept: Vec<i32> = self.isr.iter().copied().filter(|r| !lagging(r)).collect();
+        (kept.len() < self.isr.len()).then_some(kept)
+    }
+
+    /// Checks the invariants (debug builds).
+    pub fn check_invariants(&self) {
+        debug_assert!(
+            self.isr.contains(&self.local_id),
+            "the leader is in the ISR"
+        );
+        for r in &self.isr {
+            debug_assert!(self.replicas.contains(r), "ISR within the replicas");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn three() -> LeaderState {
+        LeaderState::new(1, vec![1, 2, 3], vec![1, 2, 3], 0, 0)
+    }
+
+    #[test]
+    fn the_high_watermark_is_the_least_log_end_offset_in_the_isr() {
+        let mut state = three();
+        assert_eq!(
+            state.high_watermark_bound(10),
+            -1,
+            "followers not heard from yet"
+        );
+        state.record_fetch(2, 7, 10, 1);
+        state.record_fetch(3, 10, 10, 1);
+        assert_eq!(state.high_watermark_bound(10), 7);
+        state.isr = vec![1, 3];
+        assert_eq!(
+            state.high_watermark_bound(10),
+            10,
+            "a replica out of the ISR does not hold it back"
+        );
+    }
+
+    #[test]
+    fn a_pending_shrink_still_holds_the_high_watermark_back() {
+        let mut state = three();
+        state.record_fetch(2, 4, 10, 1);
+        state.record_fetch(3, 10, 10, 1);
+        state.pending_isr = Some(vec![1, 3]);
+        assert_eq!(state.high_watermark_bound(10), 4);
+        assert_eq!(state.effective_isr_len(), 2);
+    }
+
+    #[test]
+    fn lagging_followers_leave_the_isr_and_caught_up_ones_rejoin() {
+        let mut state = three();
+        state.record_fetch(2, 10, 10, 1_000);
+        state.record_fetch(3, 3, 10, 1_000);
+        assert_eq!(state.shrink_candidate(20_000, 30_000), None);
+        state.record_fetch(2, 10, 10, 40_000);
+        assert_eq!(state.shrink_candidate(40_000, 30_000), Some(vec![1, 2]));
+        state.isr = vec![1, 2];
+        assert_eq!(state.expansion_candidate(3, 10), None, "still behind");
+        state.record_fetch(3, 10, 10, 41_000);
+        assert_eq!(state.expansion_candidate(3, 10), Some(vec![1, 2, 3]));
+    }
+}

@@ -1,0 +1,273 @@
+//! A partition's role changes and the replication protocol on each side: the leader
+//! answering a follower's fetch (recording its log end offset, moving the high watermark,
+//! proposing ISR changes, reporting a diverging epoch), and the follower appending the
+//! leader's batches and truncating where its log diverges.
+
+use bytes::Bytes;
+
+use super::error::ReplicaError;
+use super::leader_state::LeaderState;
+use super::partition::{IsrChange, Partition, ReplicaState, Role};
+
+/// What a follower asks for in a fetch.
+#[derive(Debug, Clone, Copy)]
+pub struct FollowerFetch {
+    pub replica_id: i32,
+    pub fetch_offset: i64,
+    /// The epoch of the follower's last batch (-1 when unknown, before Fetch v12).
+    pub last_fetched_epoch: i32,
+    pub current_leader_epoch: i32,
+    pub max_bytes: usize,
+}
+
+/// The leader's answer to a follower.
+#[derive(Debug, Clone)]
+pub enum FollowerFetchResult {
+    /// Batches from the fetch offset (maybe none), with the leader's offsets.
+    Records {
+        records: Bytes,
+        high_watermark: i64,
+        log_start_offset: i64,
+        log_end_offset: i64,
+    },
+    /// The follower's log diverges: it must truncate to at most `end_offset` of `epoch`.
+    Diverging { epoch: i32, end_offset: i64 },
+}
+
+/// Whether a follower truncates to its high watermark when it starts following (Kafka's
+/// rule before KIP-101). Only tests turn it on, to show that the seed scenarios then lose
+/// acknowledged records or diverge.
+pub static TRUNCATE_TO_HIGH_WATERMARK: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+impl Partition {
+    /// Becomes leader at `leader_epoch`: the epoch starts at the log end offset, followers
+    /// start unknown. A repeated call for the same epoch only refreshes replicas and ISR.
+    pub fn make_leader(
+        &self,
+        local_id: i32,
+        leader_epoch: i32,
+        partition_epoch: i32,
+        replicas: Vec<i32>,
+        isr: Vec<i32>,
+    ) -> Result<(), ReplicaError> {
+        let mut state = self.state();
+        let same_epoch = state.leader_epoch == leader_epoch;
+        if let Role::Leader(leader) = &mut state.role {
+            if same_epoch {
+                leader.replicas = replicas;
+                leader.isr = isr;
+                leader.pending_isr = None;
+                state.partition_epoch = partition_epoch;
+                drop(state);
+                self.maybe_increment_high_watermark();
+                return Ok(());
+            }
+        }
+        let mut log = self.log_mut_for_roles();
+        let start = log.log_end_offset();
+        log.assign_leader_epoch(leader_epoch, start)
+            .map_err(|e| self.log_error(e))?;
+        drop(log);
+        let now = crate::log::segment::now_ms();
+        *state = ReplicaState {
+            leader_epoch,
+            partition_epoch,
+            role: Role::Leader(LeaderState::new(local_id, replicas, isr, start, now)),
+        };
+        drop(state);
+        tracing::info!(partition = %self.topic_partition, leader_epoch, "became leader");
+        self.maybe_increment_high_watermark();
+        Ok(())
+    }
+
+    /// Becomes a follower of `leader` at `leader_epoch`. The log is not truncated here: the
+    /// fetcher finds the diverging point with the leader (never the high watermark), unless
+    /// the test-only pre-KIP-101 switch is on.
+    pub fn make_follower(
+        &self,
+        leader: i32,
+        leader_epoch: i32,
+        partition_epoch: i32,
+    ) -> Result<(), ReplicaError> {
+        let mut state = self.state();
+        let unchanged = state.leader_epoch == leader_epoch
+            && matches!(state.role, Role::Follower { leader: l } if l == leader);
+        *state = ReplicaState {
+            leader_epoch,
+            partition_epoch,
+            role: Role::Follower { leader },
+        };
+        drop(state);
+        if unchanged {
+            return Ok(());
+        }
+        tracing::info!(partition = %self.topic_partition, leader, leader_epoch, "became follower");
+        if TRUNCATE_TO_HIGH_WATERMARK.load(std::sync::atomic::Ordering::Relaxed) {
+            self.truncate_to(self.high_watermark())?;
+        }
+        Ok(())
+    }
+
+    /// The leader's side of a follower's fetch (Kafka's rule): a diverging epoch when the
+    /// follower's last epoch ends earlier here, else the follower's log end offset is
+    /// recorded, the high watermark and ISR follow, and batches up to the log end offset
+    /// are returned. A proposed ISR change is returned for the controller.
+    pub fn fetch_for_follower(
+        &self,
+        request: FollowerFetch,
+    ) -> Result<(FollowerFetchResult, Option<IsrChange>), ReplicaError> {
+        self.check_leader_epoch(request.current_leader_epoch)?;
+        let log = self.log();
+        let log_end_offset = log.log_end_offset();
+        let log_start_offset = log.log_start_offset();
+        if request.last_fetched_epoch >= 0 {
+            let (epoch, end_offset) = log
+                .epoch_cache()
+                .end_offset_for(request.last_fetched_epoch, log_end_offset);
+            if epoch < request.last_fetched_epoch || end_offset < request.fetch_offset {
+                return Ok((FollowerFetchResult::Diverging { epoch, end_offset }, None));
+            }
+        }
+        log.check_offset(request.fetch_offset)
+            .map_err(|e| self.log_error(e))?;
+        let records = log
+            .read(
+                request.fetch_offset,
+                log_end_offset,
+                request.max_bytes,
+                true,
+            )
+            .map_err(|e| self.log_error(e))?;
+        drop(log);
+        let change =
+            self.record_follower(request.replica_id, request.fetch_offset, log_end_offset)?;
+        let result = FollowerFetchResult::Records {
+            records,
+            high_watermark: self.high_watermark(),
+            log_start_offset,
+            log_end_offset,
+        };
+        Ok((result, change))
+    }
+
+    fn record_follower(
+        &self,
+        replica: i32,
+        fetch_offset: i64,
+        leo: i64,
+    ) -> Result<Option<IsrChange>, ReplicaError> {
+        let now = crate::log::segment::now_ms();
+        let mut state = self.state();
+        let (leader_epoch, partition_epoch) = (state.leader_epoch, state.partition_epoch);
+        let Role::Leader(leader) = &mut state.role else {
+            return Err(self.not_leader(-1));
+        };
+        if !leader.record_fetch(replica, fetch_offset, leo, now) {
+            return Err(self.not_leader(leader.local_id));
+        }
+        let high_watermark = self.high_watermark();
+        let change = leader
+            .expansion_candidate(replica, high_watermark)
+            .map(|isr| {
+                leader.pending_isr = Some(isr.clone());
+                IsrChange {
+                    topic_partition: self.topic_partition.clone(),
+                    leader_epoch,
+                    partition_epoch,
+                    isr,
+                }
+            });
+        drop(state);
+        self.maybe_increment_high_watermark();
+        Ok(change)
+    }
+
+    /// As leader, proposes an ISR without the followers that fell `lag_max_ms` behind.
+    pub fn maybe_shrink_isr(&self, now_ms: i64, lag_max_ms: i64) -> Option<IsrChange> {
+        let mut state = self.state();
+        let (leader_epoch, partition_epoch) = (state.leader_epoch, state.partition_epoch);
+        let Role::Leader(leader) = &mut state.role else {
+            return None;
+        };
+        let isr = leader.shrink_candidate(now_ms, lag_max_ms)?;
+        tracing::info!(partition = %self.topic_partition, ?isr, "shrinking the ISR");
+        leader.pending_isr = Some(isr.clone());
+        Some(IsrChange {
+            topic_partition: self.topic_partition.clone(),
+            leader_epoch,
+            partition_epoch,
+            isr,
+        })
+    }
+
+    /// Records an ISR the controller accepted (or the proposal being refused: `None`).
+    pub fn complete_isr_change(&self, isr: Option<Vec<i32>>, partition_epoch: i32) {
+        let mut state = self.state();
+        if let Role::Leader(leader) = &mut state.role {
+            if let Some(isr) = isr {
+                leader.isr = isr;
+            }
+            leader.pending_isr = None;
+            leader.check_invariants();
+        }
+        state.partition_epoch = state.partition_epoch.max(partition_epoch);
+        drop(state);
+        self.maybe_increment_high_watermark();
+    }
+
+    /// How many replicas `min.insync.replicas` may count now.
+    pub fn isr_len(&self) -> usize {
+        match &self.state().role {
+            Role::Leader(leader) => leader.effective_isr_len(),
+            Role::Follower { .. } => 0,
+        }
+    }
+
+    /// As follower, appends batches from the leader and takes its high watermark, capped
+    /// by the own log end offset (follower HW = min(leader HW, LEO)); the log start offset
+    /// follows the leader's.
+    pub fn append_as_follower(
+        &self,
+        records: &[u8],
+        leader_high_watermark: i64,
+        leader_log_start_offset: i64,
+    ) -> Result<(), ReplicaError> {
+        let mut log = self.log_mut_for_roles();
+        log.append_as_follower(records)
+            .map_err(|e| self.log_error(e))?;
+        let log_end_offset = log.log_end_offset();
+        drop(log);
+        self.publish_log_end_offset(log_end_offset);
+        self.set_follower_high_watermark(leader_high_watermark.min(log_end_offset));
+        let _ = leader_log_start_offset;
+        self.check_invariants();
+        Ok(())
+    }
+
+    /// Truncates the log to `offset` (never below the log start) and lowers the high
+    /// watermark with it if needed (only a follower truncates).
+    pub fn truncate_to(&self, offset: i64) -> Result<bool, ReplicaError> {
+        let mut log = self.log_mut_for_roles();
+        let truncated = log.truncate_to(offset).map_err(|e| self.log_error(e))?;
+        let log_end_offset = log.log_end_offset();
+        drop(log);
+        if truncated {
+            tracing::info!(partition = %self.topic_partition, offset, "truncated as follower");
+            self.publish_log_end_offset(log_end_offset);
+            if self.high_watermark() > log_end_offset {
+                self.set_follower_high_watermark(log_end_offset);
+            }
+        }
+        Ok(truncated)
+    }
+
+    /// The epoch of the last batch and the log end offset (for the follower's fetch).
+    pub fn last_fetched_epoch(&self) -> (i32, i64) {
+        let log = self.log();
+        (
+            log.epoch_cache().latest_epoch().unwrap_or(-1),
+            log.log_end_offset(),
+        )
+    }
+}
