@@ -3,7 +3,7 @@ CONFIG ?= config/server.toml
 BOOTSTRAP ?= 127.0.0.1:9092
 CARGO ?= cargo
 
-.PHONY: build run test unit compat compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref fmt clippy fuzz
+.PHONY: build run cluster cluster-split test unit compat compat-cluster compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref fmt clippy fuzz
 
 build:
 	$(CARGO) build --release
@@ -14,7 +14,19 @@ run: build
 # Unit and integration tests, then every compat suite against a freshly started highwater,
 # then Apache Kafka's DumpLogSegments over segments highwater wrote, then a one-minute run
 # of the benchmark machinery against both brokers.
-test: unit compat compat-storage bench-smoke
+test: unit compat compat-cluster compat-storage bench-smoke
+
+# Three combined nodes (config/cluster/node-*.toml: clients on 127.0.0.1:9092-9094, the
+# quorum on 9192-9194, data under ./data/node-*), in the foreground; ctrl-c stops all.
+CLUSTER ?= config/cluster/node-1.toml config/cluster/node-2.toml config/cluster/node-3.toml
+cluster: build
+	@pids=""; trap 'kill $$pids 2>/dev/null; wait' INT TERM; \
+	for file in $(CLUSTER); do ./target/release/highwater serve --config $$file & pids="$$pids $$!"; done; \
+	wait
+
+# Three brokers and three separate controllers (config/cluster/split/).
+cluster-split:
+	$(MAKE) cluster CLUSTER="$$(ls config/cluster/split/controller-*.toml config/cluster/split/broker-*.toml)"
 
 unit:
 	$(CARGO) test --all-targets
@@ -25,6 +37,11 @@ compat-deps:
 # Starts a throwaway highwater on a free port with a temporary data dir and runs all suites.
 compat: build compat-deps
 	./compat/with-highwater.sh ./compat/run-all.sh
+
+# kcat and the Java AdminClient against a three-node cluster of its own, before and after a
+# kill -9 of a partition leader (compat/cluster/run.sh).
+compat-cluster: build compat-deps
+	./compat/cluster/run.sh
 
 # Apache Kafka's DumpLogSegments reads the segments and indexes highwater wrote (own broker).
 compat-storage: build compat-deps

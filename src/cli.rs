@@ -22,7 +22,7 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Runs a broker (broker and controller combined).
+    /// Runs a node: broker, controller or both (`process.roles`).
     Serve(ServeArgs),
     /// Prints segment files (.log, .index, .timeindex) like Kafka's kafka-dump-log.
     Dump(DumpArgs),
@@ -98,6 +98,13 @@ impl ServeArgs {
 }
 
 fn init_tracing(default_filter: &str) {
+    // openraft narrates every election at info and reports a voter that is not up yet as
+    // an error; it is silent unless the filter names it (e.g. --log-level info,openraft=warn).
+    // Our own logs say who is the active controller, who is fenced and what fails to persist.
+    let default_filter = match default_filter.contains("openraft") {
+        true => default_filter.to_string(),
+        false => format!("{default_filter},openraft=off"),
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
@@ -172,21 +179,42 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(config.listener)
-            .await
-            .with_context(|| format!("cannot listen on {}", config.listener))?;
-        let broker = Arc::new(Broker::open(Arc::clone(&config))?);
+        // Bound first so that a taken port fails at once; connections wait in the backlog
+        // until the broker is ready.
+        let listener = match config.roles.broker {
+            true => Some(
+                tokio::net::TcpListener::bind(config.listener)
+                    .await
+                    .with_context(|| format!("cannot listen on {}", config.listener))?,
+            ),
+            false => None,
+        };
+        let broker = Arc::new(
+            Broker::open(Arc::clone(&config))
+                .await
+                .context("cannot start")?,
+        );
         tracing::info!(
             listener = %config.listener,
+            controller_listener = ?config.controller_listener,
+            roles = ?config.roles,
             log_dir = %config.log_dir.display(),
             node_id = config.node_id,
             partitions = broker.replicas.len(),
             "highwater started"
         );
-        let maintained = Arc::clone(&broker);
-        let maintenance = tokio::spawn(async move { maintained.run_background().await });
-        crate::server::run(broker, listener, shutdown_signal()).await;
-        maintenance.abort();
+        let background = Arc::clone(&broker);
+        let background = tokio::spawn(async move { background.run_background().await });
+        match listener {
+            Some(listener) => {
+                crate::server::run(Arc::clone(&broker), listener, shutdown_signal()).await
+            }
+            None => {
+                shutdown_signal().await;
+                broker.controller.shutdown().await;
+            }
+        }
+        background.abort();
         Ok(())
     })
 }

@@ -4,9 +4,11 @@
 
 mod common;
 
+use common::consumer_groups::heartbeat_join;
 use common::groups::*;
 use common::*;
 use highwater::api::versions::SUPPORTED_APIS;
+use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
@@ -45,8 +47,35 @@ async fn exercise(client: &mut Client, key: ApiKey, version: i16, id: Uuid) {
         | ApiKey::OffsetFetch
         | ApiKey::DeleteGroups
         | ApiKey::OffsetDelete => exercise_offsets(client, key, version).await,
+        ApiKey::ConsumerGroupHeartbeat | ApiKey::ConsumerGroupDescribe => {
+            exercise_consumer_groups(client, key, version).await
+        }
+        ApiKey::IncrementalAlterConfigs => exercise_configs(client, version).await,
+        ApiKey::ElectLeaders => {
+            let request = elect_leaders(0, "t", 0);
+            let response = client.call(&request, version).await;
+            let result = &response.replica_election_results[0].partition_result[0];
+            let expected = ResponseError::ElectionNotNeeded.code();
+            assert_eq!(result.error_code, expected, "v{version}");
+        }
         _ => exercise_admin(client, key, version).await,
     }
+}
+
+async fn exercise_configs(client: &mut Client, version: i16) {
+    let request = IncrementalAlterConfigsRequest::default().with_resources(vec![
+        incremental_alter_configs_request::AlterConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(StrBytes::from_static_str("t"))
+            .with_configs(vec![
+                incremental_alter_configs_request::AlterableConfig::default()
+                    .with_name(StrBytes::from_static_str("retention.ms"))
+                    .with_config_operation(0)
+                    .with_value(Some(StrBytes::from(format!("{}", 1000 + version)))),
+            ]),
+    ]);
+    let response = client.call(&request, version).await;
+    assert_eq!(response.responses[0].error_code, 0, "v{version}");
 }
 
 async fn exercise_data(client: &mut Client, key: ApiKey, version: i16, id: Uuid) {
@@ -375,6 +404,49 @@ async fn exercise_offsets(client: &mut Client, key: ApiKey, version: i16) {
         }
         other => panic!("no exercise for {other:?}"),
     }
+}
+
+/// A fresh consumer group per API and version: one member joins (at `version` for
+/// ConsumerGroupHeartbeat, generating its id from v1 and leaving it to the coordinator at
+/// v0), heartbeats once more, and the group is described.
+async fn exercise_consumer_groups(client: &mut Client, key: ApiKey, version: i16) {
+    let group = format!("{key:?}-v{version}");
+    find_coordinator(client, &group).await;
+    let (heartbeat_version, describe_version) = match key {
+        ApiKey::ConsumerGroupHeartbeat => (version, 1),
+        _ => (1, version),
+    };
+    let member_id = match heartbeat_version {
+        0 => String::new(),
+        _ => Uuid::new_v4().to_string(),
+    };
+    let join = heartbeat_join(&group, &member_id, &["t"]);
+    let joined = client.call(&join, heartbeat_version).await;
+    assert_eq!(
+        joined.error_code, 0,
+        "v{version}: {:?}",
+        joined.error_message
+    );
+    let member_id = joined.member_id.clone().expect("member id");
+    let assignment = joined.assignment.expect("assignment on join");
+    assert_eq!(
+        assignment.topic_partitions[0].partitions,
+        vec![0],
+        "v{version}"
+    );
+    let again = ConsumerGroupHeartbeatRequest::default()
+        .with_group_id(gid(&group))
+        .with_member_id(member_id.clone())
+        .with_member_epoch(joined.member_epoch);
+    let beat = client.call(&again, heartbeat_version).await;
+    assert_eq!(beat.error_code, 0, "v{version}");
+    assert_eq!(beat.member_epoch, joined.member_epoch);
+    let describe = ConsumerGroupDescribeRequest::default().with_group_ids(vec![gid(&group)]);
+    let described = client.call(&describe, describe_version).await;
+    let described = &described.groups[0];
+    assert_eq!(described.error_code, 0, "v{version}");
+    assert_eq!(described.members[0].member_id, member_id);
+    assert_eq!(described.group_state.as_str(), "Stable");
 }
 
 async fn exercise_offset_fetch(client: &mut Client, group: &str, version: i16) {

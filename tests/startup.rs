@@ -27,10 +27,13 @@ fn start_up_time_with_many_partitions_clean_and_unclean() {
     let dir = tempfile::tempdir_in(std::env::var("HW_DATA_DIR").unwrap_or_else(|_| "/tmp".into()))
         .expect("tempdir");
     let config = common::config(dir.path(), &[]);
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let batch = common::batch(160, -1, -1, common::now_ms());
     let batches = megabytes * 1024 * 1024 / batch.len();
     let started = Instant::now();
-    let broker = Broker::open(Arc::clone(&config)).expect("open");
+    let broker = runtime
+        .block_on(Broker::open(Arc::clone(&config)))
+        .expect("open");
     let topic = NewTopic {
         name: "load".into(),
         partitions,
@@ -38,10 +41,8 @@ fn start_up_time_with_many_partitions_clean_and_unclean() {
         assignments: vec![],
         configs: Default::default(),
     };
-    broker
-        .controller
-        .create_topic(&topic, false)
-        .expect("topic");
+    let created = runtime.block_on(broker.controller.create_topic(&topic, false));
+    created.expect("topic");
     broker.publish().expect("publish");
     for p in 0..partitions {
         let partition = broker.replicas.partition("load", p).expect("partition");
@@ -51,7 +52,7 @@ fn start_up_time_with_many_partitions_clean_and_unclean() {
     }
     let expected_end = (batches * 160) as i64;
     broker.replicas.shutdown().expect("clean shutdown");
-    drop(broker);
+    stop(&runtime, broker);
     let total_gb = (partitions as usize * batches * batch.len()) as f64 / 1e9;
     let through_log = started.elapsed();
     println!("wrote {total_gb:.2} GB in {partitions} partitions in {through_log:?}");
@@ -65,7 +66,9 @@ fn start_up_time_with_many_partitions_clean_and_unclean() {
     // Let writeback finish so that it does not slow the measured opens.
     let _ = std::process::Command::new("sync").status();
     let started = Instant::now();
-    let broker = Broker::open(Arc::clone(&config)).expect("clean open");
+    let broker = runtime
+        .block_on(Broker::open(Arc::clone(&config)))
+        .expect("clean open");
     println!("clean start: {:?}", started.elapsed());
     random_reads(&broker, partitions, expected_end);
     let check = |broker: &Broker| {
@@ -79,17 +82,24 @@ fn start_up_time_with_many_partitions_clean_and_unclean() {
         }
     };
     check(&broker);
-    drop(broker);
+    stop(&runtime, broker);
 
     std::fs::remove_file(dir.path().join(".kafka_cleanshutdown")).ok();
     let started = Instant::now();
-    let broker = Broker::open(Arc::clone(&config)).expect("unclean open");
+    let broker = runtime
+        .block_on(Broker::open(Arc::clone(&config)))
+        .expect("unclean open");
     let elapsed = started.elapsed();
     println!(
         "unclean start (every active segment re-scanned): {elapsed:?} = {:.2} s/GB",
         elapsed.as_secs_f64() / total_gb
     );
     check(&broker);
+}
+
+/// Stops the broker's metadata quorum and drops it, so the directory can be opened again.
+fn stop(runtime: &tokio::runtime::Runtime, broker: Broker) {
+    runtime.block_on(broker.controller.shutdown());
 }
 
 /// The same bytes written with write(2) into one file per partition, then fsynced.

@@ -9,14 +9,18 @@ use super::{str_bytes, Broker, HandlerError, Outcome, Request};
 pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
     let body: DescribeClusterRequest = request.decode()?;
     let image = broker.image();
+    // v2 (KIP-1073) can ask for fenced brokers too, marked as such.
+    let include_fenced = request.version() >= 2 && body.include_fenced_brokers;
     let brokers = image
         .brokers
         .iter()
+        .filter(|b| include_fenced || !b.fenced)
         .map(|b| {
             DescribeClusterBroker::default()
                 .with_broker_id(BrokerId(b.node_id))
                 .with_host(str_bytes(&b.host))
                 .with_port(i32::from(b.port))
+                .with_is_fenced(b.fenced)
         })
         .collect();
     let response = DescribeClusterResponse::default()
@@ -26,7 +30,7 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
             1
         })
         .with_cluster_id(str_bytes(&image.cluster_id))
-        .with_controller_id(BrokerId(image.controller_id))
+        .with_controller_id(BrokerId(image.controller_for_clients()))
         .with_brokers(brokers);
     request.respond(&response)
 }

@@ -4,7 +4,7 @@
 use kafka_protocol::error::ResponseError;
 
 use super::topics::AdminError;
-use crate::controller::ControllerError;
+use crate::controller::{ControllerError, ElectionOutcome, ErrorKind};
 use crate::group::GroupError;
 use crate::log::LogError;
 use crate::replica::ReplicaError;
@@ -37,9 +37,9 @@ pub fn replica_error(error: &ReplicaError) -> ResponseError {
         ReplicaError::UnknownTopicOrPartition { .. } => ResponseError::UnknownTopicOrPartition,
         ReplicaError::FencedLeaderEpoch { .. } => ResponseError::FencedLeaderEpoch,
         ReplicaError::UnknownLeaderEpoch { .. } => ResponseError::UnknownLeaderEpoch,
+        ReplicaError::NotLeaderOrFollower { .. } => ResponseError::NotLeaderOrFollower,
         ReplicaError::Log { source, .. } => log_error(source),
         ReplicaError::InconsistentLogDir { .. } => ResponseError::KafkaStorageError,
-        ReplicaError::NotLeader { .. } => ResponseError::NotLeaderOrFollower,
         ReplicaError::NotEnoughReplicas { .. } => ResponseError::NotEnoughReplicas,
         ReplicaError::NotEnoughReplicasAfterAppend { .. } => {
             ResponseError::NotEnoughReplicasAfterAppend
@@ -48,18 +48,43 @@ pub fn replica_error(error: &ReplicaError) -> ResponseError {
     }
 }
 
-/// The Kafka error for a refused metadata change.
+/// The Kafka error for a refused metadata change (by its kind, which is all that crosses
+/// the network from the active controller).
 pub fn controller_error(error: &ControllerError) -> ResponseError {
-    match error {
-        ControllerError::TopicAlreadyExists { .. } => ResponseError::TopicAlreadyExists,
-        ControllerError::InvalidTopic { .. } => ResponseError::InvalidTopicException,
-        ControllerError::UnknownTopic { .. } => ResponseError::UnknownTopicOrPartition,
-        ControllerError::UnknownTopicId { .. } => ResponseError::UnknownTopicId,
-        ControllerError::InvalidPartitions { .. } => ResponseError::InvalidPartitions,
-        ControllerError::InvalidReplicationFactor { .. } => ResponseError::InvalidReplicationFactor,
-        ControllerError::InvalidReplicaAssignment { .. } => ResponseError::InvalidReplicaAssignment,
-        ControllerError::InvalidConfig { .. } => ResponseError::InvalidConfig,
-        ControllerError::Storage { .. } => ResponseError::KafkaStorageError,
+    match error.kind() {
+        ErrorKind::TopicAlreadyExists => ResponseError::TopicAlreadyExists,
+        ErrorKind::InvalidTopic => ResponseError::InvalidTopicException,
+        ErrorKind::UnknownTopic => ResponseError::UnknownTopicOrPartition,
+        ErrorKind::UnknownTopicId => ResponseError::UnknownTopicId,
+        ErrorKind::InvalidPartitions => ResponseError::InvalidPartitions,
+        ErrorKind::InvalidReplicationFactor => ResponseError::InvalidReplicationFactor,
+        ErrorKind::InvalidReplicaAssignment => ResponseError::InvalidReplicaAssignment,
+        ErrorKind::InvalidConfig => ResponseError::InvalidConfig,
+        ErrorKind::Storage => ResponseError::KafkaStorageError,
+        ErrorKind::NotController => ResponseError::NotController,
+        ErrorKind::ControllerUnavailable => ResponseError::RequestTimedOut,
+        ErrorKind::Quorum => ResponseError::UnknownServerError,
+        ErrorKind::DuplicateBrokerRegistration => ResponseError::DuplicateBrokerRegistration,
+        ErrorKind::StaleBroker => ResponseError::StaleBrokerEpoch,
+        ErrorKind::StalePartitionEpoch => ResponseError::InvalidUpdateVersion,
+        ErrorKind::NotPartitionLeader => ResponseError::NotLeaderOrFollower,
+        ErrorKind::InvalidIsr => ResponseError::IneligibleReplica,
+        ErrorKind::Conflict => ResponseError::UnknownServerError,
+    }
+}
+
+/// The Kafka error of one partition's requested election (`None`: elected).
+pub fn election_error(outcome: ElectionOutcome) -> Option<ResponseError> {
+    match outcome {
+        ElectionOutcome::Elected => None,
+        ElectionOutcome::NotNeeded => Some(ResponseError::ElectionNotNeeded),
+        ElectionOutcome::PreferredLeaderNotAvailable => {
+            Some(ResponseError::PreferredLeaderNotAvailable)
+        }
+        ElectionOutcome::EligibleLeadersNotAvailable => {
+            Some(ResponseError::EligibleLeadersNotAvailable)
+        }
+        ElectionOutcome::UnknownPartition => Some(ResponseError::UnknownTopicOrPartition),
     }
 }
 
@@ -94,10 +119,14 @@ pub fn group_error(error: &GroupError) -> ResponseError {
         GroupError::StaleMemberEpoch { .. } => ResponseError::StaleMemberEpoch,
         GroupError::UnreleasedInstanceId { .. } => ResponseError::UnreleasedInstanceId,
         GroupError::UnsupportedAssignor { .. } => ResponseError::UnsupportedAssignor,
+        GroupError::InvalidRegularExpression { .. } => ResponseError::InvalidRegularExpression,
+        GroupError::UnsupportedCommitVersion { .. } => ResponseError::UnsupportedVersion,
         GroupError::InvalidRequest { .. } => ResponseError::InvalidRequest,
         GroupError::Timeout { .. } => ResponseError::RequestTimedOut,
         GroupError::Storage { source, .. } => match replica_error(source) {
-            ResponseError::UnknownTopicOrPartition => ResponseError::NotCoordinator,
+            ResponseError::UnknownTopicOrPartition | ResponseError::NotLeaderOrFollower => {
+                ResponseError::NotCoordinator
+            }
             _ => ResponseError::CoordinatorNotAvailable,
         },
     }
@@ -108,6 +137,9 @@ pub fn group_error(error: &GroupError) -> ResponseError {
 pub fn is_client_error(error: ResponseError) -> bool {
     !matches!(
         error,
-        ResponseError::KafkaStorageError | ResponseError::UnknownServerError
+        ResponseError::KafkaStorageError
+            | ResponseError::UnknownServerError
+            | ResponseError::RequestTimedOut
+            | ResponseError::NotController
     )
 }

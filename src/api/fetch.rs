@@ -2,6 +2,10 @@
 //! segment maps and capped at the high watermark (the last stable offset for
 //! read_committed, equal to it until transactions exist).
 //!
+//! Fetch from a follower (replica id ≥ 0, in the body before v15, in ReplicaState from
+//! v15): its fetch offset is its log end offset, which the partition records; it reads up
+//! to the leader's log end offset, or gets the diverging epoch (v12+) to truncate to.
+//!
 //! Long poll (DelayedFetch in Apache Kafka): unless `max_wait_ms` <= 0, an error occurred
 //! or `min_bytes` are already available, the request parks on the high-watermark channels
 //! of its partitions and is re-read when one moves or when `max_wait_ms` passes. Nothing
@@ -14,8 +18,12 @@ use bytes::Bytes;
 use futures_util::future::select_all;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_request::FetchPartition;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::{FetchRequest, FetchResponse, FetchResponse as Response, TopicName};
+use kafka_protocol::messages::fetch_response::{
+    FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
+};
+use kafka_protocol::messages::{
+    BrokerId, FetchRequest, FetchResponse, FetchResponse as Response, TopicName,
+};
 use kafka_protocol::protocol::HeaderVersion;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -23,15 +31,22 @@ use uuid::Uuid;
 
 use super::errors::replica_error;
 use super::response::encode_with_sources;
-use super::{topic_name, Broker, HandlerError, Outcome, Request};
-use crate::replica::Partition;
+use super::{leader_hint, node_endpoints, topic_name, Broker, HandlerError, Outcome, Request};
+use crate::replica::roles::{FollowerFetch, FollowerFetchResult};
+use crate::replica::{IsrChange, Partition};
 
 /// One partition of the request, resolved against this broker.
 struct Target {
     topic_index: usize,
     request: FetchPartition,
     partition: Result<Arc<Partition>, ResponseError>,
+    /// Leader and epoch when this broker does not lead the partition (KIP-951).
+    leader: Option<(i32, i32)>,
 }
+
+/// Fetch v12+ carries leader hints, v16+ the leaders' endpoints (KIP-951).
+const LEADER_HINT_VERSION: i16 = 12;
+const NODE_ENDPOINTS_VERSION: i16 = 16;
 
 /// The answer so far, and what decides whether to send it.
 struct Reading {
@@ -39,6 +54,16 @@ struct Reading {
     sources: Vec<Bytes>,
     bytes: usize,
     has_error: bool,
+    /// ISR changes follower fetches made the leaders propose.
+    isr_changes: Vec<IsrChange>,
+}
+
+/// The fetching replica's id (from v15 in ReplicaState), -1 for consumers.
+fn replica_id(request: &Request, body: &FetchRequest) -> i32 {
+    match request.version() >= 15 {
+        true => body.replica_state.replica_id.0,
+        false => body.replica_id.0,
+    }
 }
 
 fn resolve(
@@ -59,18 +84,24 @@ fn resolve(
         let name = found.map_or_else(|| topic.topic.clone(), |t| topic_name(&t.name));
         topics.push((name, topic.topic_id));
         for p in &topic.partitions {
+            // By name, the hosted partition decides (the image names topics for ids).
+            let name = found.map_or(topic.topic.0.as_str(), |t| t.name.as_str());
+            let mut leader = None;
             let partition = match found {
                 None if by_id => Err(ResponseError::UnknownTopicId),
-                None => Err(ResponseError::UnknownTopicOrPartition),
-                Some(t) => broker
+                _ => broker
                     .replicas
-                    .partition(&t.name, p.partition)
-                    .map_err(|e| replica_error(&e)),
+                    .leader_partition(name, p.partition)
+                    .map_err(|e| {
+                        leader = leader_hint(&e);
+                        replica_error(&e)
+                    }),
             };
             targets.push(Target {
                 topic_index: topics.len() - 1,
                 request: p.clone(),
                 partition,
+                leader,
             });
         }
     }
@@ -87,12 +118,60 @@ fn error_data(index: i32, error: ResponseError) -> PartitionData {
         .with_records(Some(Bytes::new()))
 }
 
+fn read_for_follower(
+    partition: &Partition,
+    fetch: &FetchPartition,
+    replica_id: i32,
+    max_bytes: usize,
+    isr_changes: &mut Vec<IsrChange>,
+) -> Result<PartitionData, ResponseError> {
+    let request = FollowerFetch {
+        replica_id,
+        fetch_offset: fetch.fetch_offset,
+        last_fetched_epoch: fetch.last_fetched_epoch,
+        current_leader_epoch: fetch.current_leader_epoch,
+        max_bytes,
+    };
+    let (result, change) = partition
+        .fetch_for_follower(request)
+        .map_err(|e| replica_error(&e))?;
+    isr_changes.extend(change);
+    let data = PartitionData::default().with_partition_index(fetch.partition);
+    Ok(match result {
+        FollowerFetchResult::Records {
+            records,
+            high_watermark,
+            log_start_offset,
+            ..
+        } => data
+            .with_high_watermark(high_watermark)
+            .with_last_stable_offset(high_watermark)
+            .with_log_start_offset(log_start_offset)
+            .with_records(Some(records)),
+        FollowerFetchResult::Diverging { epoch, end_offset } => {
+            let offsets = partition.offsets();
+            data.with_high_watermark(offsets.high_watermark)
+                .with_last_stable_offset(offsets.last_stable_offset)
+                .with_log_start_offset(offsets.log_start_offset)
+                .with_diverging_epoch(
+                    kafka_protocol::messages::fetch_response::EpochEndOffset::default()
+                        .with_epoch(epoch)
+                        .with_end_offset(end_offset),
+                )
+                .with_records(Some(Bytes::new()))
+        }
+    })
+}
+
 fn read_partition(
     partition: &Partition,
     fetch: &FetchPartition,
     max_bytes: usize,
     min_one: bool,
 ) -> Result<PartitionData, ResponseError> {
+    if !partition.is_leader() {
+        return Err(ResponseError::NotLeaderOrFollower);
+    }
     partition
         .check_leader_epoch(fetch.current_leader_epoch)
         .map_err(|e| replica_error(&e))?;
@@ -131,21 +210,40 @@ fn read_all(
         sources: Vec::new(),
         bytes: 0,
         has_error: false,
+        isr_changes: Vec::new(),
     };
+    let follower = replica_id(request, body);
     let response_max_bytes = body.max_bytes.max(0) as usize;
     for target in targets {
         let index = target.request.partition;
         let remaining = response_max_bytes.saturating_sub(reading.bytes);
         let max_bytes = (target.request.partition_max_bytes.max(0) as usize).min(remaining);
-        let data = target
-            .partition
-            .clone()
-            .and_then(|p| read_partition(&p, &target.request, max_bytes, reading.bytes == 0));
+        let data = target.partition.clone().and_then(|p| match follower >= 0 {
+            true => read_for_follower(
+                &p,
+                &target.request,
+                follower,
+                max_bytes,
+                &mut reading.isr_changes,
+            ),
+            false => read_partition(&p, &target.request, max_bytes, reading.bytes == 0),
+        });
         let data = data.unwrap_or_else(|error| {
             tracing::debug!(client = %request.client, api = "Fetch", partition = index,
                 offset = target.request.fetch_offset, error = ?error, "fetch partition error");
             reading.has_error = true;
-            error_data(index, error)
+            let failed = error_data(index, error);
+            match target
+                .leader
+                .filter(|_| request.version() >= LEADER_HINT_VERSION)
+            {
+                Some((leader, leader_epoch)) => failed.with_current_leader(
+                    LeaderIdAndEpoch::default()
+                        .with_leader_id(BrokerId(leader))
+                        .with_leader_epoch(leader_epoch),
+                ),
+                None => failed,
+            }
         });
         if let Some(records) = data.records.as_ref().filter(|r| !r.is_empty()) {
             reading.bytes += records.len();
@@ -176,23 +274,35 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
     }
     let (topics, targets) = resolve(broker, request, &body);
     let deadline = Instant::now() + Duration::from_millis(body.max_wait_ms.max(0) as u64);
+    let follower = replica_id(request, &body) >= 0;
     let mut receivers: Vec<watch::Receiver<i64>> = targets
         .iter()
         .filter_map(|t| t.partition.as_ref().ok())
-        .map(|p| p.subscribe())
+        .map(|p| match follower {
+            true => p.subscribe_log_end_offset(),
+            false => p.subscribe(),
+        })
         .collect();
     let reading = loop {
         for receiver in &mut receivers {
             receiver.mark_unchanged();
         }
         let reading = read_all(request, &body, &topics, &targets);
+        broker.propose_isr_changes(&reading.isr_changes);
         let enough = reading.bytes >= body.min_bytes.max(0) as usize;
         if enough || reading.has_error || targets.is_empty() || Instant::now() >= deadline {
             break reading;
         }
         wait_for_data(&mut receivers, deadline).await;
     };
-    let response = FetchResponse::default().with_responses(reading.topics);
+    let mut response = FetchResponse::default().with_responses(reading.topics);
+    if request.version() >= NODE_ENDPOINTS_VERSION {
+        let leaders: Vec<i32> = targets
+            .iter()
+            .filter_map(|t| t.leader.map(|l| l.0))
+            .collect();
+        response.node_endpoints = node_endpoints!(NodeEndpoint, &broker.image(), &leaders);
+    }
     let header_version = Response::header_version(request.version());
     let frame = encode_with_sources(request, &response, header_version, reading.sources)?;
     Ok(Outcome::Respond(frame))

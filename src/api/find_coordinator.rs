@@ -27,13 +27,13 @@ type Found = Result<BrokerImage, (ResponseError, &'static str)>;
 
 /// Creates `__consumer_offsets` when missing: compacted, `offsets.topic.num.partitions`
 /// partitions, replication capped by the brokers there are.
-fn ensure_offsets_topic(broker: &Broker) -> Result<(), (ResponseError, &'static str)> {
+async fn ensure_offsets_topic(broker: &Broker) -> Result<(), (ResponseError, &'static str)> {
     let image = broker.image();
     if image.topic(OFFSETS_TOPIC).is_some() {
         return Ok(());
     }
     let config = &broker.groups.config;
-    let brokers = image.brokers.len().max(1) as i32;
+    let brokers = image.unfenced_brokers().count().max(1) as i32;
     let mut configs = ConfigMap::new();
     configs.insert("cleanup.policy".into(), "compact".into());
     configs.insert(
@@ -48,16 +48,18 @@ fn ensure_offsets_topic(broker: &Broker) -> Result<(), (ResponseError, &'static 
         assignments: Vec::new(),
         configs,
     };
-    super::topics::create_if_missing(broker, &topic).map_err(|error| {
-        tracing::error!(%error, "cannot create __consumer_offsets");
-        (
-            ResponseError::CoordinatorNotAvailable,
-            "the offsets topic cannot be created",
-        )
-    })
+    super::topics::create_if_missing(broker, &topic)
+        .await
+        .map_err(|error| {
+            tracing::error!(%error, "cannot create __consumer_offsets");
+            (
+                ResponseError::CoordinatorNotAvailable,
+                "the offsets topic cannot be created",
+            )
+        })
 }
 
-fn find(broker: &Broker, key_type: i8, key: &str) -> Found {
+async fn find(broker: &Broker, key_type: i8, key: &str) -> Found {
     match key_type {
         KEY_TYPE_GROUP => {}
         KEY_TYPE_TRANSACTION => {
@@ -73,14 +75,15 @@ fn find(broker: &Broker, key_type: i8, key: &str) -> Found {
             ))
         }
     }
-    ensure_offsets_topic(broker)?;
+    ensure_offsets_topic(broker).await?;
     let image = broker.image();
     let partition = broker.groups.partition_for(key);
     let leader = image
         .topic(OFFSETS_TOPIC)
-        .and_then(|t| t.replicas.get(partition as usize).copied());
+        .and_then(|t| t.partition(partition))
+        .map(|p| p.leader);
     leader
-        .and_then(|id| image.brokers.iter().find(|b| b.node_id == id).cloned())
+        .and_then(|id| image.broker(id).filter(|b| !b.fenced).cloned())
         .ok_or((
             ResponseError::CoordinatorNotAvailable,
             "the coordinator is not available",
@@ -103,7 +106,7 @@ fn coordinator(key: StrBytes, found: Found) -> Coordinator {
 }
 
 /// Answers FindCoordinator.
-pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
+pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
     let body: FindCoordinatorRequest = request.decode()?;
     let log = |key: &str, found: &Found| {
         if let Err((error, message)) = found {
@@ -112,19 +115,16 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
         }
     };
     if request.version() >= BATCHED_VERSION_MIN {
-        let coordinators = body
-            .coordinator_keys
-            .iter()
-            .map(|key| {
-                let found = find(broker, body.key_type, key);
-                log(key, &found);
-                coordinator(key.clone(), found)
-            })
-            .collect();
+        let mut coordinators = Vec::with_capacity(body.coordinator_keys.len());
+        for key in &body.coordinator_keys {
+            let found = find(broker, body.key_type, key).await;
+            log(key, &found);
+            coordinators.push(coordinator(key.clone(), found));
+        }
         return request
             .respond(&FindCoordinatorResponse::default().with_coordinators(coordinators));
     }
-    let found = find(broker, body.key_type, &body.key);
+    let found = find(broker, body.key_type, &body.key).await;
     log(&body.key, &found);
     let c = coordinator(body.key.clone(), found);
     let response = FindCoordinatorResponse::default()

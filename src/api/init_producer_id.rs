@@ -8,7 +8,7 @@ use super::errors::controller_error;
 use super::{Broker, HandlerError, Outcome, Request};
 
 /// Answers InitProducerId.
-pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
+pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
     let body: InitProducerIdRequest = request.decode()?;
     let failed = |code: ResponseError| {
         InitProducerIdResponse::default()
@@ -20,7 +20,7 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
         tracing::warn!(client = %request.client, api = "InitProducerId", "transactions are not supported");
         failed(ResponseError::TransactionalIdAuthorizationFailed)
     } else {
-        match broker.controller.allocate_producer_id() {
+        match broker.controller.allocate_producer_id().await {
             Ok(id) => InitProducerIdResponse::default().with_producer_id(ProducerId(id)),
             Err(error) => {
                 tracing::error!(client = %request.client, api = "InitProducerId", %error, "cannot allocate producer id");

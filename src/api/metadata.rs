@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::errors::admin_error;
 use super::{str_bytes, topic_name, topics, Broker, HandlerError, Outcome, Request};
-use crate::metadata::{validate_topic_name, TopicImage};
+use crate::metadata::{validate_topic_name, MetadataImage, TopicImage, NO_LEADER};
 
 /// What a request names: a topic by name or by id.
 enum Wanted {
@@ -19,10 +19,16 @@ enum Wanted {
     Id(Uuid),
 }
 
+/// The topics asked for. As in Kafka's KafkaApis, a request naming any non-zero topic id
+/// is answered by id alone: Java clients asking by id leave the name empty, not null.
 fn wanted_topics(request: &Request, body: &MetadataRequest) -> Option<Vec<Wanted>> {
     let topics = body.topics.as_ref()?;
     if request.version() == 0 && topics.is_empty() {
         return None;
+    }
+    if topics.iter().any(|t| !t.topic_id.is_nil()) {
+        let ids = topics.iter().filter(|t| !t.topic_id.is_nil());
+        return Some(ids.map(|t| Wanted::Id(t.topic_id)).collect());
     }
     Some(
         topics
@@ -35,17 +41,37 @@ fn wanted_topics(request: &Request, body: &MetadataRequest) -> Option<Vec<Wanted
     )
 }
 
-/// Describes one topic of the image.
-pub fn describe_topic(version: i16, topic: &TopicImage) -> MetadataResponseTopic {
-    let partitions = (0..topic.partitions)
-        .map(|index| {
-            let replica = BrokerId(topic.replicas.get(index as usize).copied().unwrap_or(-1));
-            MetadataResponsePartition::default()
-                .with_partition_index(index)
-                .with_leader_id(replica)
-                .with_leader_epoch(if version >= 7 { topic.leader_epoch } else { -1 })
-                .with_replica_nodes(vec![replica])
-                .with_isr_nodes(vec![replica])
+fn broker_ids(ids: &[i32]) -> Vec<BrokerId> {
+    ids.iter().copied().map(BrokerId).collect()
+}
+
+/// Describes one topic of the image: a partition whose leader is not an unfenced broker
+/// gets LEADER_NOT_AVAILABLE and leader -1, and replicas on fenced or unknown brokers are
+/// listed as offline, as Kafka's metadata cache does.
+pub fn describe_topic(
+    version: i16,
+    image: &MetadataImage,
+    topic: &TopicImage,
+) -> MetadataResponseTopic {
+    let alive = |id: i32| image.broker(id).is_some_and(|b| !b.fenced);
+    let partitions = topic
+        .partitions
+        .iter()
+        .enumerate()
+        .map(|(index, p)| {
+            let leader = if alive(p.leader) { p.leader } else { NO_LEADER };
+            let offline: Vec<i32> = p.replicas.iter().copied().filter(|r| !alive(*r)).collect();
+            let response = MetadataResponsePartition::default()
+                .with_partition_index(index as i32)
+                .with_leader_id(BrokerId(leader))
+                .with_leader_epoch(if version >= 7 { p.leader_epoch } else { -1 })
+                .with_replica_nodes(broker_ids(&p.replicas))
+                .with_isr_nodes(broker_ids(&p.isr))
+                .with_offline_replicas(broker_ids(&offline));
+            match leader {
+                NO_LEADER => response.with_error_code(ResponseError::LeaderNotAvailable.code()),
+                _ => response,
+            }
         })
         .collect();
     MetadataResponseTopic::default()
@@ -66,14 +92,15 @@ fn error_topic(name: Option<&str>, topic_id: Uuid, error: ResponseError) -> Meta
         .with_error_code(error.code())
 }
 
-fn topic_by_name(
+async fn topic_by_name(
     broker: &Broker,
     request: &Request,
     name: &str,
     auto_create: bool,
 ) -> MetadataResponseTopic {
-    if let Some(topic) = broker.image().topic(name) {
-        return describe_topic(request.version(), topic);
+    let image = broker.image();
+    if let Some(topic) = image.topic(name) {
+        return describe_topic(request.version(), &image, topic);
     }
     if validate_topic_name(name).is_err() {
         return error_topic(
@@ -89,9 +116,9 @@ fn topic_by_name(
             ResponseError::UnknownTopicOrPartition,
         );
     }
-    match topics::create_with_defaults(broker, name) {
+    match topics::create_with_defaults(broker, name).await {
         Ok(()) => match broker.image().topic(name) {
-            Some(topic) => describe_topic(request.version(), topic),
+            Some(topic) => describe_topic(request.version(), &broker.image(), topic),
             None => error_topic(Some(name), Uuid::nil(), ResponseError::LeaderNotAvailable),
         },
         Err(error) => {
@@ -103,7 +130,7 @@ fn topic_by_name(
 }
 
 /// Answers Metadata.
-pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
+pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
     let body: MetadataRequest = request.decode()?;
     let allow = request.version() < 4 || body.allow_auto_topic_creation;
     let auto_create = allow && broker.config.auto_create_topics_enable;
@@ -113,24 +140,27 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
             image
                 .topics
                 .values()
-                .map(|t| describe_topic(request.version(), t))
+                .map(|t| describe_topic(request.version(), &image, t))
                 .collect()
         }
-        Some(wanted) => wanted
-            .iter()
-            .map(|w| match w {
-                Wanted::Name(name) => topic_by_name(broker, request, name, auto_create),
-                Wanted::Id(id) => match broker.image().topic_by_id(*id) {
-                    Some(topic) => describe_topic(request.version(), topic),
-                    None => error_topic(None, *id, ResponseError::UnknownTopicId),
-                },
-            })
-            .collect(),
+        Some(wanted) => {
+            let mut topics = Vec::with_capacity(wanted.len());
+            for w in &wanted {
+                let image = broker.image();
+                topics.push(match w {
+                    Wanted::Name(name) => topic_by_name(broker, request, name, auto_create).await,
+                    Wanted::Id(id) => match image.topic_by_id(*id) {
+                        Some(topic) => describe_topic(request.version(), &image, topic),
+                        None => error_topic(None, *id, ResponseError::UnknownTopicId),
+                    },
+                });
+            }
+            topics
+        }
     };
     let image = broker.image();
     let brokers = image
-        .brokers
-        .iter()
+        .unfenced_brokers()
         .map(|b| {
             MetadataResponseBroker::default()
                 .with_node_id(BrokerId(b.node_id))
@@ -142,7 +172,7 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
         .with_brokers(brokers)
         .with_cluster_id((request.version() >= 2).then(|| str_bytes(&image.cluster_id)))
         .with_controller_id(BrokerId(if request.version() >= 1 {
-            image.controller_id
+            image.controller_for_clients()
         } else {
             -1
         }))

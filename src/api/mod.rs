@@ -3,10 +3,13 @@
 //!
 //! [`Broker`] is the state every handler reads: configuration, controller and replicas.
 
+pub mod alter_configs;
 pub mod api_versions;
+pub mod consumer_groups;
 pub mod delete_records;
 pub mod describe_cluster;
 pub mod describe_configs;
+pub mod elect_leaders;
 pub mod errors;
 pub mod fetch;
 pub mod find_coordinator;
@@ -29,10 +32,11 @@ use kafka_protocol::messages::{ApiKey, RequestHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
 use crate::config::BrokerConfig;
+use crate::controller::{AlterPartition, ControllerRequest};
 use crate::controller::{Controller, ControllerError};
 use crate::group::{GroupConfig, GroupCoordinator};
 use crate::metadata::MetadataImage;
-use crate::replica::{Partition, ReplicaError, ReplicaManager};
+use crate::replica::{IsrChange, Partition, ReplicaError, ReplicaManager};
 use kafka_protocol::error::ResponseError;
 pub use response::ResponseFrame;
 
@@ -40,42 +44,40 @@ pub use response::ResponseFrame;
 #[derive(Debug)]
 pub struct Broker {
     pub config: Arc<BrokerConfig>,
-    pub controller: Controller,
+    pub controller: Arc<Controller>,
     pub replicas: ReplicaManager,
     pub groups: GroupCoordinator,
 }
 
 impl Broker {
-    /// Opens the controller's metadata and every partition it lists.
-    pub fn open(config: Arc<BrokerConfig>) -> Result<Self, StartupError> {
-        let controller = Controller::open(Arc::clone(&config))?;
+    /// Starts this node's part of the metadata quorum, waits for the cluster's metadata,
+    /// opens every partition hosted here, then (for the broker role) registers with the
+    /// active controller and waits until it is unfenced, as a Kafka broker does before it
+    /// opens its listeners.
+    pub async fn open(config: Arc<BrokerConfig>) -> Result<Self, StartupError> {
+        let controller = Controller::open(Arc::clone(&config)).await?;
         let replicas = ReplicaManager::open(Arc::clone(&config))
             .map_err(|source| ControllerError::Storage { source })?;
-        let image = controller.image();
+        let cluster_id = controller.wait_for_cluster_id().await;
         crate::replica::checkpoints::ensure_meta_properties(
             &config.log_dir,
             config.node_id,
-            &image.cluster_id,
+            &cluster_id,
         )?;
-        replicas.apply_image(&image)?;
         let group_config = GroupConfig::from_broker(&config)?;
         let groups = GroupCoordinator::new(group_config, config.node_id);
-        groups.on_image(&image);
+        if config.roles.broker {
+            replicas.apply_image(&controller.image())?;
+            controller.start_broker().await?;
+            replicas.apply_image(&controller.image())?;
+            groups.on_image(&controller.image());
+        }
         Ok(Broker {
             config,
             controller,
             replicas,
             groups,
         })
-    }
-
-    /// Runs the background work of the partitions and the group coordinator (retention,
-    /// flushes, checkpoints; group loading and timers) until the process ends.
-    pub async fn run_background(&self) {
-        tokio::join!(
-            self.replicas.run_maintenance(),
-            self.groups.run(&self.replicas)
-        );
     }
 
     /// The current metadata image.
@@ -90,6 +92,95 @@ impl Broker {
         self.groups.on_image(&image);
         Ok(())
     }
+
+    /// Applies every new metadata image to the hosted partitions (new topics, leader
+    /// changes) and to the group coordinator (which `__consumer_offsets` partitions it
+    /// leads) until the task is dropped.
+    pub async fn follow_metadata(&self) {
+        let mut images = self.controller.subscribe();
+        while images.changed().await.is_ok() {
+            let image = Arc::clone(&images.borrow_and_update());
+            if let Err(error) = self.replicas.apply_image(&image) {
+                tracing::error!(%error, offset = image.offset, "cannot apply metadata image");
+            }
+            self.groups.on_image(&image);
+        }
+    }
+
+    /// The broker's background work: log maintenance, following the metadata, fetching
+    /// as a follower, shrinking ISRs, the group coordinator's loading and timers.
+    pub async fn run_background(&self) {
+        if self.config.roles.broker {
+            tokio::join!(
+                self.replicas.run_maintenance(),
+                self.follow_metadata(),
+                self.replicas.run_fetchers(),
+                self.shrink_isrs(),
+                self.groups.run(&self.replicas)
+            );
+        }
+    }
+
+    /// Sends ISR changes proposed by the leaders here to the active controller
+    /// (AlterPartition, checked against the partition epoch); each partition records the
+    /// outcome, and the next metadata image confirms it.
+    pub fn propose_isr_changes(&self, changes: &[IsrChange]) {
+        let image = self.image();
+        let node_id = self.config.node_id;
+        let broker_epoch = image.broker(node_id).map_or(-1, |b| b.broker_epoch);
+        for change in changes {
+            let tp = &change.topic_partition;
+            let Ok(partition) = self.replicas.partition(&tp.topic, tp.partition) else {
+                continue;
+            };
+            let request = ControllerRequest::AlterPartition(AlterPartition {
+                node_id,
+                broker_epoch,
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+                leader_epoch: change.leader_epoch,
+                partition_epoch: change.partition_epoch,
+                isr: change.isr.clone(),
+            });
+            let controller = Arc::clone(&self.controller);
+            let change = change.clone();
+            tokio::spawn(async move {
+                match controller.request(request).await {
+                    Ok(_) => {
+                        tracing::info!(partition = %change.topic_partition, isr = ?change.isr,
+                            "ISR changed");
+                        partition.complete_isr_change(Some(change.isr), change.partition_epoch + 1);
+                    }
+                    Err(error) => {
+                        tracing::warn!(partition = %change.topic_partition, %error,
+                            "ISR change refused");
+                        partition.complete_isr_change(None, change.partition_epoch);
+                    }
+                }
+            });
+        }
+    }
+
+    /// Proposes ISRs without followers that fell `replica.lag.time.max.ms` behind.
+    async fn shrink_isrs(&self) {
+        let lag_max_ms: i64 = self
+            .config
+            .parse("replica.lag.time.max.ms")
+            .unwrap_or(30_000);
+        let period = std::time::Duration::from_millis((lag_max_ms / 2).clamp(100, 5_000) as u64);
+        let mut ticks = tokio::time::interval(period);
+        loop {
+            ticks.tick().await;
+            let now = crate::log::segment::now_ms();
+            let changes: Vec<IsrChange> = self
+                .replicas
+                .hosted()
+                .iter()
+                .filter_map(|p| p.maybe_shrink_isr(now, lag_max_ms))
+                .collect();
+            self.propose_isr_changes(&changes);
+        }
+    }
 }
 
 impl Broker {
@@ -103,7 +194,10 @@ impl Broker {
         index: i32,
         f: impl FnOnce(&Partition) -> Result<T, ReplicaError>,
     ) -> Result<T, ResponseError> {
-        let result = self.replicas.partition(topic, index).and_then(|p| f(&p));
+        let result = self
+            .replicas
+            .leader_partition(topic, index)
+            .and_then(|p| f(&p));
         result.map_err(|error| {
             let code = errors::replica_error(&error);
             let api = request.api_key;
@@ -191,10 +285,10 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         });
     }
     match request.api_key {
-        ApiKey::Produce => produce::handle(broker, request),
+        ApiKey::Produce => produce::handle(broker, request).await,
         ApiKey::Fetch => fetch::handle(broker, request).await,
         ApiKey::ListOffsets => list_offsets::handle(broker, request),
-        ApiKey::FindCoordinator => find_coordinator::handle(broker, request),
+        ApiKey::FindCoordinator => find_coordinator::handle(broker, request).await,
         ApiKey::JoinGroup => groups::join_group(broker, request).await,
         ApiKey::SyncGroup => groups::sync_group(broker, request).await,
         ApiKey::Heartbeat => groups::heartbeat(broker, request),
@@ -205,22 +299,67 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         ApiKey::OffsetCommit => offsets::offset_commit(broker, request).await,
         ApiKey::OffsetFetch => offsets::offset_fetch(broker, request),
         ApiKey::OffsetDelete => offsets::offset_delete(broker, request).await,
-        ApiKey::Metadata => metadata::handle(broker, request),
+        ApiKey::Metadata => metadata::handle(broker, request).await,
         ApiKey::ApiVersions => api_versions::handle(request),
-        ApiKey::CreateTopics => topics::create_topics(broker, request),
-        ApiKey::DeleteTopics => topics::delete_topics(broker, request),
+        ApiKey::CreateTopics => topics::create_topics(broker, request).await,
+        ApiKey::DeleteTopics => topics::delete_topics(broker, request).await,
         ApiKey::DeleteRecords => delete_records::handle(broker, request),
-        ApiKey::CreatePartitions => topics::create_partitions(broker, request),
-        ApiKey::InitProducerId => init_producer_id::handle(broker, request),
+        ApiKey::CreatePartitions => topics::create_partitions(broker, request).await,
+        ApiKey::InitProducerId => init_producer_id::handle(broker, request).await,
         ApiKey::OffsetForLeaderEpoch => offset_for_leader_epoch::handle(broker, request),
         ApiKey::DescribeConfigs => describe_configs::handle(broker, request),
         ApiKey::DescribeCluster => describe_cluster::handle(broker, request),
+        ApiKey::ConsumerGroupHeartbeat => consumer_groups::heartbeat(broker, request).await,
+        ApiKey::ConsumerGroupDescribe => consumer_groups::describe(broker, request),
+        ApiKey::IncrementalAlterConfigs => alter_configs::handle(broker, request).await,
+        ApiKey::ElectLeaders => elect_leaders::handle(broker, request).await,
         api_key => Err(HandlerError::UnsupportedVersion {
             api_key,
             version: request.version(),
         }),
     }
 }
+
+/// The leader a NOT_LEADER_OR_FOLLOWER refusal points to (KIP-951: Produce v10+ and Fetch
+/// v12+ tell the client the current leader and epoch, so it need not refresh metadata).
+pub fn leader_hint(error: &ReplicaError) -> Option<(i32, i32)> {
+    match error {
+        ReplicaError::NotLeaderOrFollower {
+            leader,
+            leader_epoch,
+            ..
+        } if *leader >= 0 => Some((*leader, *leader_epoch)),
+        _ => None,
+    }
+}
+
+/// The registered brokers among `node_ids`, once each, for the node endpoints that go
+/// with leader hints.
+pub fn endpoints<'a>(
+    image: &'a MetadataImage,
+    node_ids: &[i32],
+) -> impl Iterator<Item = &'a crate::metadata::BrokerImage> {
+    let mut ids = node_ids.to_vec();
+    ids.sort_unstable();
+    ids.dedup();
+    ids.into_iter().filter_map(|id| image.broker(id))
+}
+
+/// Builds the node endpoints (Produce's and Fetch's types differ, their fields do not) of
+/// the leaders named in hints.
+macro_rules! node_endpoints {
+    ($endpoint:ty, $image:expr, $leaders:expr) => {
+        $crate::api::endpoints($image, $leaders)
+            .map(|b| {
+                <$endpoint>::default()
+                    .with_node_id(kafka_protocol::messages::BrokerId(b.node_id))
+                    .with_host($crate::api::str_bytes(&b.host))
+                    .with_port(i32::from(b.port))
+            })
+            .collect()
+    };
+}
+pub(crate) use node_endpoints;
 
 /// A wire topic name from a string.
 pub fn topic_name(name: &str) -> kafka_protocol::messages::TopicName {

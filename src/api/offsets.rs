@@ -48,7 +48,7 @@ fn group_by_topic<T>(items: impl IntoIterator<Item = (String, i32, T)>) -> ByTop
 fn partition_exists(image: &MetadataImage, topic: &str, partition: i32) -> bool {
     image
         .topic(topic)
-        .is_some_and(|t| (0..t.partitions).contains(&partition))
+        .is_some_and(|t| t.partition(partition).is_some())
 }
 
 /// Per-topic error codes of a commit or delete: each partition's own, or the group-level
@@ -116,6 +116,7 @@ pub async fn offset_commit(broker: &Broker, request: &Request) -> Result<Outcome
         member_id: body.member_id.to_string(),
         group_instance_id: body.group_instance_id.as_ref().map(|i| i.to_string()),
         generation_id: body.generation_id_or_member_epoch,
+        api_version: request.version(),
     };
     let wanted = commits
         .iter()
@@ -197,11 +198,12 @@ fn fetch_group(
     broker: &Broker,
     request: &Request,
     group: &str,
+    member: Option<(&str, i32)>,
     wanted: Option<Partitions>,
 ) -> FetchedGroup {
     let fetched = broker
         .groups
-        .fetch_offsets(group, wanted)
+        .fetch_offsets(group, member, wanted)
         .map_err(|error| log_group_error(request, group, &error))?;
     Ok(group_by_topic(fetched.into_iter().map(
         |((topic, partition), offset)| (topic, partition, offset),
@@ -234,9 +236,10 @@ pub fn offset_fetch(broker: &Broker, request: &Request) -> Result<Outcome, Handl
                         })
                         .collect()
                 });
+                let member = g.member_id.as_ref().map(|m| (m.as_str(), g.member_epoch));
                 batched_group(
                     g.group_id.clone(),
-                    fetch_group(broker, request, &group, wanted),
+                    fetch_group(broker, request, &group, member, wanted),
                 )
             })
             .collect();
@@ -253,7 +256,7 @@ pub fn offset_fetch(broker: &Broker, request: &Request) -> Result<Outcome, Handl
             })
             .collect()
     });
-    let fetched = fetch_group(broker, request, &group, wanted.clone());
+    let fetched = fetch_group(broker, request, &group, None, wanted.clone());
     request.respond(&single_group(request.version(), fetched, wanted))
 }
 

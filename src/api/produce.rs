@@ -1,14 +1,21 @@
-//! Produce: each partition's batch is validated and appended by its partition; acks=0 gets
-//! no response, acks=1 and acks=-1 are answered after the append (with one replica per
-//! partition the high watermark moves with the append, so acks=-1 completes at once).
+//! Produce: each partition's batch is validated and appended by its partition leader;
+//! acks=0 gets no response, acks=1 is answered after the append, acks=-1 once the high
+//! watermark has passed the batch (every in-sync replica has it) or with REQUEST_TIMED_OUT
+//! after the request's timeout (DelayedProduce in Kafka). acks=-1 needs
+//! `min.insync.replicas` in sync before the append (NOT_ENOUGH_REPLICAS) and after it
+//! (NOT_ENOUGH_REPLICAS_AFTER_APPEND).
 
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
-use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse, TopicProduceResponse,
+};
+use kafka_protocol::messages::{BrokerId, ProduceRequest, ProduceResponse};
 
 use super::errors::replica_error;
-use super::{Broker, HandlerError, Outcome, Request};
-use crate::replica::ReplicaError;
+use std::sync::Arc;
+
+use super::{leader_hint, node_endpoints, Broker, HandlerError, Outcome, Request};
+use crate::replica::{Partition, ReplicaError};
 
 fn partition_error(index: i32, error: ResponseError) -> PartitionProduceResponse {
     PartitionProduceResponse::default()
@@ -18,27 +25,142 @@ fn partition_error(index: i32, error: ResponseError) -> PartitionProduceResponse
         .with_log_start_offset(-1)
 }
 
+/// A partition's append that waits for the ISR (acks=-1): where its response sits, the
+/// partition, and the offset the high watermark must pass.
+struct Pending {
+    topic: usize,
+    partition: usize,
+    target: Arc<Partition>,
+    end_offset: i64,
+}
+
 fn append(
     broker: &Broker,
     request: &Request,
     topic: &str,
     index: i32,
     records: &[u8],
-) -> PartitionProduceResponse {
+    acks: i16,
+    leaders: &mut Vec<i32>,
+) -> (PartitionProduceResponse, Option<(Arc<Partition>, i64)>) {
     let result = broker
         .replicas
-        .partition(topic, index)
-        .and_then(|p| p.append_as_leader(records).map(|info| (p, info)));
+        .leader_partition(topic, index)
+        .and_then(|p| {
+            if acks == -1 {
+                check_min_insync(broker, &p, false)?;
+            }
+            p.append_as_leader(records).map(|info| (p, info))
+        });
     match result {
-        Ok((partition, info)) => PartitionProduceResponse::default()
-            .with_index(index)
-            .with_base_offset(info.base_offset)
-            .with_log_append_time_ms(-1)
-            .with_log_start_offset(partition.offsets().log_start_offset),
+        Ok((partition, info)) => {
+            let response = PartitionProduceResponse::default()
+                .with_index(index)
+                .with_base_offset(info.base_offset)
+                .with_log_append_time_ms(-1)
+                .with_log_start_offset(partition.offsets().log_start_offset);
+            let wait = (acks == -1).then(|| (partition, info.last_offset + 1));
+            (response, wait)
+        }
         Err(error) => {
             let code = replica_error(&error);
             log_failure(request, &error, code);
-            partition_error(index, code)
+            (failed(request, index, code, &error, leaders), None)
+        }
+    }
+}
+
+/// The response of a refused partition; NOT_LEADER_OR_FOLLOWER names the leader (v10+,
+/// KIP-951), whose endpoint goes into the response's node endpoints.
+fn failed(
+    request: &Request,
+    index: i32,
+    code: ResponseError,
+    error: &ReplicaError,
+    leaders: &mut Vec<i32>,
+) -> PartitionProduceResponse {
+    let failed = partition_error(index, code);
+    match leader_hint(error).filter(|_| request.version() >= LEADER_HINT_VERSION) {
+        Some((leader, leader_epoch)) => {
+            leaders.push(leader);
+            failed.with_current_leader(
+                LeaderIdAndEpoch::default()
+                    .with_leader_id(BrokerId(leader))
+                    .with_leader_epoch(leader_epoch),
+            )
+        }
+        None => failed,
+    }
+}
+
+/// Produce v10+ carries leader hints (KIP-951).
+const LEADER_HINT_VERSION: i16 = 10;
+
+/// `min.insync.replicas` of the partition's topic (the broker default unless overridden).
+fn min_insync_replicas(broker: &Broker, topic: &str) -> usize {
+    let image = broker.image();
+    let topic_value = image
+        .topic(topic)
+        .and_then(|t| t.configs.get("min.insync.replicas").cloned());
+    topic_value
+        .as_deref()
+        .or(broker.config.get("min.insync.replicas"))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+}
+
+/// NOT_ENOUGH_REPLICAS before an acks=-1 append (or ..._AFTER_APPEND once it is written)
+/// when fewer replicas than `min.insync.replicas` are in sync.
+fn check_min_insync(
+    broker: &Broker,
+    partition: &Partition,
+    after: bool,
+) -> Result<(), ReplicaError> {
+    let tp = &partition.topic_partition;
+    let required = min_insync_replicas(broker, &tp.topic);
+    let isr = partition.isr_len();
+    if isr >= required {
+        return Ok(());
+    }
+    let (topic, partition) = (tp.topic.clone(), tp.partition);
+    Err(match after {
+        false => ReplicaError::NotEnoughReplicas {
+            topic,
+            partition,
+            isr,
+            required,
+        },
+        true => ReplicaError::NotEnoughReplicasAfterAppend {
+            topic,
+            partition,
+            isr,
+            required,
+        },
+    })
+}
+
+/// Waits until the high watermark passes every acks=-1 append, or the request's timeout;
+/// a partition that times out, or whose ISR shrank below `min.insync.replicas`, gets its
+/// error instead of its offset.
+async fn await_replication(
+    broker: &Broker,
+    request: &Request,
+    timeout_ms: i32,
+    pending: Vec<Pending>,
+    responses: &mut [TopicProduceResponse],
+) {
+    let timeout = std::time::Duration::from_millis(timeout_ms.max(0) as u64);
+    let waits = pending
+        .iter()
+        .map(|p| p.target.wait_for_high_watermark(p.end_offset, timeout));
+    let results = futures_util::future::join_all(waits).await;
+    for (p, result) in pending.iter().zip(results) {
+        let result = result.and_then(|()| check_min_insync(broker, &p.target, true));
+        if let Err(error) = result {
+            let code = replica_error(&error);
+            log_failure(request, &error, code);
+            let index = p.target.topic_partition.partition;
+            responses[p.topic].partition_responses[p.partition] = partition_error(index, code);
         }
     }
 }
@@ -52,20 +174,24 @@ fn log_failure(request: &Request, error: &ReplicaError, code: ResponseError) {
 }
 
 /// Answers Produce.
-pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
+pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
     let body: ProduceRequest = request.decode()?;
     let acks_valid = matches!(body.acks, -1..=1);
     let image = broker.image();
     let mut responses = Vec::with_capacity(body.topic_data.len());
+    let mut pending = Vec::new();
+    let mut leaders = Vec::new();
     for topic in &body.topic_data {
         let name = match image.topic_by_id(topic.topic_id) {
             Some(found) if request.version() >= 13 => found.name.clone(),
             _ => topic.name.0.to_string(),
         };
+        let topic_index = responses.len();
         let partitions = topic
             .partition_data
             .iter()
-            .map(|p| {
+            .enumerate()
+            .map(|(partition_index, p)| {
                 if !acks_valid {
                     return partition_error(p.index, ResponseError::InvalidRequiredAcks);
                 }
@@ -78,7 +204,24 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
                     return partition_error(p.index, ResponseError::InvalidTopicException);
                 }
                 let records = p.records.as_deref().unwrap_or_default();
-                append(broker, request, &name, p.index, records)
+                let (response, wait) = append(
+                    broker,
+                    request,
+                    &name,
+                    p.index,
+                    records,
+                    body.acks,
+                    &mut leaders,
+                );
+                if let Some((target, end_offset)) = wait {
+                    pending.push(Pending {
+                        topic: topic_index,
+                        partition: partition_index,
+                        target,
+                        end_offset,
+                    });
+                }
+                response
             })
             .collect();
         let response = TopicProduceResponse::default().with_partition_responses(partitions);
@@ -90,5 +233,12 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
     if body.acks == 0 {
         return Ok(Outcome::NoResponse);
     }
-    request.respond(&ProduceResponse::default().with_responses(responses))
+    if !pending.is_empty() {
+        await_replication(broker, request, body.timeout_ms, pending, &mut responses).await;
+    }
+    let node_endpoints = node_endpoints!(NodeEndpoint, &image, &leaders);
+    let response = ProduceResponse::default()
+        .with_responses(responses)
+        .with_node_endpoints(node_endpoints);
+    request.respond(&response)
 }

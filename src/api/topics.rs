@@ -20,12 +20,17 @@ use uuid::Uuid;
 use super::errors::admin_error;
 use super::{str_bytes, topic_name, Broker, HandlerError, Outcome, Request};
 use crate::config::{topic, ConfigMap};
-use crate::controller::{ControllerError, NewTopic};
+use crate::controller::{ControllerError, ErrorKind, NewTopic};
 use crate::replica::ReplicaError;
 
-/// Creates `name` with the broker's default partitions and configs (Metadata auto-creation).
-/// A topic created concurrently by someone else counts as success.
-pub fn create_with_defaults(broker: &Broker, name: &str) -> Result<(), AdminError> {
+/// How long an auto-creating Metadata request waits for the new topic to reach this
+/// broker's image (when the active controller is elsewhere) before answering without it.
+const AUTO_CREATE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Creates `name` with the broker's default partitions and configs (Metadata auto-creation)
+/// and waits briefly until this broker's image has it. A topic created concurrently by
+/// someone else counts as success.
+pub async fn create_with_defaults(broker: &Broker, name: &str) -> Result<(), AdminError> {
     let topic = NewTopic {
         name: name.to_string(),
         partitions: -1,
@@ -33,15 +38,21 @@ pub fn create_with_defaults(broker: &Broker, name: &str) -> Result<(), AdminErro
         assignments: Vec::new(),
         configs: ConfigMap::new(),
     };
-    create_if_missing(broker, &topic)
+    create_if_missing(broker, &topic).await
 }
 
-/// Creates `topic` unless it exists (also when someone else created it meanwhile).
-pub fn create_if_missing(broker: &Broker, topic: &NewTopic) -> Result<(), AdminError> {
-    match broker.controller.create_topic(topic, false) {
-        Ok(_) | Err(ControllerError::TopicAlreadyExists { .. }) => {}
+/// Creates `topic` unless it exists (also when someone else created it meanwhile), and
+/// waits (a bounded time) until the metadata shows it.
+pub async fn create_if_missing(broker: &Broker, topic: &NewTopic) -> Result<(), AdminError> {
+    match broker.controller.create_topic(topic, false).await {
+        Ok(_) => {}
+        Err(error) if error.kind() == ErrorKind::TopicAlreadyExists => {}
         Err(error) => return Err(error.into()),
     }
+    let name = topic.name.as_str();
+    let mut images = broker.controller.subscribe();
+    let arrived = images.wait_for(|image| image.topic(name).is_some());
+    let _ = tokio::time::timeout(AUTO_CREATE_WAIT, arrived).await;
     publish(broker)
 }
 
@@ -80,7 +91,7 @@ fn new_topic(topic: &CreatableTopic) -> NewTopic {
     }
 }
 
-fn created_result(
+async fn created_result(
     broker: &Broker,
     request: &Request,
     topic: &CreatableTopic,
@@ -88,7 +99,7 @@ fn created_result(
 ) -> CreatableTopicResult {
     let base = CreatableTopicResult::default().with_name(topic.name.clone());
     let wanted = new_topic(topic);
-    let created = broker.controller.create_topic(&wanted, validate_only);
+    let created = broker.controller.create_topic(&wanted, validate_only).await;
     let created = created
         .map_err(AdminError::from)
         .and_then(|image| publish(broker).map(|()| image));
@@ -107,8 +118,10 @@ fn created_result(
                 return base;
             }
             let base = base
-                .with_num_partitions(image.partitions)
-                .with_replication_factor(image.replicas.len().min(1) as i16)
+                .with_num_partitions(image.partition_count())
+                .with_replication_factor(
+                    image.partitions.first().map_or(0, |p| p.replicas.len()) as i16
+                )
                 .with_configs(Some(configs));
             match request.version() >= 7 {
                 true => base.with_topic_id(image.topic_id),
@@ -130,30 +143,30 @@ fn created_result(
 }
 
 /// Answers CreateTopics.
-pub fn create_topics(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
+pub async fn create_topics(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
     let body: CreateTopicsRequest = request.decode()?;
     let mut seen: HashMap<&str, usize> = HashMap::new();
     for topic in &body.topics {
         *seen.entry(topic.name.0.as_str()).or_default() += 1;
     }
-    let results = body
-        .topics
-        .iter()
-        .map(|topic| {
-            if seen[topic.name.0.as_str()] > 1 {
-                return CreatableTopicResult::default()
+    let mut results = Vec::with_capacity(body.topics.len());
+    for topic in &body.topics {
+        if seen[topic.name.0.as_str()] > 1 {
+            results.push(
+                CreatableTopicResult::default()
                     .with_name(topic.name.clone())
                     .with_error_code(ResponseError::InvalidRequest.code())
-                    .with_error_message(Some(str_bytes("duplicate topic name in request")));
-            }
-            created_result(broker, request, topic, body.validate_only)
-        })
-        .collect();
+                    .with_error_message(Some(str_bytes("duplicate topic name in request"))),
+            );
+            continue;
+        }
+        results.push(created_result(broker, request, topic, body.validate_only).await);
+    }
     request.respond(&CreateTopicsResponse::default().with_topics(results))
 }
 
 /// Answers DeleteTopics (by name, or by topic id from v6).
-pub fn delete_topics(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
+pub async fn delete_topics(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
     let body: DeleteTopicsRequest = request.decode()?;
     let mut wanted: Vec<(Option<String>, Uuid)> = body
         .topic_names
@@ -165,9 +178,9 @@ pub fn delete_topics(broker: &Broker, request: &Request) -> Result<Outcome, Hand
             .iter()
             .map(|t| (t.name.as_ref().map(|n| n.0.to_string()), t.topic_id)),
     );
-    let responses = wanted
-        .into_iter()
-        .map(|(name, topic_id)| {
+    let mut responses = Vec::with_capacity(wanted.len());
+    for (name, topic_id) in wanted {
+        {
             let image = broker.image();
             let found = match &name {
                 Some(name) => image.topic(name).map(|t| (t.name.clone(), t.topic_id)),
@@ -184,6 +197,7 @@ pub fn delete_topics(broker: &Broker, request: &Request) -> Result<Outcome, Hand
                 Some((found_name, found_id)) => broker
                     .controller
                     .delete_topic(&found_name)
+                    .await
                     .map_err(AdminError::from)
                     .and_then(|_| publish(broker))
                     .map(|()| (found_name, found_id)),
@@ -202,36 +216,37 @@ pub fn delete_topics(broker: &Broker, request: &Request) -> Result<Outcome, Hand
                 }
             };
             let result = result.with_name(name.as_deref().map(topic_name));
-            match version >= 6 {
+            responses.push(match version >= 6 {
                 true => result.with_topic_id(id),
                 false => result,
-            }
-        })
-        .collect();
+            });
+        }
+    }
     request.respond(&DeleteTopicsResponse::default().with_responses(responses))
 }
 
 /// Answers CreatePartitions.
-pub fn create_partitions(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
+pub async fn create_partitions(
+    broker: &Broker,
+    request: &Request,
+) -> Result<Outcome, HandlerError> {
     let body: CreatePartitionsRequest = request.decode()?;
-    let results = body
-        .topics
-        .iter()
-        .map(|topic| {
-            let name = topic.name.0.as_str();
-            let result = broker
-                .controller
-                .create_partitions(name, topic.count, body.validate_only)
-                .map_err(AdminError::from)
-                .and_then(|()| publish(broker));
-            let base = CreatePartitionsTopicResult::default().with_name(topic.name.clone());
-            match result {
-                Ok(()) => base,
-                Err(error) => base
-                    .with_error_code(admin_error(&error).code())
-                    .with_error_message(Some(str_bytes(&error.to_string()))),
-            }
-        })
-        .collect();
+    let mut results = Vec::with_capacity(body.topics.len());
+    for topic in &body.topics {
+        let name = topic.name.0.as_str();
+        let result = broker
+            .controller
+            .create_partitions(name, topic.count, body.validate_only)
+            .await
+            .map_err(AdminError::from)
+            .and_then(|()| publish(broker));
+        let base = CreatePartitionsTopicResult::default().with_name(topic.name.clone());
+        results.push(match result {
+            Ok(()) => base,
+            Err(error) => base
+                .with_error_code(admin_error(&error).code())
+                .with_error_message(Some(str_bytes(&error.to_string()))),
+        });
+    }
     request.respond(&CreatePartitionsResponse::default().with_results(results))
 }

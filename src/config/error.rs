@@ -19,6 +19,8 @@ pub enum ConfigError {
     },
     #[error("invalid value {value:?} for {key}")]
     Invalid { key: &'static str, value: String },
+    #[error("inconsistent quorum configuration: {reason}")]
+    InconsistentQuorum { reason: String },
     #[error("unknown topic config {key}")]
     UnknownTopicConfig { key: String },
     #[error("invalid value {value:?} for topic config {key}")]

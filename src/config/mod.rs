@@ -23,6 +23,13 @@ pub const BROKER_DEFAULTS: &[(&str, &str)] = &[
     ("process.roles", "broker,controller"),
     ("listeners", "PLAINTEXT://127.0.0.1:9092"),
     ("advertised.listeners", ""),
+    ("controller.listener.names", "CONTROLLER"),
+    ("controller.quorum.voters", ""),
+    ("controller.quorum.election.timeout.ms", "1000"),
+    ("broker.session.timeout.ms", "9000"),
+    ("broker.heartbeat.interval.ms", "2000"),
+    ("auto.leader.rebalance.enable", "true"),
+    ("leader.imbalance.check.interval.seconds", "300"),
     ("log.dirs", "./data"),
     ("num.partitions", "1"),
     ("default.replication.factor", "1"),
@@ -41,6 +48,7 @@ pub const BROKER_DEFAULTS: &[(&str, &str)] = &[
     ("log.flush.interval.messages", "9223372036854775807"),
     ("log.flush.interval.ms", "9223372036854775807"),
     ("min.insync.replicas", "1"),
+    ("replica.lag.time.max.ms", "30000"),
     ("compression.type", "producer"),
     ("log.message.timestamp.type", "CreateTime"),
     ("unclean.leader.election.enable", "false"),
@@ -81,11 +89,38 @@ pub const BROKER_DEFAULTS: &[(&str, &str)] = &[
     ("group.consumer.assignors", "uniform,range"),
 ];
 
+/// One entry of `controller.quorum.voters` (`id@host:port`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Voter {
+    pub node_id: i32,
+    pub host: String,
+    pub port: u16,
+}
+
+/// What a process does (`process.roles`): broker, controller, or both (combined).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Roles {
+    pub broker: bool,
+    pub controller: bool,
+}
+
 /// The typed configuration of one broker process.
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
     pub node_id: i32,
+    pub roles: Roles,
+    /// The client listener (for a controller-only node: its controller listener, which
+    /// serves no Kafka clients).
     pub listener: SocketAddr,
+    /// The listener named in `controller.listener.names`, where controllers talk Raft and
+    /// brokers reach the active controller; `None` for a single node without quorum peers.
+    pub controller_listener: Option<SocketAddr>,
+    /// The metadata quorum. For a combined node with none configured: itself alone.
+    pub voters: Vec<Voter>,
+    pub broker_session_timeout_ms: u64,
+    pub broker_heartbeat_interval_ms: u64,
+    pub quorum_election_timeout_ms: u64,
+    pub default_replication_factor: i32,
     /// Host and port that clients are told to connect to (Metadata, DescribeCluster).
     pub advertised_host: String,
     pub advertised_port: u16,
@@ -154,15 +189,13 @@ fn parse<T: std::str::FromStr>(values: &ConfigMap, key: &'static str) -> Result<
     })
 }
 
-/// Parses `PLAINTEXT://host:port` or `host:port` into the host and port.
-fn parse_listener(key: &'static str, raw: &str) -> Result<(String, u16), ConfigError> {
-    let first = raw.split(',').next().unwrap_or_default().trim();
-    let address = first.rsplit("://").next().unwrap_or(first);
+/// Parses `host:port` (brackets allowed around an IPv6 host).
+fn parse_host_port(key: &'static str, address: &str) -> Result<(String, u16), ConfigError> {
     let invalid = || ConfigError::Invalid {
         key,
-        value: raw.to_string(),
+        value: address.to_string(),
     };
-    let (host, port) = address.rsplit_once(':').ok_or_else(invalid)?;
+    let (host, port) = address.trim().rsplit_once(':').ok_or_else(invalid)?;
     let port = port.parse().map_err(|_| invalid())?;
     Ok((
         host.trim_start_matches('[')
@@ -170,6 +203,199 @@ fn parse_listener(key: &'static str, raw: &str) -> Result<(String, u16), ConfigE
             .to_string(),
         port,
     ))
+}
+
+/// Splits `NAME://host:port,host:port,...` into (listener name, host, port); a listener
+/// without a name is `PLAINTEXT`.
+fn parse_listeners(
+    key: &'static str,
+    raw: &str,
+) -> Result<Vec<(String, String, u16)>, ConfigError> {
+    raw.split(',')
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|listener| {
+            let (name, address) = listener
+                .split_once("://")
+                .unwrap_or(("PLAINTEXT", listener));
+            let (host, port) = parse_host_port(key, address)?;
+            Ok((name.trim().to_ascii_uppercase(), host, port))
+        })
+        .collect()
+}
+
+/// Parses `controller.quorum.voters`: `id@host:port,...`.
+pub fn parse_voters(raw: &str) -> Result<Vec<Voter>, ConfigError> {
+    let invalid = || ConfigError::Invalid {
+        key: "controller.quorum.voters",
+        value: raw.to_string(),
+    };
+    raw.split(',')
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(|voter| {
+            let (id, address) = voter.split_once('@').ok_or_else(invalid)?;
+            let node_id = id.trim().parse().map_err(|_| invalid())?;
+            let (host, port) = parse_host_port("controller.quorum.voters", address)?;
+            Ok(Voter {
+                node_id,
+                host,
+                port,
+            })
+        })
+        .collect()
+}
+
+fn parse_roles(raw: &str) -> Result<Roles, ConfigError> {
+    let mut roles = Roles {
+        broker: false,
+        controller: false,
+    };
+    for role in raw.split(',').map(str::trim).filter(|r| !r.is_empty()) {
+        match role {
+            "broker" => roles.broker = true,
+            "controller" => roles.controller = true,
+            _ => {
+                return Err(ConfigError::Invalid {
+                    key: "process.roles",
+                    value: raw.to_string(),
+                })
+            }
+        }
+    }
+    if !roles.broker && !roles.controller {
+        return Err(ConfigError::Invalid {
+            key: "process.roles",
+            value: raw.to_string(),
+        });
+    }
+    Ok(roles)
+}
+
+fn inconsistent(reason: String) -> ConfigError {
+    ConfigError::InconsistentQuorum { reason }
+}
+
+/// Checks that the roles, the controller listener and the voters fit together, as Kafka's
+/// KafkaConfig does at start; returns the voters to use.
+fn check_quorum(
+    node_id: i32,
+    roles: Roles,
+    controller_listener: Option<(&str, u16)>,
+    mut voters: Vec<Voter>,
+) -> Result<Vec<Voter>, ConfigError> {
+    for (i, voter) in voters.iter().enumerate() {
+        if voters[..i].iter().any(|v| v.node_id == voter.node_id) {
+            let id = voter.node_id;
+            return Err(inconsistent(format!(
+                "node id {id} appears twice in controller.quorum.voters"
+            )));
+        }
+        if voters[..i]
+            .iter()
+            .any(|v| v.host == voter.host && v.port == voter.port)
+        {
+            return Err(inconsistent(format!(
+                "two voters share the address {}:{}",
+                voter.host, voter.port
+            )));
+        }
+    }
+    let me = voters.iter().find(|v| v.node_id == node_id);
+    match (roles.controller, me, controller_listener) {
+        (false, Some(_), _) => Err(inconsistent(format!(
+            "node.id {node_id} is in controller.quorum.voters but process.roles has no controller"
+        ))),
+        (false, None, _) if voters.is_empty() => Err(inconsistent(
+            "a broker-only node needs controller.quorum.voters to find the controllers".into(),
+        )),
+        (false, None, _) => Ok(voters),
+        (true, None, None) if voters.is_empty() => {
+            voters.push(Voter {
+                node_id,
+                host: String::new(),
+                port: 0,
+            });
+            Ok(voters)
+        }
+        (true, None, _) => Err(inconsistent(format!(
+            "node.id {node_id} has the controller role but is not in controller.quorum.voters"
+        ))),
+        (true, Some(_), None) => Err(inconsistent(
+            "a controller needs a listener named in controller.listener.names".into(),
+        )),
+        (true, Some(voter), Some((host, port))) if voter.port != port || voter.host != host => {
+            Err(inconsistent(format!(
+                "controller.quorum.voters says node {node_id} is at {}:{}, but its controller \
+                 listener is {host}:{port}",
+                voter.host, voter.port
+            )))
+        }
+        (true, Some(_), Some(_)) => Ok(voters),
+    }
+}
+
+fn socket_addr(key: &'static str, host: &str, port: u16) -> Result<SocketAddr, ConfigError> {
+    format!("{host}:{port}")
+        .parse()
+        .or_else(|_| format!("[{host}]:{port}").parse())
+        .map_err(|_| ConfigError::Invalid {
+            key,
+            value: format!("{host}:{port}"),
+        })
+}
+
+/// The listeners of a node and the quorum they imply.
+struct Listeners {
+    listener: SocketAddr,
+    controller: Option<SocketAddr>,
+    voters: Vec<Voter>,
+    advertised: (String, u16),
+}
+
+impl Listeners {
+    fn from_values(values: &ConfigMap, node_id: i32, roles: Roles) -> Result<Self, ConfigError> {
+        let controller_names: Vec<String> = values["controller.listener.names"]
+            .split(',')
+            .map(|n| n.trim().to_ascii_uppercase())
+            .collect();
+        let listeners = parse_listeners("listeners", &values["listeners"])?;
+        let (controllers, clients): (Vec<_>, Vec<_>) = listeners
+            .into_iter()
+            .partition(|(name, _, _)| controller_names.contains(name));
+        let controller = controllers.first();
+        let voters = check_quorum(
+            node_id,
+            roles,
+            controller.map(|(_, h, p)| (h.as_str(), *p)),
+            parse_voters(&values["controller.quorum.voters"])?,
+        )?;
+        let controller_listener = match controller {
+            Some((_, host, port)) => Some(socket_addr("listeners", host, *port)?),
+            None => None,
+        };
+        let (host, port) = match (clients.into_iter().next(), controller) {
+            (Some((_, host, port)), _) => (host, port),
+            (None, Some((_, host, port))) if !roles.broker => (host.clone(), *port),
+            _ => {
+                return Err(ConfigError::Invalid {
+                    key: "listeners",
+                    value: values["listeners"].clone(),
+                })
+            }
+        };
+        let listener = socket_addr("listeners", &host, port)?;
+        let advertised = parse_listeners("advertised.listeners", &values["advertised.listeners"])?
+            .into_iter()
+            .find(|(name, _, _)| !controller_names.contains(name))
+            .map_or((host, port), |(_, h, p)| (h, p));
+        Ok(Listeners {
+            listener,
+            controller: controller_listener,
+            voters,
+            advertised,
+        })
+    }
 }
 
 impl BrokerConfig {
@@ -185,18 +411,9 @@ impl BrokerConfig {
             }
         }
         values.extend(explicit.clone());
-        let (host, port) = parse_listener("listeners", &values["listeners"])?;
-        let listener: SocketAddr = format!("{host}:{port}")
-            .parse()
-            .or_else(|_| format!("[{host}]:{port}").parse())
-            .map_err(|_| ConfigError::Invalid {
-                key: "listeners",
-                value: host.clone(),
-            })?;
-        let advertised = match values["advertised.listeners"].as_str() {
-            "" => (host, port),
-            raw => parse_listener("advertised.listeners", raw)?,
-        };
+        let node_id = parse(&values, "node.id")?;
+        let roles = parse_roles(&values["process.roles"])?;
+        let listeners = Listeners::from_values(&values, node_id, roles)?;
         let log_dir = values["log.dirs"]
             .split(',')
             .next()
@@ -204,10 +421,17 @@ impl BrokerConfig {
             .trim()
             .into();
         Ok(BrokerConfig {
-            node_id: parse(&values, "node.id")?,
-            listener,
-            advertised_host: advertised.0,
-            advertised_port: advertised.1,
+            node_id,
+            roles,
+            listener: listeners.listener,
+            controller_listener: listeners.controller,
+            voters: listeners.voters,
+            broker_session_timeout_ms: parse(&values, "broker.session.timeout.ms")?,
+            broker_heartbeat_interval_ms: parse(&values, "broker.heartbeat.interval.ms")?,
+            quorum_election_timeout_ms: parse(&values, "controller.quorum.election.timeout.ms")?,
+            default_replication_factor: parse(&values, "default.replication.factor")?,
+            advertised_host: listeners.advertised.0,
+            advertised_port: listeners.advertised.1,
             log_dir,
             num_partitions: parse(&values, "num.partitions")?,
             auto_create_topics_enable: parse(&values, "auto.create.topics.enable")?,
@@ -252,6 +476,82 @@ mod tests {
         let config = BrokerConfig::from_map(map).expect("config");
         assert_eq!(config.listener.port(), 9999);
         assert_eq!(config.advertised_host, "127.0.0.1");
+    }
+
+    fn quorum_config(pairs: &[(&str, &str)]) -> Result<BrokerConfig, ConfigError> {
+        let map = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        BrokerConfig::from_map(map)
+    }
+
+    const VOTERS: &str = "1@127.0.0.1:9192,2@127.0.0.1:9193";
+
+    #[test]
+    fn a_combined_node_finds_its_client_and_controller_listeners() {
+        let config = quorum_config(&[
+            (
+                "listeners",
+                "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9192",
+            ),
+            ("controller.quorum.voters", VOTERS),
+        ])
+        .expect("config");
+        assert_eq!(config.listener.port(), 9092);
+        assert_eq!(config.controller_listener.map(|l| l.port()), Some(9192));
+        assert_eq!(config.voters.len(), 2);
+    }
+
+    #[test]
+    fn the_single_node_default_votes_for_itself() {
+        let config = quorum_config(&[]).expect("config");
+        assert_eq!(config.voters.len(), 1);
+        assert_eq!(config.voters[0].node_id, 1);
+        assert!(config.controller_listener.is_none());
+    }
+
+    #[test]
+    fn an_inconsistent_quorum_is_refused_with_the_reason() {
+        let cases = [
+            vec![
+                (
+                    "listeners",
+                    "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9192",
+                ),
+                (
+                    "controller.quorum.voters",
+                    "1@127.0.0.1:9192,1@127.0.0.1:9193",
+                ),
+            ],
+            vec![
+                ("node.id", "3"),
+                (
+                    "listeners",
+                    "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9192",
+                ),
+                ("controller.quorum.voters", VOTERS),
+            ],
+            vec![
+                (
+                    "listeners",
+                    "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9999",
+                ),
+                ("controller.quorum.voters", VOTERS),
+            ],
+            vec![("process.roles", "broker")],
+            vec![
+                ("process.roles", "broker"),
+                ("controller.quorum.voters", VOTERS),
+            ],
+        ];
+        for case in cases {
+            let error = quorum_config(&case).expect_err("must be refused");
+            assert!(
+                matches!(error, ConfigError::InconsistentQuorum { .. }),
+                "{case:?}: {error}"
+            );
+        }
     }
 
     #[test]

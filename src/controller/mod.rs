@@ -1,50 +1,63 @@
-//! The controller: the one place where cluster metadata changes (topics, partitions,
-//! configs, producer id blocks). Each change is validated, persisted, then published as a
-//! new immutable [`MetadataImage`].
+//! The controller: the one place where cluster metadata changes (brokers, topics,
+//! partitions and their leaders, configs, producer id blocks), and the metadata image every
+//! broker answers from.
 //!
-//! This is the single-node controller of a combined broker: its state is a JSON snapshot
-//! in the log directory, rewritten atomically on every change. The Raft quorum of issue #4
-//! replaces the snapshot with a replicated log behind the same operations.
+//! Changes are records in a Raft log replicated by openraft among the controllers of
+//! `controller.quorum.voters` (KIP-500, KIP-595, KIP-631): [`quorum`] holds the log, the
+//! state machine and the network; [`active`] is what the leader does with requests;
+//! [`state`] is the replicated state and its records. [`Controller`] is the broker's side:
+//! it routes requests to the active controller (here, or over the controller listener),
+//! keeps this broker registered and heartbeating, and publishes images. A combined node
+//! reads its own state machine; a broker-only node follows a controller's state.
+//!
+//! The single-node default is a combined node whose quorum is itself alone: no controller
+//! listener, and every record commits at its own fsync.
 
+pub mod active;
 pub mod error;
+mod lifecycle;
+pub mod placement;
+pub mod publisher;
+pub mod quorum;
+pub mod rpc;
+pub mod state;
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, RwLock};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+use tokio::task::JoinHandle;
 use uuid::Uuid;
 
-use crate::config::{topic, BrokerConfig, ConfigMap};
-use crate::log::checkpoint::write_atomically;
+use crate::config::{BrokerConfig, ConfigMap};
+use crate::log::checkpoint::read_properties;
 use crate::log::LogError;
-use crate::metadata::{validate_topic_name, BrokerImage, MetadataImage, TopicImage};
-pub use error::ControllerError;
+use crate::metadata::{MetadataImage, PartitionImage, TopicImage};
+use active::ActiveController;
+pub use active::{AlterPartition, ControllerReply, ControllerRequest, PARTITIONS_PER_TOPIC_MAX};
+pub use error::{ControllerError, ErrorKind};
+pub use placement::ElectionOutcome;
+use publisher::Publisher;
+use quorum::Quorum;
+use rpc::{RpcClient, RpcRequest, RpcResponse};
+use state::Record;
+pub use state::PRODUCER_ID_BLOCK_SIZE;
 
-/// File name of the controller's snapshot inside the log directory.
-pub const SNAPSHOT_FILE: &str = "highwater-metadata.json";
-/// Producer ids handed out per persisted block, so that ids are never reused after a crash.
-pub const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
-/// The most partitions one topic may have (a bound on what one request can make us create).
-pub const PARTITIONS_PER_TOPIC_MAX: i32 = 10_000;
-
-/// What is persisted.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct Snapshot {
-    cluster_id: String,
-    topics: BTreeMap<String, TopicImage>,
-    /// Producer ids below this were (or may have been) handed out.
-    producer_id_block_end: i64,
-}
-
-#[derive(Debug)]
-struct State {
-    snapshot: Snapshot,
-    next_producer_id: i64,
-}
+/// The pre-Raft metadata snapshot, imported into the log when a cluster starts.
+pub const LEGACY_SNAPSHOT_FILE: &str = "highwater-metadata.json";
+/// How long a request may wait for an active controller to answer it.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one call to a remote controller may take.
+const RPC_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest pause between two attempts to reach the active controller.
+const RETRY_BACKOFF_MAX: Duration = Duration::from_millis(200);
+/// Idle connections kept per remote controller.
+const IDLE_CONNECTIONS_MAX: usize = 4;
 
 /// A topic to create, as requested.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NewTopic {
     pub name: String,
     /// -1 for the broker default.
@@ -56,73 +69,162 @@ pub struct NewTopic {
     pub configs: ConfigMap,
 }
 
-/// The single-node controller.
-#[derive(Debug)]
+/// The broker's handle on the metadata quorum. See the module docs.
 pub struct Controller {
-    path: PathBuf,
     config: Arc<BrokerConfig>,
-    state: Mutex<State>,
-    image: RwLock<Arc<MetadataImage>>,
+    publisher: Arc<Publisher>,
+    active: Option<Arc<ActiveController>>,
+    /// Remote controllers: node id and address.
+    remotes: Vec<(i32, String)>,
+    idle: Mutex<HashMap<String, Vec<RpcClient>>>,
+    leader_hint: AtomicI32,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// The next producer id to hand out and the end of the reserved block.
+    producer_ids: tokio::sync::Mutex<(i64, i64)>,
+    incarnation_id: Uuid,
+    broker_epoch: AtomicI64,
+    shutting_down: AtomicBool,
+}
+
+impl std::fmt::Debug for Controller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Controller")
+            .field("node_id", &self.config.node_id)
+            .field("incarnation_id", &self.incarnation_id)
+            .finish_non_exhaustive()
+    }
 }
 
 fn storage(source: LogError) -> ControllerError {
     ControllerError::Storage { source }
 }
 
-impl Controller {
-    /// Loads the snapshot from the log directory, or starts a new cluster.
-    pub fn open(config: Arc<BrokerConfig>) -> Result<Self, ControllerError> {
-        let path = config.log_dir.join(SNAPSHOT_FILE);
-        let existed = path.exists();
-        let snapshot = match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-                storage(LogError::CorruptFile {
-                    path: path.clone(),
-                    reason: e.to_string(),
-                })
-            })?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Snapshot {
-                cluster_id: new_cluster_id(),
-                ..Snapshot::default()
-            },
-            Err(e) => return Err(storage(LogError::io(&path, e))),
-        };
-        let next_producer_id = snapshot.producer_id_block_end;
-        let controller = Controller {
-            path,
-            config,
-            state: Mutex::new(State {
-                snapshot,
-                next_producer_id,
-            }),
-            image: RwLock::new(Arc::new(MetadataImage::default())),
-        };
-        let mut state = controller.lock();
-        if existed {
-            // Unchanged since it was written: publish it without rewriting (and fsyncing)
-            // it, which keeps a restart's time to first Metadata short.
-            controller.publish(&state);
-        } else {
-            controller.commit(&mut state)?;
-        }
-        drop(state);
-        Ok(controller)
-    }
+/// What a metadata snapshot of the single-node controller before Raft held.
+#[derive(Debug, Default, Deserialize)]
+struct LegacySnapshot {
+    cluster_id: String,
+    topics: BTreeMap<String, LegacyTopic>,
+    producer_id_block_end: i64,
+}
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+#[derive(Debug, Deserialize)]
+struct LegacyTopic {
+    name: String,
+    topic_id: Uuid,
+    replicas: Vec<i32>,
+    leader_epoch: i32,
+    configs: ConfigMap,
+}
+
+/// The first record of a new cluster: the cluster id (from `meta.properties` when the
+/// directory has one, else from a pre-Raft snapshot, else new) and the pre-Raft topics.
+fn initial_record(config: &BrokerConfig) -> Result<Record, ControllerError> {
+    let path = config.log_dir.join(LEGACY_SNAPSHOT_FILE);
+    let legacy: LegacySnapshot = match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+            storage(LogError::CorruptFile {
+                path: path.clone(),
+                reason: e.to_string(),
+            })
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => LegacySnapshot::default(),
+        Err(e) => return Err(storage(LogError::io(&path, e))),
+    };
+    let properties = read_properties(&config.log_dir.join("meta.properties")).map_err(storage)?;
+    let cluster_id = properties
+        .and_then(|p| p.get("cluster.id").cloned())
+        .filter(|id| !id.is_empty())
+        .or(Some(legacy.cluster_id).filter(|id| !id.is_empty()))
+        .unwrap_or_else(|| base64url(Uuid::new_v4()));
+    let topics = legacy
+        .topics
+        .into_values()
+        .map(|t| TopicImage {
+            name: t.name,
+            topic_id: t.topic_id,
+            partitions: t
+                .replicas
+                .iter()
+                .map(|r| PartitionImage {
+                    leader_epoch: t.leader_epoch,
+                    ..PartitionImage::new(vec![*r])
+                })
+                .collect(),
+            configs: t.configs,
+        })
+        .collect();
+    Ok(Record::InitCluster {
+        cluster_id,
+        topics,
+        next_producer_id: legacy.producer_id_block_end,
+    })
+}
+
+impl Controller {
+    /// Starts this node's part of the quorum: for a controller, its Raft node, leader duties
+    /// and controller listener; for a broker-only node, a follower of the controllers'
+    /// metadata. Returns once started; the image fills in as the log is replayed.
+    pub async fn open(config: Arc<BrokerConfig>) -> Result<Arc<Self>, ControllerError> {
+        let publisher = Arc::new(Publisher::default());
+        let mut tasks = Vec::new();
+        let active = if config.roles.controller {
+            let quorum = Quorum::start(&config, &config.log_dir, Arc::clone(&publisher)).await?;
+            let init = initial_record(&config)?;
+            let active = Arc::new(ActiveController::new(
+                Arc::clone(&config),
+                quorum,
+                Arc::clone(&publisher),
+                init,
+            ));
+            tasks.push(tokio::spawn(Arc::clone(&active).run()));
+            if let Some(address) = config.controller_listener {
+                let listener = tokio::net::TcpListener::bind(address).await.map_err(|e| {
+                    ControllerError::Quorum {
+                        reason: format!("cannot listen on {address}: {e}"),
+                    }
+                })?;
+                tasks.push(tokio::spawn(rpc::serve(listener, Arc::clone(&active))));
+            }
+            Some(active)
+        } else {
+            None
+        };
+        let remotes: Vec<(i32, String)> = config
+            .voters
+            .iter()
+            .filter(|v| v.node_id != config.node_id)
+            .map(|v| (v.node_id, format!("{}:{}", v.host, v.port)))
+            .collect();
+        if active.is_none() {
+            let addresses = remotes.iter().map(|(_, a)| a.clone()).collect();
+            tasks.push(tokio::spawn(lifecycle::follow_metadata(
+                Arc::clone(&publisher),
+                addresses,
+            )));
+        }
+        Ok(Arc::new(Controller {
+            config,
+            publisher,
+            active,
+            remotes,
+            idle: Mutex::new(HashMap::new()),
+            leader_hint: AtomicI32::new(-1),
+            tasks: Mutex::new(tasks),
+            producer_ids: tokio::sync::Mutex::new((0, 0)),
+            incarnation_id: Uuid::new_v4(),
+            broker_epoch: AtomicI64::new(-1),
+            shutting_down: AtomicBool::new(false),
+        }))
     }
 
     /// The current metadata image.
     pub fn image(&self) -> Arc<MetadataImage> {
-        Arc::clone(
-            &self
-                .image
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
+        self.publisher.image()
+    }
+
+    /// A receiver of every later image.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<Arc<MetadataImage>> {
+        self.publisher.subscribe()
     }
 
     /// The broker's own configuration.
@@ -130,227 +232,186 @@ impl Controller {
         &self.config
     }
 
-    /// Persists the state and publishes a new image.
-    fn commit(&self, state: &mut State) -> Result<Arc<MetadataImage>, ControllerError> {
-        let bytes = serde_json::to_vec_pretty(&state.snapshot).map_err(|e| {
-            storage(LogError::CorruptFile {
-                path: self.path.clone(),
-                reason: e.to_string(),
-            })
-        })?;
-        std::fs::create_dir_all(&self.config.log_dir)
-            .map_err(|e| storage(LogError::io(&self.config.log_dir, e)))?;
-        write_atomically(&self.path, &bytes).map_err(storage)?;
-        Ok(self.publish(state))
+    /// Waits until the metadata has a cluster id (the cluster's first record is applied).
+    pub async fn wait_for_cluster_id(&self) -> String {
+        let mut images = self.publisher.subscribe();
+        let found = images.wait_for(|image| !image.cluster_id.is_empty()).await;
+        found.map_or_else(|_| String::new(), |image| image.cluster_id.clone())
     }
 
-    /// Publishes the state as the new metadata image.
-    fn publish(&self, state: &State) -> Arc<MetadataImage> {
-        let image = Arc::new(MetadataImage {
-            cluster_id: state.snapshot.cluster_id.clone(),
-            controller_id: self.config.node_id,
-            brokers: vec![BrokerImage {
-                node_id: self.config.node_id,
-                host: self.config.advertised_host.clone(),
-                port: self.config.advertised_port,
-            }],
-            topics: state
-                .snapshot
-                .topics
-                .iter()
-                .map(|(name, t)| (name.clone(), Arc::new(t.clone())))
-                .collect(),
-        });
-        *self
-            .image
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::clone(&image);
-        image
-    }
-
-    fn validate_new_topic(
+    /// Sends `request` to the active controller, wherever it is, retrying while none is
+    /// known for up to [`REQUEST_TIMEOUT`].
+    pub async fn request(
         &self,
-        state: &State,
-        topic: &NewTopic,
-    ) -> Result<TopicImage, ControllerError> {
-        let name = topic.name.clone();
-        validate_topic_name(&name).map_err(|reason| ControllerError::InvalidTopic {
-            topic: name.clone(),
-            reason,
-        })?;
-        if state.snapshot.topics.contains_key(&name) {
-            return Err(ControllerError::TopicAlreadyExists { topic: name });
-        }
-        let brokers = [self.config.node_id];
-        let (partitions, replicas) = if topic.assignments.is_empty() {
-            let partitions = if topic.partitions == -1 {
-                self.config.num_partitions
-            } else {
-                topic.partitions
+        request: ControllerRequest,
+    ) -> Result<ControllerReply, ControllerError> {
+        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        let mut backoff = Duration::from_millis(2);
+        let mut rotation = 0usize;
+        loop {
+            let attempt = async {
+                match &self.active {
+                    Some(active) if active.quorum.is_leader() => {
+                        active.handle(request.clone()).await
+                    }
+                    _ => self.call_remote(&request, &mut rotation).await,
+                }
             };
-            let factor = if topic.replication_factor == -1 {
-                1
-            } else {
-                topic.replication_factor
-            };
-            if factor <= 0 || factor as usize > brokers.len() {
-                return Err(ControllerError::InvalidReplicationFactor {
-                    topic: name,
-                    factor,
-                    brokers: brokers.len(),
+            let left = deadline.saturating_duration_since(Instant::now());
+            let result = tokio::time::timeout(left, attempt).await;
+            match result {
+                Ok(Err(ControllerError::NotController { leader })) => {
+                    self.leader_hint
+                        .store(leader.unwrap_or(-1), Ordering::Relaxed);
+                }
+                Ok(other) => return other,
+                Err(_) => {}
+            }
+            if Instant::now() >= deadline {
+                return Err(ControllerError::ControllerUnavailable {
+                    timeout_ms: REQUEST_TIMEOUT.as_millis() as u64,
                 });
             }
-            // Checked before sizing the replica list by a count read from the wire.
-            check_partition_count(&name, partitions)?;
-            (partitions, vec![self.config.node_id; partitions as usize])
-        } else {
-            check_assignments(&name, &topic.assignments, &brokers)?;
-            (
-                topic.assignments.len() as i32,
-                topic.assignments.iter().map(|a| a[0]).collect(),
-            )
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(RETRY_BACKOFF_MAX);
+        }
+    }
+
+    async fn call_remote(
+        &self,
+        request: &ControllerRequest,
+        rotation: &mut usize,
+    ) -> Result<ControllerReply, ControllerError> {
+        if self.remotes.is_empty() {
+            return Err(ControllerError::NotController { leader: None });
+        }
+        let hint = self.leader_hint.load(Ordering::Relaxed);
+        let target = match self.remotes.iter().find(|(id, _)| *id == hint) {
+            Some((_, address)) => address.clone(),
+            None => {
+                *rotation += 1;
+                self.remotes[*rotation % self.remotes.len()].1.clone()
+            }
         };
-        check_partition_count(&name, partitions)?;
-        topic::validate(&topic.configs).map_err(|source| ControllerError::InvalidConfig {
-            topic: name.clone(),
-            source: Box::new(source),
-        })?;
-        Ok(TopicImage {
-            name,
-            topic_id: Uuid::new_v4(),
-            partitions,
-            replicas,
-            leader_epoch: 0,
-            configs: topic.configs.clone(),
-        })
+        let mut client = self.take_client(&target);
+        let call = RpcRequest::Controller(request.clone());
+        match client.call(&call, RPC_TIMEOUT).await {
+            Ok(RpcResponse::Controller(result)) => {
+                self.return_client(client);
+                result.map_err(ControllerError::from)
+            }
+            Ok(_) => Err(ControllerError::NotController { leader: None }),
+            Err(error) => {
+                tracing::debug!(controller = %target, %error, "controller unreachable");
+                Err(ControllerError::NotController { leader: None })
+            }
+        }
+    }
+
+    fn take_client(&self, address: &str) -> RpcClient {
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        idle.get_mut(address)
+            .and_then(Vec::pop)
+            .unwrap_or_else(|| RpcClient::new(address.to_string()))
+    }
+
+    fn return_client(&self, client: RpcClient) {
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        let pool = idle.entry(client.addr.clone()).or_default();
+        if pool.len() < IDLE_CONNECTIONS_MAX {
+            pool.push(client);
+        }
     }
 
     /// Validates (and unless `validate_only`, creates) a topic.
-    pub fn create_topic(
+    pub async fn create_topic(
         &self,
         topic: &NewTopic,
         validate_only: bool,
     ) -> Result<TopicImage, ControllerError> {
-        let mut state = self.lock();
-        let image = self.validate_new_topic(&state, topic)?;
-        if !validate_only {
-            state
-                .snapshot
-                .topics
-                .insert(image.name.clone(), image.clone());
-            self.commit(&mut state)?;
-            tracing::info!(topic = %image.name, partitions = image.partitions, "created topic");
+        let request = ControllerRequest::CreateTopic {
+            topic: topic.clone(),
+            validate_only,
+        };
+        match self.request(request).await? {
+            ControllerReply::Topic(image) => Ok(image),
+            other => Err(unexpected(&other)),
         }
-        Ok(image)
     }
 
     /// Deletes a topic by name.
-    pub fn delete_topic(&self, name: &str) -> Result<TopicImage, ControllerError> {
-        let mut state = self.lock();
-        let removed =
-            state
-                .snapshot
-                .topics
-                .remove(name)
-                .ok_or_else(|| ControllerError::UnknownTopic {
-                    topic: name.to_string(),
-                })?;
-        self.commit(&mut state)?;
-        tracing::info!(topic = %name, "deleted topic");
-        Ok(removed)
+    pub async fn delete_topic(&self, name: &str) -> Result<TopicImage, ControllerError> {
+        let request = ControllerRequest::DeleteTopic {
+            name: name.to_string(),
+        };
+        match self.request(request).await? {
+            ControllerReply::Topic(image) => Ok(image),
+            other => Err(unexpected(&other)),
+        }
     }
 
     /// Grows a topic to `count` partitions.
-    pub fn create_partitions(
+    pub async fn create_partitions(
         &self,
         name: &str,
         count: i32,
         validate_only: bool,
     ) -> Result<(), ControllerError> {
-        let mut state = self.lock();
-        let topic =
-            state
-                .snapshot
-                .topics
-                .get_mut(name)
-                .ok_or_else(|| ControllerError::UnknownTopic {
-                    topic: name.to_string(),
-                })?;
-        if count <= topic.partitions {
-            let reason = "the new count must be greater than the current count";
-            return Err(ControllerError::InvalidPartitions {
-                topic: name.to_string(),
-                count,
-                reason,
-            });
-        }
-        check_partition_count(name, count)?;
-        if validate_only {
-            return Ok(());
-        }
-        topic.partitions = count;
-        topic.replicas.resize(count as usize, self.config.node_id);
-        self.commit(&mut state)?;
-        tracing::info!(topic = %name, partitions = count, "added partitions");
-        Ok(())
+        let request = ControllerRequest::CreatePartitions {
+            name: name.to_string(),
+            count,
+            validate_only,
+        };
+        self.request(request).await.map(|_| ())
     }
 
-    /// Hands out a new producer id, persisting a new block of ids when one runs out.
-    pub fn allocate_producer_id(&self) -> Result<i64, ControllerError> {
-        let mut state = self.lock();
-        if state.next_producer_id >= state.snapshot.producer_id_block_end {
-            state.snapshot.producer_id_block_end = state.next_producer_id + PRODUCER_ID_BLOCK_SIZE;
-            self.commit(&mut state)?;
+    /// Hands out a new producer id, reserving a new block through the quorum when the
+    /// current one runs out (so ids are never reused, whatever restarts).
+    pub async fn allocate_producer_id(&self) -> Result<i64, ControllerError> {
+        let mut ids = self.producer_ids.lock().await;
+        if ids.0 >= ids.1 {
+            let request = ControllerRequest::AllocateProducerIds {
+                node_id: self.config.node_id,
+            };
+            match self.request(request).await? {
+                ControllerReply::ProducerIds { first, count } => *ids = (first, first + count),
+                other => return Err(unexpected(&other)),
+            }
         }
-        let id = state.next_producer_id;
-        state.next_producer_id += 1;
+        let id = ids.0;
+        ids.0 += 1;
         Ok(id)
     }
-}
 
-fn check_partition_count(topic: &str, count: i32) -> Result<(), ControllerError> {
-    let reason = if count <= 0 {
-        "must be greater than 0"
-    } else if count > PARTITIONS_PER_TOPIC_MAX {
-        "exceeds the limit of 10000 partitions per topic"
-    } else {
-        return Ok(());
-    };
-    Err(ControllerError::InvalidPartitions {
-        topic: topic.to_string(),
-        count,
-        reason,
-    })
-}
-
-fn check_assignments(
-    topic: &str,
-    assignments: &[Vec<i32>],
-    brokers: &[i32],
-) -> Result<(), ControllerError> {
-    let invalid = |reason| ControllerError::InvalidReplicaAssignment {
-        topic: topic.into(),
-        reason,
-    };
-    for replicas in assignments {
-        if replicas.is_empty() {
-            return Err(invalid("a partition has no replicas"));
-        }
-        if replicas.iter().any(|r| !brokers.contains(r)) {
-            return Err(invalid("a replica is not a registered broker"));
-        }
-        if replicas.len() > brokers.len() {
-            return Err(invalid(
-                "a partition has more replicas than there are brokers",
-            ));
+    /// Stops every task of this node's quorum part and the Raft node (a clean stop after
+    /// [`Controller::controlled_shutdown`], or the end of a test).
+    pub async fn shutdown(&self) {
+        self.abort_tasks();
+        if let Some(active) = &self.active {
+            if let Err(error) = active.quorum.raft.shutdown().await {
+                tracing::warn!(%error, "metadata quorum did not stop cleanly");
+            }
         }
     }
-    Ok(())
+
+    fn abort_tasks(&self) {
+        let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(PoisonError::into_inner));
+        for task in tasks {
+            task.abort();
+        }
+    }
 }
 
-/// A new random cluster id, in Kafka's base64url form of a UUID.
-fn new_cluster_id() -> String {
-    base64url(Uuid::new_v4())
+impl Drop for Controller {
+    fn drop(&mut self) {
+        self.abort_tasks();
+    }
+}
+
+fn unexpected(reply: &ControllerReply) -> ControllerError {
+    ControllerError::Conflict {
+        reason: format!("unexpected controller reply {reply:?}"),
+    }
 }
 
 /// Kafka's text form of a UUID: unpadded base64url of its 16 bytes.
@@ -376,71 +437,6 @@ pub fn base64url(id: Uuid) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn controller() -> (tempfile::TempDir, Controller) {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let mut map = ConfigMap::new();
-        map.insert("log.dirs".into(), dir.path().display().to_string());
-        let config = Arc::new(BrokerConfig::from_map(map).expect("config"));
-        (dir, Controller::open(config).expect("open"))
-    }
-
-    fn new_topic(name: &str, partitions: i32) -> NewTopic {
-        NewTopic {
-            name: name.into(),
-            partitions,
-            replication_factor: -1,
-            assignments: vec![],
-            configs: ConfigMap::new(),
-        }
-    }
-
-    #[test]
-    fn topics_survive_a_reopen() {
-        let (dir, controller) = controller();
-        controller
-            .create_topic(&new_topic("a", 3), false)
-            .expect("create");
-        let id = controller.image().topic("a").expect("a").topic_id;
-        drop(controller);
-        let mut map = ConfigMap::new();
-        map.insert("log.dirs".into(), dir.path().display().to_string());
-        let config = Arc::new(BrokerConfig::from_map(map).expect("config"));
-        let reopened = Controller::open(config).expect("reopen");
-        assert_eq!(reopened.image().topic("a").expect("a").topic_id, id);
-    }
-
-    #[test]
-    fn duplicate_and_invalid_topics_are_refused() {
-        let (_dir, controller) = controller();
-        controller
-            .create_topic(&new_topic("a", 1), false)
-            .expect("create");
-        assert!(matches!(
-            controller.create_topic(&new_topic("a", 1), false),
-            Err(ControllerError::TopicAlreadyExists { .. })
-        ));
-        assert!(matches!(
-            controller.create_topic(&new_topic("a b", 1), false),
-            Err(ControllerError::InvalidTopic { .. })
-        ));
-        assert!(matches!(
-            controller.create_topic(&new_topic("b", 0), false),
-            Err(ControllerError::InvalidPartitions { .. })
-        ));
-    }
-
-    #[test]
-    fn producer_ids_are_not_reused_after_a_restart() {
-        let (dir, controller) = controller();
-        let first = controller.allocate_producer_id().expect("id");
-        drop(controller);
-        let mut map = ConfigMap::new();
-        map.insert("log.dirs".into(), dir.path().display().to_string());
-        let config = Arc::new(BrokerConfig::from_map(map).expect("config"));
-        let reopened = Controller::open(config).expect("reopen");
-        assert!(reopened.allocate_producer_id().expect("id") > first);
-    }
 
     #[test]
     fn base64url_matches_kafkas_uuid_text() {

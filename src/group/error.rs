@@ -73,6 +73,20 @@ pub enum GroupError {
         instance: String,
         member: String,
     },
+    #[error(
+        "group {group}: member {member} must commit offsets with OffsetCommit v9+, not v{version}"
+    )]
+    UnsupportedCommitVersion {
+        group: String,
+        member: String,
+        version: i16,
+    },
+    #[error("group {group}: regular expression {pattern:?} is not valid: {reason}")]
+    InvalidRegularExpression {
+        group: String,
+        pattern: String,
+        reason: String,
+    },
     #[error("group {group}: assignor {assignor:?} is not supported")]
     UnsupportedAssignor { group: String, assignor: String },
     #[error("group {group}: {reason}")]

@@ -34,16 +34,11 @@ impl Written {
         let Some(partition) = self.partition else {
             return Ok(());
         };
-        let mut high_watermark = partition.subscribe();
-        let end_offset = self.end_offset;
-        let reached = tokio::time::timeout(timeout, async move {
-            high_watermark
-                .wait_for(|hw| *hw >= end_offset)
-                .await
-                .is_ok()
-        });
-        match reached.await {
-            Ok(true) => Ok(()),
+        match partition
+            .wait_for_high_watermark(self.end_offset, timeout)
+            .await
+        {
+            Ok(()) => Ok(()),
             _ => Err(GroupError::Timeout {
                 group: group.to_string(),
                 timeout_ms: timeout.as_millis() as u64,

@@ -7,6 +7,7 @@ use bytes::Bytes;
 
 use super::classic::{ClassicGroup, JoinResult, Reply, SyncResult};
 use super::error::GroupError;
+use super::records::CoordinatorRecord;
 use super::shard::{Group, Membership};
 use super::{journal, lock, GroupCoordinator, JoinRequest, LeavingMember, SyncRequest};
 use crate::replica::ReplicaManager;
@@ -31,10 +32,40 @@ pub struct GroupDescription {
     pub members: Vec<DescribedMember>,
 }
 
-fn classic(group: &mut Group) -> Result<&mut ClassicGroup, GroupError> {
+/// The classic group behind a classic-protocol request; a consumer group does not know
+/// classic members (Kafka's answer without mixed-protocol groups: UNKNOWN_MEMBER_ID).
+fn classic<'a>(group: &'a mut Group, member_id: &str) -> Result<&'a mut ClassicGroup, GroupError> {
     match &mut group.membership {
         Membership::Classic(classic) => Ok(classic),
+        Membership::Consumer(_) => Err(GroupError::UnknownMemberId {
+            group: group.id.clone(),
+            member: member_id.to_string(),
+        }),
     }
+}
+
+/// The classic group a JoinGroup goes to: an empty consumer group becomes a classic group
+/// again (keeping its offsets, as Kafka's online downgrade of an empty group); one with
+/// members refuses classic members with INCONSISTENT_GROUP_PROTOCOL.
+fn classic_for_join<'a>(
+    group: &'a mut Group,
+    member_id: &str,
+) -> Result<&'a mut ClassicGroup, GroupError> {
+    if let Membership::Consumer(consumer) = &group.membership {
+        if !consumer.is_empty() {
+            return Err(GroupError::InconsistentGroupProtocol {
+                group: group.id.clone(),
+                member: member_id.to_string(),
+            });
+        }
+        tracing::info!(group = %group.id, "empty consumer group becomes a classic group");
+        let mut classic = ClassicGroup::new(&group.id);
+        classic
+            .records
+            .push(CoordinatorRecord::ConsumerGroup(group.id.clone(), None));
+        group.membership = Membership::Classic(classic);
+    }
+    classic(group, member_id)
 }
 
 impl GroupCoordinator {
@@ -76,7 +107,8 @@ impl GroupCoordinator {
             });
         }
         let parked = self.with_group(replicas, group_id, |group, config, now| {
-            let reply = classic(group)?.join(request, config, now)?;
+            let member_id = request.member_id.clone();
+            let reply = classic_for_join(group, &member_id)?.join(request, config, now)?;
             Ok((reply, Vec::new()))
         })?;
         self.settle(group_id, parked).await
@@ -90,7 +122,8 @@ impl GroupCoordinator {
         request: SyncRequest,
     ) -> SyncResult {
         let parked = self.with_group(replicas, group_id, |group, _, now| {
-            Ok((classic(group)?.sync(request, now)?, Vec::new()))
+            let member_id = request.member_id.clone();
+            Ok((classic(group, &member_id)?.sync(request, now)?, Vec::new()))
         })?;
         self.settle(group_id, parked).await
     }
@@ -105,7 +138,7 @@ impl GroupCoordinator {
         generation_id: i32,
     ) -> Result<(), GroupError> {
         self.with_group(replicas, group_id, |group, _, now| {
-            classic(group)?.heartbeat(member_id, instance_id, generation_id, now)?;
+            classic(group, member_id)?.heartbeat(member_id, instance_id, generation_id, now)?;
             Ok(((), Vec::new()))
         })
         .map(|_| ())
@@ -120,7 +153,8 @@ impl GroupCoordinator {
         members: &[LeavingMember],
     ) -> Result<Vec<Result<(), GroupError>>, GroupError> {
         self.with_group(replicas, group_id, |group, config, now| {
-            let group = classic(group)?;
+            let first = members.first().map(|m| m.member_id.as_str()).unwrap_or("");
+            let group = classic(group, first)?;
             if group.is_blank() {
                 return Err(GroupError::UnknownMemberId {
                     group: group_id.to_string(),
@@ -148,9 +182,12 @@ impl GroupCoordinator {
                 group: group_id.to_string(),
             });
         };
-        Ok(match &group.membership {
-            Membership::Classic(classic) => describe_classic(classic),
-        })
+        match &group.membership {
+            Membership::Classic(classic) => Ok(describe_classic(classic)),
+            Membership::Consumer(_) => Err(GroupError::GroupIdNotFound {
+                group: group_id.to_string(),
+            }),
+        }
     }
 
     /// DeleteGroups of one group: refused while it has members.

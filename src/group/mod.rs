@@ -10,6 +10,7 @@
 
 pub mod classic;
 pub mod config;
+pub mod consumer;
 pub mod error;
 mod journal;
 mod membership;
@@ -27,6 +28,7 @@ use tokio::time::{Duration, Instant};
 
 pub use classic::{JoinRequest, JoinResponse, LeavingMember, Reply, SyncRequest, SyncResponse};
 pub use config::GroupConfig;
+pub use consumer::{ConsumerGroupDescription, ConsumerHeartbeat, ConsumerHeartbeatResponse};
 pub use error::GroupError;
 pub use membership::{DescribedMember, GroupDescription};
 pub use offsets::{Committer, OffsetCommit, PartitionResults};
@@ -100,8 +102,12 @@ impl GroupCoordinator {
     /// shard, queued for loading; shards of partitions led elsewhere now are dropped.
     pub fn on_image(&self, image: &MetadataImage) {
         let led: Vec<i32> = match image.topic(OFFSETS_TOPIC) {
-            Some(topic) => (0..topic.partitions)
-                .filter(|p| topic.replicas.get(*p as usize) == Some(&self.node_id))
+            Some(topic) => (0..topic.partition_count())
+                .filter(|p| {
+                    topic
+                        .partition(*p)
+                        .is_some_and(|p| p.leader == self.node_id)
+                })
                 .collect(),
             None => Vec::new(),
         };

@@ -25,6 +25,8 @@ pub struct Committer {
     pub group_instance_id: Option<String>,
     /// The classic generation, or the KIP-848 member epoch.
     pub generation_id: i32,
+    /// The OffsetCommit version: KIP-848 members must use v9+.
+    pub api_version: i16,
 }
 
 /// Per-partition results, in request order.
@@ -47,6 +49,11 @@ impl GroupCoordinator {
                     &committer.member_id,
                     committer.group_instance_id.as_deref(),
                     committer.generation_id,
+                )?,
+                Membership::Consumer(consumer) => consumer.validate_offset_commit(
+                    &committer.member_id,
+                    committer.generation_id,
+                    committer.api_version,
                 )?,
             }
             let mut results = Vec::with_capacity(commits.len());
@@ -92,14 +99,23 @@ impl GroupCoordinator {
 
     /// Committed offsets of `group_id`: of the given partitions (None where nothing is
     /// committed), or of every partition with a commit when `wanted` is `None`.
+    /// A fetch that names a member (OffsetFetch v9+) is checked against a consumer group
+    /// as Kafka does (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID); classic groups ignore it.
     pub fn fetch_offsets(
         &self,
         group_id: &str,
+        member: Option<(&str, i32)>,
         wanted: Option<Vec<TopicPartition>>,
     ) -> Result<Vec<(TopicPartition, Option<CommittedOffset>)>, GroupError> {
         let shard = self.shard(group_id)?;
         let shard = super::lock(&shard);
         let group = shard.groups.get(group_id);
+        if let (Some(g), Some((member_id, epoch))) = (group, member) {
+            if let Membership::Consumer(consumer) = &g.membership {
+                let member_id = Some(member_id).filter(|m| !m.is_empty() || epoch >= 0);
+                consumer.validate_offset_fetch(member_id, epoch)?;
+            }
+        }
         let offsets = match wanted {
             Some(wanted) => wanted
                 .into_iter()

@@ -1,6 +1,7 @@
 //! The records the group coordinator keeps in `__consumer_offsets`, in Apache Kafka's own
 //! key and value layouts so that Kafka's tools can read the topic: offset commits (key
-//! version 1, value version 3) and classic group metadata (key version 2, value version 3).
+//! version 1, value version 3), classic group metadata (key version 2, value version 3) and
+//! the epoch of a KIP-848 consumer group (key version 3, value version 0).
 //! A `None` value is a tombstone. Pure encoding and decoding, no state.
 //!
 //! Invariant: every length read from a record is checked against the bytes left before
@@ -14,6 +15,10 @@ use super::error::RecordError;
 const OFFSET_COMMIT_KEY_VERSION: i16 = 1;
 /// Key version of a classic group's metadata (Kafka's `GroupMetadataKey`).
 const GROUP_METADATA_KEY_VERSION: i16 = 2;
+/// Key version of a consumer group's metadata (Kafka's `ConsumerGroupMetadataKey`).
+const CONSUMER_GROUP_METADATA_KEY_VERSION: i16 = 3;
+/// Value version of a consumer group's metadata (a flexible version: tagged fields follow).
+const CONSUMER_GROUP_METADATA_VALUE_VERSION: i16 = 0;
 /// Value version of an offset commit written here (has the leader epoch, no expiry).
 const OFFSET_COMMIT_VALUE_VERSION: i16 = 3;
 /// Value version of group metadata written here (has static member instance ids).
@@ -65,6 +70,8 @@ pub struct StoredGroup {
 pub enum CoordinatorRecord {
     Offset(OffsetKey, Option<CommittedOffset>),
     Group(String, Option<StoredGroup>),
+    /// A KIP-848 consumer group and its group epoch (its members are not persisted).
+    ConsumerGroup(String, Option<i32>),
 }
 
 impl CoordinatorRecord {
@@ -77,6 +84,10 @@ impl CoordinatorRecord {
             CoordinatorRecord::Group(group, value) => {
                 (encode_group_key(group), value.as_ref().map(encode_group))
             }
+            CoordinatorRecord::ConsumerGroup(group, epoch) => (
+                encode_key(CONSUMER_GROUP_METADATA_KEY_VERSION, group),
+                epoch.map(encode_consumer_group),
+            ),
         }
     }
 
@@ -99,6 +110,11 @@ impl CoordinatorRecord {
                 let value = value.map(decode_group).transpose()?;
                 Ok(Some(CoordinatorRecord::Group(group, value)))
             }
+            CONSUMER_GROUP_METADATA_KEY_VERSION => {
+                let group = read_string(&mut key)?;
+                let epoch = value.map(decode_consumer_group).transpose()?;
+                Ok(Some(CoordinatorRecord::ConsumerGroup(group, epoch)))
+            }
             _ => Ok(None),
         }
     }
@@ -114,10 +130,33 @@ fn encode_offset_key(key: &OffsetKey) -> Bytes {
 }
 
 fn encode_group_key(group: &str) -> Bytes {
+    encode_key(GROUP_METADATA_KEY_VERSION, group)
+}
+
+fn encode_key(version: i16, group: &str) -> Bytes {
     let mut buf = BytesMut::new();
-    buf.put_i16(GROUP_METADATA_KEY_VERSION);
+    buf.put_i16(version);
     put_string(&mut buf, group);
     buf.freeze()
+}
+
+/// Kafka's ConsumerGroupMetadataValue v0: the epoch, then no tagged fields.
+fn encode_consumer_group(epoch: i32) -> Bytes {
+    let mut buf = BytesMut::new();
+    buf.put_i16(CONSUMER_GROUP_METADATA_VALUE_VERSION);
+    buf.put_i32(epoch);
+    buf.put_u8(0);
+    buf.freeze()
+}
+
+/// The epoch of a ConsumerGroupMetadataValue; its tagged fields (a metadata hash, a
+/// creation time) are not kept.
+fn decode_consumer_group(mut value: &[u8]) -> Result<i32, RecordError> {
+    let version = read_i16(&mut value)?;
+    if version != CONSUMER_GROUP_METADATA_VALUE_VERSION {
+        return Err(RecordError::UnknownVersion { version });
+    }
+    read_i32(&mut value)
 }
 
 fn encode_offset(value: &CommittedOffset) -> Bytes {
@@ -324,6 +363,20 @@ mod tests {
         let record = CoordinatorRecord::Offset(key.clone(), Some(value));
         assert_eq!(round_trip(&record), record);
         let tombstone = CoordinatorRecord::Offset(key, None);
+        assert_eq!(round_trip(&tombstone), tombstone);
+    }
+
+    #[test]
+    fn consumer_group_metadata_matches_kafkas_layout() {
+        // Goal: key version 3 with the group id; value version 0, the epoch, and an empty
+        // tagged-field section, as Kafka's ConsumerGroupMetadata{Key,Value} are encoded.
+        // Method: compare bytes, then round trip record and tombstone.
+        let record = CoordinatorRecord::ConsumerGroup("g".into(), Some(7));
+        let (key, value) = record.encode();
+        assert_eq!(&key[..], &[0, 3, 0, 1, b'g']);
+        assert_eq!(value.as_deref(), Some(&[0, 0, 0, 0, 0, 7, 0][..]));
+        assert_eq!(round_trip(&record), record);
+        let tombstone = CoordinatorRecord::ConsumerGroup("g".into(), None);
         assert_eq!(round_trip(&tombstone), tombstone);
     }
 

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use tokio::time::Instant;
 
 use super::classic::{ClassicGroup, State};
+use super::consumer::ConsumerGroup;
 use super::error::GroupError;
 use super::records::{CommittedOffset, CoordinatorRecord, OffsetKey};
 use super::GroupConfig;
@@ -21,6 +22,8 @@ pub type TopicPartition = (String, i32);
 pub enum Membership {
     /// JoinGroup/SyncGroup members (or none: a group that only holds offsets).
     Classic(ClassicGroup),
+    /// KIP-848 members (ConsumerGroupHeartbeat); the coordinator assigns partitions.
+    Consumer(ConsumerGroup),
 }
 
 /// One group: its members and its committed offsets.
@@ -44,6 +47,7 @@ impl Group {
     pub fn is_empty(&self) -> bool {
         match &self.membership {
             Membership::Classic(group) => group.is_empty(),
+            Membership::Consumer(group) => group.is_empty(),
         }
     }
 
@@ -51,6 +55,7 @@ impl Group {
     pub fn state_name(&self) -> &'static str {
         match &self.membership {
             Membership::Classic(group) => group.state.name(),
+            Membership::Consumer(group) => group.state_name(),
         }
     }
 
@@ -58,6 +63,7 @@ impl Group {
     pub fn type_name(&self) -> &'static str {
         match &self.membership {
             Membership::Classic(_) => "classic",
+            Membership::Consumer(_) => "consumer",
         }
     }
 
@@ -65,6 +71,7 @@ impl Group {
     pub fn protocol_type(&self) -> String {
         match &self.membership {
             Membership::Classic(group) => group.protocol_type.clone().unwrap_or_default(),
+            Membership::Consumer(_) => "consumer".to_string(),
         }
     }
 
@@ -72,6 +79,7 @@ impl Group {
     pub fn subscribed_topics(&self) -> Option<Vec<String>> {
         match &self.membership {
             Membership::Classic(group) => group.subscribed_topics(),
+            Membership::Consumer(group) => Some(group.subscribed_topics()),
         }
     }
 
@@ -79,6 +87,7 @@ impl Group {
     fn take_records(&mut self) -> Vec<CoordinatorRecord> {
         match &mut self.membership {
             Membership::Classic(group) => std::mem::take(&mut group.records),
+            Membership::Consumer(group) => std::mem::take(&mut group.records),
         }
     }
 }
@@ -121,6 +130,27 @@ impl Shard {
             CoordinatorRecord::Group(id, None) => {
                 self.groups.remove(&id);
             }
+            CoordinatorRecord::ConsumerGroup(id, Some(epoch)) => {
+                let group = self.group_or_new(&id);
+                group.membership = Membership::Consumer(ConsumerGroup::restore(&id, epoch));
+            }
+            CoordinatorRecord::ConsumerGroup(id, None) => self.replay_consumer_tombstone(&id),
+        }
+    }
+
+    /// A consumer group's tombstone: the group holds only its offsets again, as a classic
+    /// group without members (or goes away with none).
+    fn replay_consumer_tombstone(&mut self, id: &str) {
+        let Some(group) = self.groups.get_mut(id) else {
+            return;
+        };
+        if let Membership::Consumer(_) = group.membership {
+            match group.offsets.is_empty() {
+                true => {
+                    self.groups.remove(id);
+                }
+                false => group.membership = Membership::Classic(ClassicGroup::new(id)),
+            }
         }
     }
 
@@ -146,6 +176,7 @@ impl Shard {
             g.offsets.is_empty()
                 && match &g.membership {
                     Membership::Classic(c) => c.is_blank(),
+                    Membership::Consumer(c) => c.is_blank(),
                 }
         });
         if blank {
@@ -158,6 +189,7 @@ impl Shard {
         for group in self.groups.values_mut() {
             match &mut group.membership {
                 Membership::Classic(classic) => classic.tick(config, now),
+                Membership::Consumer(consumer) => consumer.tick(now),
             }
         }
     }
@@ -166,6 +198,7 @@ impl Shard {
     pub fn has_timers(&self) -> bool {
         self.groups.values().any(|g| match &g.membership {
             Membership::Classic(classic) => classic.has_timers(),
+            Membership::Consumer(consumer) => !consumer.is_empty(),
         })
     }
 
@@ -185,6 +218,9 @@ impl Shard {
         records.push(CoordinatorRecord::Group(id.to_string(), None));
         match &mut group.membership {
             Membership::Classic(classic) => classic.mark_dead(),
+            Membership::Consumer(_) => {
+                records.push(CoordinatorRecord::ConsumerGroup(id.to_string(), None));
+            }
         }
         self.groups.remove(id);
         Ok(records)
@@ -198,6 +234,7 @@ impl Shard {
         for group in self.groups.values_mut() {
             let expired: Vec<TopicPartition> = match &group.membership {
                 Membership::Classic(c) if c.state != State::Empty => continue,
+                Membership::Consumer(c) if !c.is_empty() => continue,
                 Membership::Classic(c) if c.protocol_type.is_some() => {
                     match c.state_since_ms.saturating_add(retention_ms) <= now_ms {
                         true => group.offsets.keys().cloned().collect(),
@@ -223,9 +260,22 @@ impl Shard {
                 emptied.push(group.id.clone());
             }
         }
+        // Kafka also deletes an empty consumer group that holds no offsets.
+        emptied.extend(self.groups.values().filter_map(|g| match &g.membership {
+            Membership::Consumer(c) if c.is_empty() && g.offsets.is_empty() => Some(g.id.clone()),
+            _ => None,
+        }));
+        emptied.sort_unstable();
+        emptied.dedup();
         for id in emptied {
-            records.push(CoordinatorRecord::Group(id.clone(), None));
-            self.groups.remove(&id);
+            let Some(group) = self.groups.remove(&id) else {
+                continue;
+            };
+            let tombstone = match group.membership {
+                Membership::Classic(_) => CoordinatorRecord::Group(id, None),
+                Membership::Consumer(_) => CoordinatorRecord::ConsumerGroup(id, None),
+            };
+            records.push(tombstone);
         }
         records
     }

@@ -67,6 +67,24 @@ pub fn read(path: &Path) -> Result<Option<Vec<String>>, LogError> {
     Ok(Some(entries))
 }
 
+/// Reads a Java properties file of `key=value` lines (Kafka's `meta.properties`), skipping
+/// comments; `None` if the file does not exist.
+pub fn read_properties(
+    path: &Path,
+) -> Result<Option<std::collections::BTreeMap<String, String>>, LogError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(
+            text.lines()
+                .filter(|l| !l.trim_start().starts_with('#'))
+                .filter_map(|l| l.split_once('='))
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .collect(),
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(LogError::io(path, e)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -458,9 +458,15 @@ impl Log {
         advanced
     }
 
-    /// The configuration the log was opened with.
+    /// The configuration the log was opened with (or last given).
     pub fn config(&self) -> &LogConfig {
         &self.config
+    }
+
+    /// Applies a changed topic configuration: later appends, rolls, flushes and retention
+    /// follow it; segments already made keep their preallocated size.
+    pub fn set_config(&mut self, config: LogConfig) {
+        self.config = config;
     }
 
     /// Flushes and trims the active segment so that a clean restart trusts the files.

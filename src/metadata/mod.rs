@@ -10,12 +10,51 @@ use uuid::Uuid;
 
 use crate::config::ConfigMap;
 
-/// A broker as clients see it.
+/// "No leader" in a partition's leader field, as in Kafka.
+pub const NO_LEADER: i32 = -1;
+
+/// A registered broker (KIP-631's broker registration), as the controller quorum knows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BrokerImage {
     pub node_id: i32,
     pub host: String,
     pub port: u16,
+    /// Chosen anew by every start of the broker process; tells a restart from a retry.
+    pub incarnation_id: Uuid,
+    /// The metadata offset of the registration record: heartbeats must carry it.
+    pub broker_epoch: i64,
+    /// A fenced broker leads nothing and is not shown to clients.
+    pub fenced: bool,
+    /// Set by a controlled shutdown until the broker is fenced.
+    pub in_controlled_shutdown: bool,
+}
+
+/// One partition's assignment and leadership.
+///
+/// Invariant: the leader, when there is one, is in the ISR; the ISR is a non-empty subset of
+/// the replicas; `leader_epoch` grows on every change of leader and `partition_epoch` on every
+/// change at all.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionImage {
+    pub replicas: Vec<i32>,
+    pub isr: Vec<i32>,
+    /// [`NO_LEADER`] when no replica may lead.
+    pub leader: i32,
+    pub leader_epoch: i32,
+    pub partition_epoch: i32,
+}
+
+impl PartitionImage {
+    /// A new partition: every replica in sync, the first one leading, epochs at 0.
+    pub fn new(replicas: Vec<i32>) -> Self {
+        PartitionImage {
+            leader: replicas.first().copied().unwrap_or(NO_LEADER),
+            isr: replicas.clone(),
+            replicas,
+            leader_epoch: 0,
+            partition_epoch: 0,
+        }
+    }
 }
 
 /// One topic.
@@ -23,25 +62,67 @@ pub struct BrokerImage {
 pub struct TopicImage {
     pub name: String,
     pub topic_id: Uuid,
-    pub partitions: i32,
-    /// Replica of every partition (one broker per partition until replication exists).
-    pub replicas: Vec<i32>,
-    /// Leader epoch of every partition.
-    pub leader_epoch: i32,
+    /// Every partition, by index.
+    pub partitions: Vec<PartitionImage>,
     /// Topic-level config overrides.
     pub configs: ConfigMap,
+}
+
+impl TopicImage {
+    /// The number of partitions.
+    pub fn partition_count(&self) -> i32 {
+        self.partitions.len() as i32
+    }
+
+    /// Partition `index`, if the topic has it.
+    pub fn partition(&self, index: i32) -> Option<&PartitionImage> {
+        usize::try_from(index)
+            .ok()
+            .and_then(|i| self.partitions.get(i))
+    }
 }
 
 /// A consistent view of the cluster at one metadata offset.
 #[derive(Debug, Clone, Default)]
 pub struct MetadataImage {
     pub cluster_id: String,
+    /// The active controller, -1 when none is known.
     pub controller_id: i32,
+    /// Every registered broker, fenced or not, by node id.
     pub brokers: Vec<BrokerImage>,
     pub topics: BTreeMap<String, Arc<TopicImage>>,
+    /// The Raft log index of the last record applied to this image.
+    pub offset: u64,
 }
 
 impl MetadataImage {
+    /// The registered broker `node_id`.
+    pub fn broker(&self, node_id: i32) -> Option<&BrokerImage> {
+        self.brokers.iter().find(|b| b.node_id == node_id)
+    }
+
+    /// The controller id to show clients: the active controller when it is an unfenced
+    /// broker (combined mode), else an unfenced broker, which forwards admin requests to
+    /// the active controller (as Kafka does since KIP-590); -1 while no controller is known
+    /// (an election) or no broker is unfenced.
+    pub fn controller_for_clients(&self) -> i32 {
+        if self.controller_id < 0 {
+            return -1;
+        }
+        let active = self
+            .broker(self.controller_id)
+            .filter(|b| !b.fenced)
+            .map(|b| b.node_id);
+        active
+            .or_else(|| self.unfenced_brokers().next().map(|b| b.node_id))
+            .unwrap_or(-1)
+    }
+
+    /// The brokers clients may use: registered and not fenced.
+    pub fn unfenced_brokers(&self) -> impl Iterator<Item = &BrokerImage> {
+        self.brokers.iter().filter(|b| !b.fenced)
+    }
+
     /// The topic called `name`.
     pub fn topic(&self, name: &str) -> Option<&Arc<TopicImage>> {
         self.topics.get(name)

@@ -64,14 +64,6 @@ pub fn write_offsets(path: &Path, offsets: &[(TopicPartition, i64)]) -> Result<(
     checkpoint::write(path, &lines)
 }
 
-fn properties(text: &str) -> HashMap<&str, &str> {
-    text.lines()
-        .filter(|l| !l.trim_start().starts_with('#'))
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.trim(), v.trim()))
-        .collect()
-}
-
 /// Writes `meta.properties` on first start; afterwards refuses to start with another node
 /// id or cluster id than the directory was made for (as Kafka does).
 pub fn ensure_meta_properties(
@@ -84,16 +76,15 @@ pub fn ensure_meta_properties(
         path: path.clone(),
         reason,
     };
-    match std::fs::read_to_string(&path) {
-        Ok(text) => {
-            let found = properties(&text);
-            let node = found.get("node.id").copied().unwrap_or_default();
+    match checkpoint::read_properties(&path) {
+        Ok(Some(found)) => {
+            let node = found.get("node.id").map_or("", String::as_str);
             if node != node_id.to_string() {
                 return Err(inconsistent(format!(
                     "made for node.id {node}, configured {node_id}"
                 )));
             }
-            let cluster = found.get("cluster.id").copied().unwrap_or_default();
+            let cluster = found.get("cluster.id").map_or("", String::as_str);
             if cluster != cluster_id {
                 return Err(inconsistent(format!(
                     "made for cluster {cluster}, metadata says {cluster_id}"
@@ -101,7 +92,7 @@ pub fn ensure_meta_properties(
             }
             Ok(())
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Ok(None) => {
             let directory_id = crate::controller::base64url(uuid::Uuid::new_v4());
             let text = format!(
                 "#\n#Written by highwater\nversion=1\nnode.id={node_id}\ncluster.id={cluster_id}\ndirectory.id={directory_id}\n"

@@ -235,7 +235,7 @@ mod tests {
             topic: name.into(),
             partition: 0,
         };
-        Arc::new(Partition::new(tp, uuid::Uuid::nil(), 0, log))
+        Arc::new(Partition::new(tp, uuid::Uuid::nil(), (1, 0), log))
     }
 
     /// Goal: a partition whose cleaning fails is skipped afterwards and the others still

@@ -21,12 +21,6 @@ pub enum ReplicaError {
         requested: i32,
         current: i32,
     },
-    #[error("{topic}-{partition}: this broker is not the leader (the leader is {leader})")]
-    NotLeader {
-        topic: String,
-        partition: i32,
-        leader: i32,
-    },
     #[error("{topic}-{partition}: {isr} in sync, {required} required")]
     NotEnoughReplicas {
         topic: String,
@@ -47,6 +41,13 @@ pub enum ReplicaError {
         partition: i32,
         offset: i64,
         timeout_ms: u64,
+    },
+    #[error("{topic}-{partition}: this broker is not the leader (leader {leader}, epoch {leader_epoch})")]
+    NotLeaderOrFollower {
+        topic: String,
+        partition: i32,
+        leader: i32,
+        leader_epoch: i32,
     },
     #[error("log directory file {path} does not fit this broker: {reason}")]
     InconsistentLogDir {

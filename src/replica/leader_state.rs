@@ -67,6 +67,21 @@ impl LeaderState {
         }
     }
 
+    /// Takes new replicas and ISR from the controller at the same epoch: followers that
+    /// stay keep what is known of them, new ones start unknown.
+    pub fn update_replicas(&mut self, replicas: Vec<i32>, isr: Vec<i32>, now_ms: i64) {
+        let local_id = self.local_id;
+        self.remotes.retain(|r, _| replicas.contains(r));
+        for replica in replicas.iter().filter(|r| **r != local_id) {
+            self.remotes
+                .entry(*replica)
+                .or_insert_with(|| RemoteReplica::new(now_ms));
+        }
+        self.replicas = replicas;
+        self.isr = isr;
+        self.pending_isr = None;
+    }
+
     /// The ISR the high watermark must respect: the committed ISR and any pending change.
     pub fn maximal_isr(&self) -> Vec<i32> {
         let mut isr = self.isr.clone();

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use dashmap::DashMap;
 
@@ -37,6 +37,14 @@ pub struct ReplicaManager {
     /// Read from the checkpoint files at start, consumed as partitions are opened.
     recovery_points: HashMap<TopicPartition, i64>,
     log_start_offsets: HashMap<TopicPartition, i64>,
+    /// High watermarks from `replication-offset-checkpoint` at start: a follower starts
+    /// from its checkpointed high watermark (a leader recomputes its own).
+    high_watermarks: HashMap<TopicPartition, i64>,
+    /// The image the hosted partitions were last brought in line with.
+    pub(super) image: RwLock<Arc<MetadataImage>>,
+    /// Serializes [`ReplicaManager::apply_image`] (called by request handlers and by the
+    /// metadata follower).
+    applying: Mutex<()>,
     cleaner: Arc<LogCleaner>,
 }
 
@@ -102,6 +110,8 @@ impl ReplicaManager {
             checkpoints::read_offsets(&dir.join(checkpoints::RECOVERY_POINT_FILE))?;
         let log_start_offsets =
             checkpoints::read_offsets(&dir.join(checkpoints::LOG_START_OFFSET_FILE))?;
+        let high_watermarks =
+            checkpoints::read_offsets(&dir.join(checkpoints::HIGH_WATERMARK_FILE))?;
         let cleaner = Arc::new(LogCleaner::open(&config)?);
         Ok(ReplicaManager {
             config,
@@ -109,34 +119,73 @@ impl ReplicaManager {
             clean_start,
             recovery_points,
             log_start_offsets,
+            high_watermarks,
+            image: RwLock::new(Arc::new(MetadataImage::default())),
+            applying: Mutex::new(()),
             cleaner,
         })
     }
 
-    /// The partition `topic`-`partition`, if hosted here.
+    /// The partition `topic`-`partition`, if hosted here; a partition of the cluster hosted
+    /// elsewhere is NOT_LEADER_OR_FOLLOWER (with its leader), an unknown one
+    /// UNKNOWN_TOPIC_OR_PARTITION.
     pub fn partition(&self, topic: &str, partition: i32) -> Result<Arc<Partition>, ReplicaError> {
         let tp = TopicPartition {
             topic: topic.to_string(),
             partition,
         };
-        self.partitions
-            .get(&tp)
-            .map(|p| Arc::clone(p.value()))
-            .ok_or(ReplicaError::UnknownTopicOrPartition {
+        if let Some(found) = self.partitions.get(&tp) {
+            return Ok(Arc::clone(found.value()));
+        }
+        let image = Arc::clone(&self.image.read().unwrap_or_else(PoisonError::into_inner));
+        match image.topic(topic).and_then(|t| t.partition(partition)) {
+            Some(elsewhere) => Err(ReplicaError::NotLeaderOrFollower {
                 topic: tp.topic,
                 partition,
-            })
+                leader: elsewhere.leader,
+                leader_epoch: elsewhere.leader_epoch,
+            }),
+            None => Err(ReplicaError::UnknownTopicOrPartition {
+                topic: tp.topic,
+                partition,
+            }),
+        }
     }
 
-    /// Brings the hosted partitions in line with `image`: opens logs of new partitions and
-    /// removes (and deletes from disk) partitions of deleted topics.
-    pub fn apply_image(&self, image: &MetadataImage) -> Result<(), ReplicaError> {
+    /// The partition `topic`-`partition` if this broker leads it (what clients may produce
+    /// to and consume from); NOT_LEADER_OR_FOLLOWER otherwise.
+    pub fn leader_partition(
+        &self,
+        topic: &str,
+        partition: i32,
+    ) -> Result<Arc<Partition>, ReplicaError> {
+        let found = self.partition(topic, partition)?;
+        found.check_leader()?;
+        Ok(found)
+    }
+
+    /// Whether partition `index` of `topic_image` has a replica on this broker.
+    fn hosts(&self, topic_image: &TopicImage, index: i32) -> bool {
+        topic_image
+            .partition(index)
+            .is_some_and(|p| p.replicas.contains(&self.config.node_id))
+    }
+
+    /// Brings the hosted partitions in line with `image`: opens logs of new partitions with
+    /// a replica here, updates leaders and epochs, and removes (and deletes from disk)
+    /// partitions of deleted topics or no longer assigned here.
+    pub fn apply_image(&self, image: &Arc<MetadataImage>) -> Result<(), ReplicaError> {
+        let _applying = self.applying.lock().unwrap_or_else(PoisonError::into_inner);
+        let previous = std::mem::replace(
+            &mut *self.image.write().unwrap_or_else(PoisonError::into_inner),
+            Arc::clone(image),
+        );
         let stale: Vec<TopicPartition> = self
             .partitions
             .iter()
             .filter(|p| {
                 image.topic(&p.key().topic).is_none_or(|t| {
-                    t.topic_id != p.value().topic_id || p.key().partition >= t.partitions
+                    t.topic_id != p.value().topic_id || !self.hosts(t, p.key().partition)
                 })
             })
             .map(|p| p.key().clone())
@@ -146,17 +195,48 @@ impl ReplicaManager {
         }
         let mut missing = Vec::new();
         for topic_image in image.topics.values() {
-            for index in 0..topic_image.partitions {
+            let reconfigured = previous
+                .topic(&topic_image.name)
+                .is_some_and(|old| old.configs != topic_image.configs);
+            let config = log_config(&self.config, topic_image);
+            for (index, wanted) in topic_image.partitions.iter().enumerate() {
                 let tp = TopicPartition {
                     topic: topic_image.name.clone(),
-                    partition: index,
+                    partition: index as i32,
                 };
-                if !self.partitions.contains_key(&tp) {
-                    missing.push((tp, topic_image));
+                if !self.hosts(topic_image, tp.partition) {
+                    continue;
+                }
+                match self.partitions.get(&tp) {
+                    Some(hosted) => {
+                        if reconfigured {
+                            hosted.set_log_config(config);
+                        }
+                        if let Err(error) =
+                            hosted.apply_partition_image(self.config.node_id, wanted)
+                        {
+                            tracing::error!(topic = %tp.topic, partition = tp.partition, %error,
+                                "cannot take the partition's new role");
+                        }
+                    }
+                    None => missing.push((tp, topic_image)),
                 }
             }
         }
         self.open_partitions(&missing)
+    }
+
+    /// Every partition hosted here.
+    pub fn hosted(&self) -> Vec<Arc<Partition>> {
+        self.partitions
+            .iter()
+            .map(|p| Arc::clone(p.value()))
+            .collect()
+    }
+
+    /// The broker's configuration.
+    pub fn config(&self) -> &BrokerConfig {
+        &self.config
     }
 
     /// Opens logs on as many threads as there are cores (recovery is CPU and I/O bound;
@@ -216,9 +296,14 @@ impl ReplicaManager {
             let text = format!("version: 0\ntopic_id: {}\n", base64url(image.topic_id));
             write_atomically(&metadata_path, text.as_bytes()).map_err(wrap)?;
         }
-        let partition = Partition::new(tp.clone(), image.topic_id, image.leader_epoch, log);
-        let node = self.config.node_id;
-        partition.make_leader(node, image.leader_epoch, 0, vec![node], vec![node])?;
+        let high_watermark = self.high_watermarks.get(tp).copied();
+        let wanted = image.partition(tp.partition);
+        let (leader, leader_epoch) = wanted.map_or((-1, 0), |p| (p.leader, p.leader_epoch));
+        let partition = Partition::new(tp.clone(), image.topic_id, (leader, leader_epoch), log);
+        partition.restore_high_watermark(high_watermark);
+        if let Some(wanted) = wanted {
+            partition.apply_partition_image(self.config.node_id, wanted)?;
+        }
         Ok(partition)
     }
 

@@ -4,10 +4,13 @@
 pub mod checkpoints;
 pub mod cleaner;
 pub mod error;
+pub mod fetcher;
 pub mod leader_state;
 pub mod manager;
 pub mod partition;
+pub mod replica_fetchers;
 pub mod roles;
+pub mod tcp_link;
 
 pub use error::ReplicaError;
 pub use manager::ReplicaManager;

@@ -77,15 +77,18 @@ pub struct Partition {
     high_watermark: watch::Sender<i64>,
     /// Publishes the log end offset; follower fetches parked on this partition watch it.
     log_end_offset: watch::Sender<i64>,
+    /// Test-only: follow the pre-KIP-101 rule (truncate to the high watermark on becoming
+    /// follower, fetch without epochs), to show what the leader-epoch rule prevents.
+    truncate_to_high_watermark: std::sync::atomic::AtomicBool,
 }
 
 impl Partition {
-    /// Wraps an opened log, with the high watermark it had (from the checkpoint, capped by
-    /// the log), as the sole replica and leader at `leader_epoch` until told otherwise.
+    /// Wraps an opened log as a follower of `leader` at `leader_epoch`, until
+    /// [`Partition::make_leader`] or [`Partition::make_follower`] gives it its role.
     pub fn new(
         topic_partition: TopicPartition,
         topic_id: Uuid,
-        leader_epoch: i32,
+        (leader, leader_epoch): (i32, i32),
         log: Log,
     ) -> Self {
         let log_end_offset = log.log_end_offset();
@@ -94,7 +97,7 @@ impl Partition {
         let state = ReplicaState {
             leader_epoch,
             partition_epoch: 0,
-            role: Role::Follower { leader: -1 },
+            role: Role::Follower { leader },
         };
         Partition {
             topic_partition,
@@ -103,7 +106,29 @@ impl Partition {
             log: RwLock::new(log),
             high_watermark,
             log_end_offset,
+            truncate_to_high_watermark: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Sets the high watermark read from the checkpoint at start, within [log start, log
+    /// end]; without one it starts at the log start offset, as in Kafka.
+    pub fn restore_high_watermark(&self, checkpointed: Option<i64>) {
+        let log = self.log();
+        let (start, end) = (log.log_start_offset(), log.log_end_offset());
+        drop(log);
+        self.set_follower_high_watermark(checkpointed.unwrap_or(start).clamp(start, end));
+    }
+
+    /// Test-only: switches this partition to the pre-KIP-101 truncation rule.
+    pub fn set_truncate_to_high_watermark(&self, on: bool) {
+        self.truncate_to_high_watermark
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the pre-KIP-101 truncation rule is on (tests only).
+    pub fn truncates_to_high_watermark(&self) -> bool {
+        self.truncate_to_high_watermark
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The role and epochs (never held across an await).
@@ -114,6 +139,22 @@ impl Partition {
     /// The current leader epoch.
     pub fn leader_epoch(&self) -> i32 {
         self.state().leader_epoch
+    }
+
+    /// The current leader (-1: none).
+    pub fn leader(&self) -> i32 {
+        match &self.state().role {
+            Role::Leader(leader) => leader.local_id,
+            Role::Follower { leader } => *leader,
+        }
+    }
+
+    /// Refuses with NOT_LEADER_OR_FOLLOWER unless this broker leads the partition.
+    pub fn check_leader(&self) -> Result<(), ReplicaError> {
+        match self.is_leader() {
+            true => Ok(()),
+            false => Err(self.not_leader(self.leader())),
+        }
     }
 
     /// Whether this replica leads the partition.
@@ -208,10 +249,16 @@ impl Partition {
     /// Appends a producer's batch as leader, then moves the high watermark as far as the
     /// ISR allows (at once when the leader is the only member).
     pub fn append_as_leader(&self, records: &[u8]) -> Result<AppendInfo, ReplicaError> {
-        let leader_epoch = match &self.state().role {
-            Role::Leader(_) => self.leader_epoch(),
-            Role::Follower { leader } => return Err(self.not_leader(*leader)),
+        let state = self.state();
+        let leader_epoch = match &state.role {
+            Role::Leader(_) => state.leader_epoch,
+            Role::Follower { leader } => {
+                let leader = *leader;
+                drop(state);
+                return Err(self.not_leader(leader));
+            }
         };
+        drop(state);
         let mut log = self.log_mut();
         let info = log
             .append_as_leader(records, leader_epoch)
@@ -226,10 +273,11 @@ impl Partition {
 
     /// NOT_LEADER_OR_FOLLOWER for this partition, naming the leader if known.
     pub fn not_leader(&self, leader: i32) -> ReplicaError {
-        ReplicaError::NotLeader {
+        ReplicaError::NotLeaderOrFollower {
             topic: self.topic_partition.topic.clone(),
             partition: self.topic_partition.partition,
             leader,
+            leader_epoch: self.leader_epoch(),
         }
     }
 
@@ -296,6 +344,11 @@ impl Partition {
         }
         log.delete_records(target, high_watermark)
             .map_err(|e| self.log_error(e))
+    }
+
+    /// Applies a changed topic configuration to the log.
+    pub fn set_log_config(&self, config: crate::log::LogConfig) {
+        self.log_mut().set_config(config);
     }
 
     /// Flushes and trims the log for a clean shutdown.

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use super::error::ReplicaError;
 use super::leader_state::LeaderState;
 use super::partition::{IsrChange, Partition, ReplicaState, Role};
+use crate::metadata::PartitionImage;
 
 /// What a follower asks for in a fetch.
 #[derive(Debug, Clone, Copy)]
@@ -34,13 +35,30 @@ pub enum FollowerFetchResult {
     Diverging { epoch: i32, end_offset: i64 },
 }
 
-/// Whether a follower truncates to its high watermark when it starts following (Kafka's
-/// rule before KIP-101). Only tests turn it on, to show that the seed scenarios then lose
-/// acknowledged records or diverge.
-pub static TRUNCATE_TO_HIGH_WATERMARK: std::sync::atomic::AtomicBool =
-    std::sync::atomic::AtomicBool::new(false);
-
 impl Partition {
+    /// Takes the role the metadata gives this broker: leader with the image's replicas and
+    /// ISR, or follower of its leader. Epochs older than the current one are ignored
+    /// (images only move forward); the same epoch only refreshes replicas and ISR.
+    pub fn apply_partition_image(
+        &self,
+        node_id: i32,
+        wanted: &PartitionImage,
+    ) -> Result<(), ReplicaError> {
+        if wanted.leader_epoch < self.leader_epoch() {
+            return Ok(());
+        }
+        match wanted.leader == node_id {
+            true => self.make_leader(
+                node_id,
+                wanted.leader_epoch,
+                wanted.partition_epoch,
+                wanted.replicas.clone(),
+                wanted.isr.clone(),
+            ),
+            false => self.make_follower(wanted.leader, wanted.leader_epoch, wanted.partition_epoch),
+        }
+    }
+
     /// Becomes leader at `leader_epoch`: the epoch starts at the log end offset, followers
     /// start unknown. A repeated call for the same epoch only refreshes replicas and ISR.
     pub fn make_leader(
@@ -55,9 +73,7 @@ impl Partition {
         let same_epoch = state.leader_epoch == leader_epoch;
         if let Role::Leader(leader) = &mut state.role {
             if same_epoch {
-                leader.replicas = replicas;
-                leader.isr = isr;
-                leader.pending_isr = None;
+                leader.update_replicas(replicas, isr, crate::log::segment::now_ms());
                 state.partition_epoch = partition_epoch;
                 drop(state);
                 self.maybe_increment_high_watermark();
@@ -66,8 +82,15 @@ impl Partition {
         }
         let mut log = self.log_mut_for_roles();
         let start = log.log_end_offset();
-        log.assign_leader_epoch(leader_epoch, start)
-            .map_err(|e| self.log_error(e))?;
+        let latest = log.epoch_cache().latest_epoch().unwrap_or(-1);
+        if leader_epoch >= latest {
+            log.assign_leader_epoch(leader_epoch, start)
+                .map_err(|e| self.log_error(e))?;
+        } else {
+            // Only a single node's default image (epoch 0) can be older than the log.
+            tracing::warn!(partition = %self.topic_partition, leader_epoch, latest,
+                "leader epoch older than the log's latest: not recorded");
+        }
         drop(log);
         let now = crate::log::segment::now_ms();
         *state = ReplicaState {
@@ -99,12 +122,11 @@ impl Partition {
             role: Role::Follower { leader },
         };
         drop(state);
-        if unchanged {
-            return Ok(());
-        }
-        tracing::info!(partition = %self.topic_partition, leader, leader_epoch, "became follower");
-        if TRUNCATE_TO_HIGH_WATERMARK.load(std::sync::atomic::Ordering::Relaxed) {
+        if self.truncates_to_high_watermark() {
             self.truncate_to(self.high_watermark())?;
+        }
+        if !unchanged {
+            tracing::info!(partition = %self.topic_partition, leader, leader_epoch, "became follower");
         }
         Ok(())
     }
@@ -216,6 +238,25 @@ impl Partition {
         self.maybe_increment_high_watermark();
     }
 
+    /// Waits until the high watermark reaches `offset` (acks=-1), at most `timeout`.
+    pub async fn wait_for_high_watermark(
+        &self,
+        offset: i64,
+        timeout: std::time::Duration,
+    ) -> Result<(), ReplicaError> {
+        let mut high_watermark = self.subscribe();
+        let reached = async move { high_watermark.wait_for(|hw| *hw >= offset).await.is_ok() };
+        match tokio::time::timeout(timeout, reached).await {
+            Ok(true) => Ok(()),
+            _ => Err(ReplicaError::ReplicationTimeout {
+                topic: self.topic_partition.topic.clone(),
+                partition: self.topic_partition.partition,
+                offset,
+                timeout_ms: timeout.as_millis() as u64,
+            }),
+        }
+    }
+
     /// How many replicas `min.insync.replicas` may count now.
     pub fn isr_len(&self) -> usize {
         match &self.state().role {
@@ -262,12 +303,14 @@ impl Partition {
         Ok(truncated)
     }
 
-    /// The epoch of the last batch and the log end offset (for the follower's fetch).
+    /// The epoch of the last batch and the log end offset (for the follower's fetch; no
+    /// epoch under the test-only pre-KIP-101 rule).
     pub fn last_fetched_epoch(&self) -> (i32, i64) {
         let log = self.log();
-        (
-            log.epoch_cache().latest_epoch().unwrap_or(-1),
-            log.log_end_offset(),
-        )
+        let epoch = match self.truncates_to_high_watermark() {
+            true => -1,
+            false => log.epoch_cache().latest_epoch().unwrap_or(-1),
+        };
+        (epoch, log.log_end_offset())
     }
 }

@@ -12,8 +12,9 @@ use tokio::task::JoinSet;
 use crate::api::Broker;
 pub use connection::Limits;
 
-/// Accepts connections on `listener` until `shutdown` completes, then stops every
-/// connection task and closes the broker's logs cleanly.
+/// Accepts connections on `listener` until `shutdown` completes, then asks the controller
+/// for a controlled shutdown (leaderships move away), stops every connection task, closes
+/// the broker's logs cleanly and stops the metadata quorum.
 pub async fn run(broker: Arc<Broker>, listener: TcpListener, shutdown: impl Future<Output = ()>) {
     let limits = Limits {
         frame_bytes_max: broker.config.socket_request_max_bytes,
@@ -38,9 +39,11 @@ pub async fn run(broker: Arc<Broker>, listener: TcpListener, shutdown: impl Futu
         }
     }
     tracing::info!(connections = connections.len(), "shutting down");
+    broker.controller.controlled_shutdown().await;
     connections.shutdown().await;
     match broker.replicas.shutdown() {
         Ok(()) => tracing::info!("logs closed cleanly"),
         Err(error) => tracing::error!(%error, "logs not closed cleanly; next start recovers"),
     }
+    broker.controller.shutdown().await;
 }

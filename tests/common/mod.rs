@@ -2,7 +2,9 @@
 //! raw Kafka client that sends one encoded request at a time.
 #![allow(dead_code)]
 
+pub mod consumer_groups;
 pub mod groups;
+pub mod sim;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -35,6 +37,7 @@ impl Drop for AbortOnDrop {
 pub struct TestBroker {
     pub addr: SocketAddr,
     pub dir: tempfile::TempDir,
+    pub broker: Arc<Broker>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
 }
@@ -59,11 +62,12 @@ impl TestBroker {
 
     /// Starts a broker on an existing directory (for restarts).
     pub async fn start_in(dir: tempfile::TempDir, extra: &[(&str, &str)]) -> TestBroker {
-        // Broker logs go to the test's output, shown when it fails (RUST_LOG filters).
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .with_test_writer()
-            .try_init();
+        if std::env::var_os("HIGHWATER_TEST_LOG").is_some() {
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter("info,openraft=warn")
+                .with_test_writer()
+                .try_init();
+        }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -72,16 +76,21 @@ impl TestBroker {
         let advertised = format!("127.0.0.1:{port}");
         let mut keys: Vec<(&str, &str)> = vec![("advertised.listeners", advertised.as_str())];
         keys.extend_from_slice(extra);
-        let broker = Arc::new(Broker::open(config(dir.path(), &keys)).expect("broker"));
+        let broker = Arc::new(
+            Broker::open(config(dir.path(), &keys))
+                .await
+                .expect("broker"),
+        );
         let (stop, stopped) = oneshot::channel::<()>();
-        let maintained = Arc::clone(&broker);
+        let background = Arc::clone(&broker);
+        let served = Arc::clone(&broker);
         let task = tokio::spawn(async move {
             // Aborted when this task ends or is aborted (a kill), like the process's tasks.
-            let _maintenance =
+            let _background =
                 AbortOnDrop(tokio::spawn(
-                    async move { maintained.run_background().await },
+                    async move { background.run_background().await },
                 ));
-            highwater::server::run(broker, listener, async {
+            highwater::server::run(served, listener, async {
                 let _ = stopped.await;
             })
             .await;
@@ -89,6 +98,7 @@ impl TestBroker {
         TestBroker {
             addr,
             dir,
+            broker,
             stop: Some(stop),
             task: Some(task),
         }
@@ -112,6 +122,8 @@ impl TestBroker {
             task.abort();
             let _ = task.await;
         }
+        // The process is gone: its metadata quorum stops too (without any clean step).
+        self.broker.controller.shutdown().await;
         let dir = tempfile::tempdir().expect("tempdir");
         std::mem::replace(&mut self.dir, dir)
     }
@@ -412,4 +424,40 @@ pub async fn fetch_all(
 pub fn now_ms() -> i64 {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
     now.expect("clock").as_millis() as i64
+}
+
+/// IncrementalAlterConfigs setting one config of one resource (2: topic, 4: broker).
+pub fn alter_config(
+    resource_type: i8,
+    resource: &str,
+    key: &str,
+    value: &str,
+) -> kafka_protocol::messages::IncrementalAlterConfigsRequest {
+    use kafka_protocol::messages::incremental_alter_configs_request::{
+        AlterConfigsResource, AlterableConfig,
+    };
+    kafka_protocol::messages::IncrementalAlterConfigsRequest::default().with_resources(vec![
+        AlterConfigsResource::default()
+            .with_resource_type(resource_type)
+            .with_resource_name(StrBytes::from(resource.to_string()))
+            .with_configs(vec![AlterableConfig::default()
+                .with_name(StrBytes::from(key.to_string()))
+                .with_config_operation(0)
+                .with_value(Some(StrBytes::from(value.to_string())))]),
+    ])
+}
+
+/// ElectLeaders of one partition: `election_type` 0 preferred, 1 unclean.
+pub fn elect_leaders(
+    election_type: i8,
+    topic: &str,
+    partition: i32,
+) -> kafka_protocol::messages::ElectLeadersRequest {
+    use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
+    kafka_protocol::messages::ElectLeadersRequest::default()
+        .with_election_type(election_type)
+        .with_topic_partitions(Some(vec![TopicPartitions::default()
+            .with_topic(name(topic))
+            .with_partitions(vec![partition])]))
+        .with_timeout_ms(10_000)
 }

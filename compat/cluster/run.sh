@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Compat suite for a multi-node cluster: starts three combined highwater nodes
+# (config/cluster/node-*.toml on free ports, temporary data dirs, a 2 s broker session), then
+# real clients check what they see: kcat -L (librdkafka) lists three brokers and a leader for
+# every partition of an auto-created topic, and the Java AdminClient's describeCluster and
+# describeTopics agree (compat/java/.../ClusterTest.java); after kill -9 of a broker that
+# leads a partition, both show two brokers and new leaders, none of them the killed one.
+# Usage: compat/cluster/run.sh [ignored]   (it makes its own cluster)
+# Environment: HIGHWATER_BIN (default ./target/release/highwater).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+bin="${HIGHWATER_BIN:-$root/target/release/highwater}"
+test_suite_name=cluster
+# shellcheck source=../lib/testlib.sh source-path=SCRIPTDIR
+source "$root/compat/lib/testlib.sh"
+
+[[ -x "$bin" ]] || fail "no broker binary at $bin (make build)"
+command -v kcat >/dev/null || fail "kcat is not installed; run compat/install-deps.sh"
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
+}
+
+data="$(mktemp -d "${TMPDIR:-/tmp}/highwater-cluster.XXXXXX")"
+declare -a client_ports controller_ports pids
+for node in 1 2 3; do
+    client_ports[node]="$(free_port)"
+    controller_ports[node]="$(free_port)"
+done
+voters="1@127.0.0.1:${controller_ports[1]},2@127.0.0.1:${controller_ports[2]},3@127.0.0.1:${controller_ports[3]}"
+
+# shellcheck disable=SC2317 # run from the EXIT trap
+stop_cluster() {
+    for node in 1 2 3; do
+        [[ -n "${pids[node]:-}" ]] && kill -KILL "${pids[node]}" 2>/dev/null || true
+    done
+    wait 2>/dev/null || true
+    rm -rf "$data" "$test_tmp"
+}
+trap stop_cluster EXIT
+
+for node in 1 2 3; do
+    (cd "$root" && exec "$bin" serve --config "config/cluster/node-$node.toml" \
+        --listeners "PLAINTEXT://127.0.0.1:${client_ports[node]},CONTROLLER://127.0.0.1:${controller_ports[node]}" \
+        --log-dirs "$data/node-$node" \
+        --set "controller.quorum.voters=$voters" \
+        --set broker.session.timeout.ms=2000 --set broker.heartbeat.interval.ms=200 \
+        --set controller.quorum.election.timeout.ms=500) >"$data/node-$node.log" 2>&1 &
+    pids[node]=$!
+done
+
+bootstrap="127.0.0.1:${client_ports[1]},127.0.0.1:${client_ports[2]},127.0.0.1:${client_ports[3]}"
+topic="compat-cluster-$RANDOM$RANDOM"
+killed=""
+
+# metadata: kcat's view of the topic, from any live node.
+metadata() {
+    timeout 30 kcat -b "$bootstrap" -L -t "$topic" -m 10
+}
+
+# wait_for PATTERN [ABSENT]: until kcat -L shows PATTERN and no line matching ABSENT.
+wait_for() {
+    local pattern="$1" absent="${2:-^$}"
+    for _ in $(seq 1 150); do
+        if out="$(metadata 2>/dev/null)" && grep -q "$pattern" <<<"$out" \
+            && ! grep -q "$absent" <<<"$out"; then
+            return 0
+        fi
+        sleep 0.2
+    done
+    echo "never saw '$pattern' without '$absent'; last metadata:"
+    metadata || true
+    return 1
+}
+
+kcat_sees_three_brokers_and_a_leader_everywhere() {
+    # Every broker is up and unfenced before the topic is made, so that its three replicas
+    # find three brokers.
+    for _ in $(seq 1 150); do
+        timeout 30 kcat -b "$bootstrap" -L -m 10 2>/dev/null | grep -q " 3 brokers:" && break
+        sleep 0.2
+    done
+    echo hello | timeout 30 kcat -b "$bootstrap" -P -t "$topic"
+    wait_for " 3 brokers:"
+    out="$(metadata)"
+    echo "$out"
+    [[ "$(grep -c 'partition [0-9]*, leader [123],' <<<"$out")" == 3 ]]
+    [[ "$(grep -c 'replicas: [123],[123],[123],' <<<"$out")" == 3 ]]
+}
+
+java() {
+    MAVEN_OPTS="${MAVEN_OPTS:-} -Djansi.noreset=true" mvn -B -q --no-transfer-progress \
+        -f "$root/compat/java/pom.xml" test -Dtest=ClusterTest -Dsurefire.failIfNoSpecifiedTests=false \
+        "-Dbootstrap=$bootstrap" "$@"
+}
+
+java_admin_sees_the_cluster() {
+    java -Dcluster.brokers=3 "-Dcluster.topic=$topic"
+}
+
+kcat_sees_new_leaders_after_a_kill() {
+    leader="$(metadata | sed -n 's/.*partition 0, leader \([0-9]\),.*/\1/p')"
+    [[ -n "$leader" ]]
+    kill -KILL "${pids[leader]}"
+    echo "$leader" >"$data/killed"
+    wait_for " 2 brokers:" "leader $leader,"
+    metadata
+}
+
+java_admin_sees_the_new_leaders() {
+    killed="$(cat "$data/killed")"
+    java -Dcluster.brokers=2 "-Dcluster.topic=$topic" "-Dcluster.absent=$killed"
+}
+
+run_test "kcat sees three brokers and a leader everywhere" kcat_sees_three_brokers_and_a_leader_everywhere
+run_test "Java AdminClient sees the cluster" java_admin_sees_the_cluster
+run_test "kcat sees new leaders after a kill -9" kcat_sees_new_leaders_after_a_kill
+run_test "Java AdminClient sees the new leaders" java_admin_sees_the_new_leaders
+# The closing line .ci/run adds up, as compat/run-all.sh prints one.
+summary_rc=0
+suite_summary || summary_rc=$?
+echo "$tests_passed passed, $tests_failed failed"
+if ((summary_rc != 0)); then
+    for node in 1 2 3; do
+        echo "--- node $node"
+        tail -n 20 "$data/node-$node.log"
+    done
+    exit 1
+fi

@@ -1,0 +1,135 @@
+//! IncrementalAlterConfigs for topics: SET and DELETE of topic config overrides (APPEND and
+//! SUBTRACT on list-valued keys too), validated and committed by the active controller, as
+//! Kafka does since KIP-339. Broker configs are static here and refused.
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource;
+use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
+use kafka_protocol::messages::{IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};
+
+use super::errors::controller_error;
+use super::{str_bytes, Broker, HandlerError, Outcome, Request};
+use crate::controller::ControllerRequest;
+
+const RESOURCE_TOPIC: i8 = 2;
+const OP_SET: i8 = 0;
+const OP_DELETE: i8 = 1;
+const OP_APPEND: i8 = 2;
+const OP_SUBTRACT: i8 = 3;
+
+/// The new value of `key` after `operation` (`None`: remove the override), or why not.
+fn apply_operation(
+    current: Option<&str>,
+    operation: i8,
+    value: Option<&str>,
+) -> Result<Option<String>, &'static str> {
+    let items = |v: Option<&str>| -> Vec<String> {
+        v.unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|i| !i.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    match operation {
+        OP_SET => value
+            .map(|v| Some(v.to_string()))
+            .ok_or("SET needs a value"),
+        OP_DELETE => Ok(None),
+        OP_APPEND => {
+            let mut list = items(current);
+            list.extend(
+                items(value)
+                    .into_iter()
+                    .filter(|i| !items(current).contains(i)),
+            );
+            Ok(Some(list.join(",")))
+        }
+        OP_SUBTRACT => {
+            let removed = items(value);
+            let list: Vec<String> = items(current)
+                .into_iter()
+                .filter(|i| !removed.contains(i))
+                .collect();
+            Ok(Some(list.join(",")))
+        }
+        _ => Err("unknown config operation"),
+    }
+}
+
+async fn alter(
+    broker: &Broker,
+    resource: &AlterConfigsResource,
+    validate_only: bool,
+) -> Result<(), (ResponseError, String)> {
+    let name = resource.resource_name.to_string();
+    if resource.resource_type != RESOURCE_TOPIC {
+        let reason = "only topic configs can be altered (broker configs are static)";
+        return Err((ResponseError::InvalidRequest, reason.into()));
+    }
+    let image = broker.image();
+    let topic = image.topic(&name).ok_or_else(|| {
+        let reason = format!("unknown topic {name}");
+        (ResponseError::UnknownTopicOrPartition, reason)
+    })?;
+    let mut changes = Vec::with_capacity(resource.configs.len());
+    for config in &resource.configs {
+        let key = config.name.to_string();
+        let current = topic.configs.get(&key).map(String::as_str);
+        let value = config.value.as_ref().map(|v| v.as_str());
+        let new = apply_operation(current, config.config_operation, value)
+            .map_err(|reason| (ResponseError::InvalidRequest, format!("{key}: {reason}")))?;
+        changes.push((key, new));
+    }
+    let request = ControllerRequest::AlterTopicConfigs {
+        name,
+        changes,
+        validate_only,
+    };
+    broker
+        .controller
+        .request(request)
+        .await
+        .map(|_| ())
+        .map_err(|error| (controller_error(&error), error.to_string()))
+}
+
+/// Answers IncrementalAlterConfigs.
+pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
+    let body: IncrementalAlterConfigsRequest = request.decode()?;
+    let mut responses = Vec::with_capacity(body.resources.len());
+    for resource in &body.resources {
+        let base = AlterConfigsResourceResponse::default()
+            .with_resource_type(resource.resource_type)
+            .with_resource_name(resource.resource_name.clone());
+        responses.push(match alter(broker, resource, body.validate_only).await {
+            Ok(()) => base,
+            Err((code, message)) => {
+                tracing::debug!(client = %request.client, api = "IncrementalAlterConfigs",
+                    resource = %resource.resource_name.as_str(), error = %message, "refused");
+                base.with_error_code(code.code())
+                    .with_error_message(Some(str_bytes(&message)))
+            }
+        });
+    }
+    request.respond(&IncrementalAlterConfigsResponse::default().with_responses(responses))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operations_follow_kafkas_meaning() {
+        assert_eq!(
+            apply_operation(None, OP_SET, Some("5")),
+            Ok(Some("5".into()))
+        );
+        assert_eq!(apply_operation(Some("5"), OP_DELETE, None), Ok(None));
+        let appended = apply_operation(Some("a,b"), OP_APPEND, Some("b,c"));
+        assert_eq!(appended, Ok(Some("a,b,c".into())));
+        let subtracted = apply_operation(Some("a,b,c"), OP_SUBTRACT, Some("b"));
+        assert_eq!(subtracted, Ok(Some("a,c".into())));
+        assert!(apply_operation(None, 9, None).is_err());
+    }
+}

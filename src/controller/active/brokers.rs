@@ -1,0 +1,312 @@
+//! Broker changes as the active controller makes them: registrations, heartbeats (with
+//! unfencing and controlled shutdown), fencing, ISR changes from partition leaders, and
+//! leader elections.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::{conflict, ActiveController, ControllerReply};
+use crate::controller::error::ControllerError;
+use crate::controller::placement::{
+    elect_leaders, elect_requested, move_away_from, Election, ElectionOutcome,
+};
+use crate::controller::state::{PartitionChange, Record, RecordResult};
+use crate::metadata::PartitionImage;
+
+impl ActiveController {
+    pub(super) async fn register(
+        &self,
+        node_id: i32,
+        incarnation_id: Uuid,
+        host: String,
+        port: u16,
+    ) -> Result<ControllerReply, ControllerError> {
+        let (existing, stale) = self.state(|s| {
+            let stale = s
+                .past_incarnations
+                .get(&node_id)
+                .is_some_and(|past| past.contains(&incarnation_id));
+            (s.brokers.get(&node_id).cloned(), stale)
+        });
+        if stale {
+            return Err(ControllerError::StaleBroker {
+                node_id,
+                reason: format!("incarnation {incarnation_id} was replaced by a newer one"),
+            });
+        }
+        if let Some(old) = &existing {
+            if old.incarnation_id != incarnation_id && !old.fenced && self.session_alive(node_id) {
+                return Err(ControllerError::DuplicateBrokerRegistration {
+                    node_id,
+                    incarnation_id: old.incarnation_id,
+                });
+            }
+        }
+        let record = Record::RegisterBroker {
+            node_id,
+            incarnation_id,
+            host,
+            port,
+        };
+        match self.propose(record).await? {
+            RecordResult::Registered { broker_epoch } => {
+                self.touch(node_id);
+                tracing::info!(node_id, broker_epoch, %incarnation_id, "broker registered");
+                Ok(ControllerReply::Registered { broker_epoch })
+            }
+            other => Err(ControllerError::StaleBroker {
+                node_id,
+                reason: format!("registration refused: {other:?}"),
+            }),
+        }
+    }
+
+    pub(super) fn check_epoch(
+        &self,
+        node_id: i32,
+        broker_epoch: i64,
+    ) -> Result<bool, ControllerError> {
+        let broker = self.state(|s| s.brokers.get(&node_id).cloned());
+        match broker {
+            None => Err(ControllerError::StaleBroker {
+                node_id,
+                reason: "not registered".into(),
+            }),
+            Some(b) if b.broker_epoch != broker_epoch => Err(ControllerError::StaleBroker {
+                node_id,
+                reason: format!("epoch {broker_epoch} is not the current {}", b.broker_epoch),
+            }),
+            Some(b) => Ok(b.fenced),
+        }
+    }
+
+    pub(super) async fn heartbeat(
+        &self,
+        node_id: i32,
+        broker_epoch: i64,
+        metadata_offset: u64,
+        want_shut_down: bool,
+    ) -> Result<ControllerReply, ControllerError> {
+        let fenced = self.check_epoch(node_id, broker_epoch)?;
+        self.touch(node_id);
+        if want_shut_down {
+            if !fenced {
+                tracing::info!(node_id, "controlled shutdown: moving leaderships away");
+                self.fence(node_id, broker_epoch).await?;
+            }
+            return Ok(ControllerReply::Heartbeat {
+                fenced: true,
+                should_shut_down: true,
+            });
+        }
+        if fenced && metadata_offset >= broker_epoch as u64 {
+            let record = Record::UnfenceBroker {
+                node_id,
+                broker_epoch,
+            };
+            conflict(self.propose(record).await?)?;
+            tracing::info!(node_id, broker_epoch, "broker unfenced");
+            let election = Election {
+                preferred: false,
+                unclean_default: self.unclean_default(),
+            };
+            let changes = self.state(|s| {
+                let usable = |b: i32| s.brokers.get(&b).is_some_and(|b| !b.fenced);
+                elect_leaders(s, &usable, election)
+            });
+            self.propose_changes(changes).await?;
+            return Ok(ControllerReply::Heartbeat {
+                fenced: false,
+                should_shut_down: false,
+            });
+        }
+        Ok(ControllerReply::Heartbeat {
+            fenced,
+            should_shut_down: false,
+        })
+    }
+
+    /// Moves leadership and ISR membership away from `node_id`, then fences it.
+    pub(super) async fn fence(
+        &self,
+        node_id: i32,
+        broker_epoch: i64,
+    ) -> Result<(), ControllerError> {
+        let unclean = self.unclean_default();
+        let changes = self.state(|s| {
+            let usable = |b: i32| {
+                b != node_id
+                    && s.brokers
+                        .get(&b)
+                        .is_some_and(|b| !b.fenced && !b.in_controlled_shutdown)
+            };
+            move_away_from(s, node_id, &usable, unclean)
+        });
+        self.propose_changes(changes).await?;
+        let record = Record::FenceBroker {
+            node_id,
+            broker_epoch,
+        };
+        conflict(self.propose(record).await?)?;
+        tracing::info!(node_id, broker_epoch, "broker fenced");
+        Ok(())
+    }
+
+    pub(super) async fn alter_partition(
+        &self,
+        wanted: AlterPartition,
+    ) -> Result<ControllerReply, ControllerError> {
+        self.check_epoch(wanted.node_id, wanted.broker_epoch)?;
+        let (current, fenced_members) = self.state(|s| {
+            let partition = s
+                .topics
+                .get(&wanted.topic)
+                .and_then(|t| t.partition(wanted.partition))
+                .cloned();
+            let fenced = wanted
+                .isr
+                .iter()
+                .any(|r| s.brokers.get(r).is_none_or(|b| b.fenced));
+            (partition, fenced)
+        });
+        let current = current.ok_or_else(|| ControllerError::UnknownTopic {
+            topic: wanted.topic.clone(),
+        })?;
+        wanted.check(&current, fenced_members)?;
+        let change = PartitionChange {
+            topic: wanted.topic.clone(),
+            partition: wanted.partition,
+            leader: current.leader,
+            isr: wanted.isr.clone(),
+        };
+        self.propose_changes(vec![change]).await?;
+        let updated = self.state(|s| {
+            s.topics
+                .get(&wanted.topic)
+                .and_then(|t| t.partition(wanted.partition))
+                .cloned()
+        });
+        updated
+            .map(ControllerReply::Partition)
+            .ok_or(ControllerError::UnknownTopic {
+                topic: wanted.topic,
+            })
+    }
+
+    pub(super) async fn elect_preferred(&self) -> Result<(), ControllerError> {
+        let election = Election {
+            preferred: true,
+            unclean_default: self.unclean_default(),
+        };
+        let changes = self.state(|s| {
+            let usable = |b: i32| {
+                s.brokers
+                    .get(&b)
+                    .is_some_and(|b| !b.fenced && !b.in_controlled_shutdown)
+            };
+            elect_leaders(s, &usable, election)
+        });
+        self.propose_changes(changes).await
+    }
+
+    pub(super) async fn elect_requested(
+        &self,
+        unclean: bool,
+        partitions: Option<Vec<(String, i32)>>,
+    ) -> Result<ControllerReply, ControllerError> {
+        let all = partitions.is_none();
+        let (outcomes, changes) = self.state(|s| {
+            let usable = |b: i32| {
+                s.brokers
+                    .get(&b)
+                    .is_some_and(|b| !b.fenced && !b.in_controlled_shutdown)
+            };
+            let wanted = partitions.unwrap_or_else(|| {
+                let each = s
+                    .topics
+                    .values()
+                    .flat_map(|t| (0..t.partition_count()).map(|i| (t.name.clone(), i)));
+                each.collect()
+            });
+            let mut outcomes = Vec::with_capacity(wanted.len());
+            let mut changes = Vec::new();
+            for (topic, partition) in wanted {
+                let found = s.topics.get(&topic).and_then(|t| t.partition(partition));
+                let (outcome, change) = match found {
+                    Some(p) => elect_requested(p, &usable, unclean),
+                    None => (ElectionOutcome::UnknownPartition, None),
+                };
+                if let Some((leader, isr)) = change {
+                    let topic = topic.clone();
+                    changes.push(PartitionChange {
+                        topic,
+                        partition,
+                        leader,
+                        isr,
+                    });
+                }
+                if !all || outcome == ElectionOutcome::Elected {
+                    outcomes.push((topic, partition, outcome));
+                }
+            }
+            (outcomes, changes)
+        });
+        self.propose_changes(changes).await?;
+        Ok(ControllerReply::Elections(outcomes))
+    }
+}
+
+/// An AlterPartition request from the leader of a partition, checked against the
+/// partition as Kafka's controller does: the sender must lead it at `leader_epoch`, and
+/// `partition_epoch` must be the current one (a stale one is INVALID_UPDATE_VERSION).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AlterPartition {
+    pub node_id: i32,
+    pub broker_epoch: i64,
+    pub topic: String,
+    pub partition: i32,
+    pub leader_epoch: i32,
+    pub partition_epoch: i32,
+    pub isr: Vec<i32>,
+}
+
+impl AlterPartition {
+    pub(super) fn check(
+        &self,
+        current: &PartitionImage,
+        fenced_members: bool,
+    ) -> Result<(), ControllerError> {
+        let (topic, partition) = (self.topic.clone(), self.partition);
+        if current.leader != self.node_id || current.leader_epoch != self.leader_epoch {
+            return Err(ControllerError::NotPartitionLeader {
+                topic,
+                partition,
+                node_id: self.node_id,
+                leader_epoch: self.leader_epoch,
+            });
+        }
+        if current.partition_epoch != self.partition_epoch {
+            return Err(ControllerError::StalePartitionEpoch {
+                topic,
+                partition,
+                requested: self.partition_epoch,
+                current: current.partition_epoch,
+            });
+        }
+        let invalid = |reason| ControllerError::InvalidIsr {
+            topic: self.topic.clone(),
+            partition,
+            reason,
+        };
+        if !self.isr.contains(&self.node_id) {
+            return Err(invalid("the ISR must hold the leader"));
+        }
+        if self.isr.iter().any(|r| !current.replicas.contains(r)) {
+            return Err(invalid("the ISR must be a subset of the replicas"));
+        }
+        if fenced_members {
+            return Err(invalid("a fenced broker cannot join the ISR"));
+        }
+        Ok(())
+    }
+}

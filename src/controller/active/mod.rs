@@ -1,0 +1,394 @@
+//! The active controller: the Raft leader of the metadata quorum turns requests (topic
+//! changes, broker registrations and heartbeats, ISR changes) into records, after checking
+//! them against the current state, and watches broker sessions (fencing a broker whose
+//! heartbeats stop, and moving its leaderships away), as Kafka's QuorumController and
+//! ReplicationControlManager do (KIP-631).
+//!
+//! One change at a time: the write lock is held from validation until the records are
+//! applied, so no two requests validate against the same state. Broker sessions live in
+//! memory on the leader only; a new leader starts every session afresh.
+//!
+//! This file holds the requests, the dispatch and the leader's duties; `topics` the topic
+//! changes, `brokers` registrations, heartbeats, fencing, ISR changes and elections.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::error::ControllerError;
+use super::placement::ElectionOutcome;
+use super::publisher::Publisher;
+use super::quorum::Quorum;
+use super::rpc::{RpcHandler, RpcRequest, RpcResponse};
+use super::state::{ClusterState, PartitionChange, Record, RecordResult, PRODUCER_ID_BLOCK_SIZE};
+use super::NewTopic;
+use crate::config::BrokerConfig;
+use crate::metadata::{PartitionImage, TopicImage};
+
+mod brokers;
+mod topics;
+
+pub use brokers::AlterPartition;
+pub use topics::PARTITIONS_PER_TOPIC_MAX;
+/// How often the leader checks broker sessions.
+const SESSION_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+/// How long a FetchMetadata long poll waits for a new offset.
+const FETCH_METADATA_WAIT: Duration = Duration::from_millis(500);
+
+/// A request to the active controller.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum ControllerRequest {
+    CreateTopic {
+        topic: NewTopic,
+        validate_only: bool,
+    },
+    DeleteTopic {
+        name: String,
+    },
+    CreatePartitions {
+        name: String,
+        count: i32,
+        validate_only: bool,
+    },
+    /// Sets (`Some`) or removes (`None`) topic config overrides.
+    AlterTopicConfigs {
+        name: String,
+        changes: Vec<(String, Option<String>)>,
+        validate_only: bool,
+    },
+    AllocateProducerIds {
+        node_id: i32,
+    },
+    RegisterBroker {
+        node_id: i32,
+        incarnation_id: Uuid,
+        host: String,
+        port: u16,
+    },
+    BrokerHeartbeat {
+        node_id: i32,
+        broker_epoch: i64,
+        /// The offset of the broker's metadata image (it is caught up once this reaches its
+        /// registration).
+        metadata_offset: u64,
+        want_shut_down: bool,
+    },
+    /// An ISR change from a partition leader (KIP-497's AlterPartition).
+    AlterPartition(AlterPartition),
+    /// Elects leaders of the given partitions (all when `None`): preferred, or unclean.
+    ElectLeaders {
+        unclean: bool,
+        partitions: Option<Vec<(String, i32)>>,
+    },
+}
+
+/// The active controller's answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum ControllerReply {
+    Done,
+    Topic(TopicImage),
+    ProducerIds {
+        first: i64,
+        count: i64,
+    },
+    Registered {
+        broker_epoch: i64,
+    },
+    Heartbeat {
+        fenced: bool,
+        should_shut_down: bool,
+    },
+    Partition(PartitionImage),
+    /// Per partition asked for (or, when all were, per partition elected).
+    Elections(Vec<(String, i32, ElectionOutcome)>),
+}
+
+#[derive(Debug)]
+struct Sessions {
+    /// The Raft term in which these sessions were started.
+    term: u64,
+    /// When this node started leading in `term`: a broker not heard from since expires one
+    /// session timeout after it.
+    leading_since: Instant,
+    /// The last registration or heartbeat of each broker received in `term`.
+    last_seen: HashMap<i32, Instant>,
+}
+
+/// The active-controller logic of one controller node (acting only while it leads).
+pub struct ActiveController {
+    config: Arc<BrokerConfig>,
+    pub quorum: Quorum,
+    publisher: Arc<Publisher>,
+    write: tokio::sync::Mutex<()>,
+    sessions: Mutex<Sessions>,
+    /// What a new cluster starts from: its id and a pre-Raft snapshot's topics, if any.
+    init: Record,
+}
+
+fn conflict(result: RecordResult) -> Result<RecordResult, ControllerError> {
+    match result {
+        RecordResult::Rejected { reason } => Err(ControllerError::Conflict { reason }),
+        other => Ok(other),
+    }
+}
+
+impl ActiveController {
+    /// The active-controller logic over `quorum`; `init` is proposed when this node first
+    /// leads a cluster that has no id yet.
+    pub fn new(
+        config: Arc<BrokerConfig>,
+        quorum: Quorum,
+        publisher: Arc<Publisher>,
+        init: Record,
+    ) -> Self {
+        ActiveController {
+            config,
+            quorum,
+            publisher,
+            write: tokio::sync::Mutex::new(()),
+            sessions: Mutex::new(Sessions {
+                term: 0,
+                leading_since: Instant::now(),
+                last_seen: HashMap::new(),
+            }),
+            init,
+        }
+    }
+
+    fn state<T>(&self, f: impl FnOnce(&ClusterState) -> T) -> T {
+        self.quorum.state_machine.with_state(f)
+    }
+
+    fn unclean_default(&self) -> bool {
+        self.config.get("unclean.leader.election.enable") == Some("true")
+    }
+
+    fn touch(&self, node_id: i32) {
+        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        sessions.last_seen.insert(node_id, Instant::now());
+    }
+
+    /// Whether this leader heard from `node_id` within a session timeout (a broker it never
+    /// heard from does not block a new registration of the same id).
+    fn session_alive(&self, node_id: i32) -> bool {
+        let timeout = Duration::from_millis(self.config.broker_session_timeout_ms);
+        let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        sessions
+            .last_seen
+            .get(&node_id)
+            .is_some_and(|seen| seen.elapsed() < timeout)
+    }
+
+    async fn propose(&self, record: Record) -> Result<RecordResult, ControllerError> {
+        self.quorum.propose(record).await
+    }
+
+    async fn propose_changes(&self, changes: Vec<PartitionChange>) -> Result<(), ControllerError> {
+        if changes.is_empty() {
+            return Ok(());
+        }
+        for change in &changes {
+            tracing::info!(topic = %change.topic, partition = change.partition,
+                leader = change.leader, isr = ?change.isr, "partition change");
+        }
+        conflict(self.propose(Record::ChangePartitions(changes)).await?).map(|_| ())
+    }
+
+    /// Serves one request; only the leader can (others get NotController).
+    pub async fn handle(
+        &self,
+        request: ControllerRequest,
+    ) -> Result<ControllerReply, ControllerError> {
+        if !self.quorum.is_leader() {
+            return Err(ControllerError::NotController {
+                leader: self.quorum.leader(),
+            });
+        }
+        let _write = self.write.lock().await;
+        match request {
+            ControllerRequest::CreateTopic {
+                topic,
+                validate_only,
+            } => self.create_topic(&topic, validate_only).await,
+            ControllerRequest::DeleteTopic { name } => self.delete_topic(&name).await,
+            ControllerRequest::CreatePartitions {
+                name,
+                count,
+                validate_only,
+            } => self.create_partitions(&name, count, validate_only).await,
+            ControllerRequest::AlterTopicConfigs {
+                name,
+                changes,
+                validate_only,
+            } => self.alter_configs(&name, &changes, validate_only).await,
+            ControllerRequest::AllocateProducerIds { node_id } => {
+                match conflict(
+                    self.propose(Record::AllocateProducerIds { node_id })
+                        .await?,
+                )? {
+                    RecordResult::ProducerIds { first } => Ok(ControllerReply::ProducerIds {
+                        first,
+                        count: PRODUCER_ID_BLOCK_SIZE,
+                    }),
+                    other => Err(ControllerError::Conflict {
+                        reason: format!("unexpected result {other:?}"),
+                    }),
+                }
+            }
+            ControllerRequest::ElectLeaders {
+                unclean,
+                partitions,
+            } => self.elect_requested(unclean, partitions).await,
+            broker_request => self.handle_broker_request(broker_request).await,
+        }
+    }
+
+    /// Registrations, heartbeats and ISR changes: what brokers themselves send.
+    async fn handle_broker_request(
+        &self,
+        request: ControllerRequest,
+    ) -> Result<ControllerReply, ControllerError> {
+        match request {
+            ControllerRequest::RegisterBroker {
+                node_id,
+                incarnation_id,
+                host,
+                port,
+            } => self.register(node_id, incarnation_id, host, port).await,
+            ControllerRequest::BrokerHeartbeat {
+                node_id,
+                broker_epoch,
+                metadata_offset,
+                want_shut_down,
+            } => {
+                self.heartbeat(node_id, broker_epoch, metadata_offset, want_shut_down)
+                    .await
+            }
+            ControllerRequest::AlterPartition(wanted) => self.alter_partition(wanted).await,
+            other => Err(ControllerError::Conflict {
+                reason: format!("not a broker request: {other:?}"),
+            }),
+        }
+    }
+
+    /// Runs the leader's duties until the task is dropped: the cluster's first record when
+    /// it has none, fencing of brokers whose session expired, and periodic preferred-leader
+    /// election (`auto.leader.rebalance.enable`).
+    pub async fn run(self: Arc<Self>) {
+        let mut metrics = self.quorum.raft.metrics();
+        let rebalance_every = Duration::from_secs(
+            self.config
+                .get("leader.imbalance.check.interval.seconds")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(300),
+        );
+        let rebalance = self.config.get("auto.leader.rebalance.enable") != Some("false");
+        let mut last_rebalance = Instant::now();
+        let mut last_leader = None;
+        loop {
+            let leader = metrics.borrow_and_update().current_leader.map(|l| l as i32);
+            if leader != last_leader {
+                match leader {
+                    Some(id) => tracing::info!(controller_id = id, "active controller elected"),
+                    None => tracing::warn!("no active controller; election under way"),
+                }
+                last_leader = leader;
+            }
+            self.publisher.publish_controller(leader.unwrap_or(-1));
+            if self.quorum.is_leader() {
+                if let Err(error) = self.lead_once().await {
+                    tracing::warn!(%error, "controller duty failed; retrying");
+                }
+                if rebalance && last_rebalance.elapsed() >= rebalance_every {
+                    last_rebalance = Instant::now();
+                    let _write = self.write.lock().await;
+                    if let Err(error) = self.elect_preferred().await {
+                        tracing::warn!(%error, "preferred leader election failed");
+                    }
+                }
+            }
+            let _ = tokio::time::timeout(SESSION_CHECK_INTERVAL, metrics.changed()).await;
+        }
+    }
+
+    async fn lead_once(&self) -> Result<(), ControllerError> {
+        let term = self.quorum.raft.metrics().borrow().current_term;
+        let (uninitialized, brokers) = self.state(|s| {
+            let brokers: Vec<(i32, i64, bool)> = s
+                .brokers
+                .values()
+                .map(|b| (b.node_id, b.broker_epoch, b.fenced))
+                .collect();
+            (s.cluster_id.is_empty(), brokers)
+        });
+        let _write = self.write.lock().await;
+        if uninitialized {
+            conflict(self.propose(self.init.clone()).await?)?;
+            tracing::info!("cluster metadata initialized");
+        }
+        let expired: Vec<(i32, i64)> = {
+            let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+            let now = Instant::now();
+            if sessions.term != term {
+                sessions.term = term;
+                sessions.leading_since = now;
+                sessions.last_seen.clear();
+            }
+            let timeout = Duration::from_millis(self.config.broker_session_timeout_ms);
+            brokers
+                .iter()
+                .filter(|(_, _, fenced)| !fenced)
+                .filter(|(id, _, _)| {
+                    let seen = sessions
+                        .last_seen
+                        .get(id)
+                        .copied()
+                        .unwrap_or(sessions.leading_since);
+                    now.duration_since(seen) >= timeout
+                })
+                .map(|(id, epoch, _)| (*id, *epoch))
+                .collect()
+        };
+        for (node_id, broker_epoch) in expired {
+            tracing::warn!(node_id, "broker session expired; fencing it");
+            self.fence(node_id, broker_epoch).await?;
+        }
+        Ok(())
+    }
+
+    async fn fetch_metadata(&self, after: u64) -> RpcResponse {
+        let mut images = self.publisher.subscribe();
+        let wait = images.wait_for(|image| image.offset > after);
+        let _ = tokio::time::timeout(FETCH_METADATA_WAIT, wait).await;
+        let (state, offset) = self.quorum.state_machine.state_and_offset();
+        RpcResponse::Metadata {
+            offset,
+            controller_id: self.quorum.leader().unwrap_or(-1),
+            state: Box::new(state),
+        }
+    }
+}
+
+impl RpcHandler for ActiveController {
+    async fn handle(&self, request: RpcRequest) -> RpcResponse {
+        let raft = &self.quorum.raft;
+        match request {
+            RpcRequest::AppendEntries(rpc) => {
+                RpcResponse::AppendEntries(raft.append_entries(rpc).await)
+            }
+            RpcRequest::Vote(rpc) => RpcResponse::Vote(raft.vote(rpc).await),
+            RpcRequest::InstallSnapshot(rpc) => {
+                RpcResponse::InstallSnapshot(raft.install_snapshot(rpc).await)
+            }
+            RpcRequest::Controller(request) => RpcResponse::Controller(
+                ActiveController::handle(self, request)
+                    .await
+                    .map_err(|e| e.to_remote()),
+            ),
+            RpcRequest::FetchMetadata { after } => self.fetch_metadata(after).await,
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! Where replicas go and who leads: replica assignment for new partitions (rack-unaware
+//! round robin, as Kafka's placer does without racks) and leader election from the ISR
+//! (Kafka's PartitionChangeBuilder rules, in our own words).
+//!
+//! Pure functions over a [`ClusterState`]; the active controller turns their answers into
+//! records. Must not: change state.
+
+use serde::{Deserialize, Serialize};
+
+use super::state::{ClusterState, PartitionChange};
+use crate::metadata::{PartitionImage, TopicImage, NO_LEADER};
+
+/// Replicas for `count` new partitions numbered from `first_index`, `factor` replicas each,
+/// over `brokers` (sorted, unfenced): partition i starts at broker `(start + i)` and takes
+/// the next ones round the ring, so leaders and followers spread evenly.
+pub fn assign_replicas(
+    brokers: &[i32],
+    first_index: i32,
+    count: i32,
+    factor: usize,
+    start: usize,
+) -> Vec<Vec<i32>> {
+    (0..count)
+        .map(|i| {
+            let first = start + (first_index + i) as usize;
+            (0..factor)
+                .map(|j| brokers[(first + j) % brokers.len()])
+                .collect()
+        })
+        .collect()
+}
+
+/// Whether the topic allows electing a replica outside the ISR.
+fn unclean_allowed(topic: &TopicImage, broker_default: bool) -> bool {
+    topic
+        .configs
+        .get("unclean.leader.election.enable")
+        .map_or(broker_default, |v| v.trim() == "true")
+}
+
+/// The change that takes `gone` (fenced or shutting down) out of `partition`: out of the
+/// ISR (unless it is the last member), and out of the lead in favour of the first usable
+/// ISR member in replica order, or with unclean election of any usable replica.
+fn without_broker(
+    topic: &TopicImage,
+    partition: &PartitionImage,
+    gone: i32,
+    usable: &dyn Fn(i32) -> bool,
+    unclean_default: bool,
+) -> Option<(i32, Vec<i32>)> {
+    if !partition.replicas.contains(&gone) {
+        return None;
+    }
+    let remaining: Vec<i32> = partition
+        .isr
+        .iter()
+        .copied()
+        .filter(|r| *r != gone)
+        .collect();
+    let isr = if remaining.is_empty() {
+        partition.isr.clone()
+    } else {
+        remaining.clone()
+    };
+    if partition.leader != gone {
+        return (isr != partition.isr).then_some((partition.leader, isr));
+    }
+    let clean = partition
+        .replicas
+        .iter()
+        .copied()
+        .find(|r| remaining.contains(r) && usable(*r));
+    if let Some(leader) = clean {
+        return Some((leader, isr));
+    }
+    if unclean_allowed(topic, unclean_default) {
+        let any = partition
+            .replicas
+            .iter()
+            .copied()
+            .find(|r| *r != gone && usable(*r));
+        if let Some(leader) = any {
+            return Some((leader, vec![leader]));
+        }
+    }
+    // No one else may lead: the partition stays with its last leader (unavailable while it
+    // is fenced) rather than losing its ISR, so that it resumes, at the same epoch, when
+    // that broker comes back.
+    (isr != partition.isr).then_some((partition.leader, isr))
+}
+
+/// Every change that moves leadership and ISR membership away from broker `gone`.
+pub fn move_away_from(
+    state: &ClusterState,
+    gone: i32,
+    usable: &dyn Fn(i32) -> bool,
+    unclean_default: bool,
+) -> Vec<PartitionChange> {
+    let mut changes = Vec::new();
+    for topic in state.topics.values() {
+        for (index, partition) in topic.partitions.iter().enumerate() {
+            if let Some((leader, isr)) =
+                without_broker(topic, partition, gone, usable, unclean_default)
+            {
+                changes.push(PartitionChange {
+                    topic: topic.name.clone(),
+                    partition: index as i32,
+                    leader,
+                    isr,
+                });
+            }
+        }
+    }
+    changes
+}
+
+/// How [`elect_leaders`] may choose.
+#[derive(Debug, Clone, Copy)]
+pub struct Election {
+    /// Also give partitions back to their first replica (preferred-leader election).
+    pub preferred: bool,
+    /// The broker's `unclean.leader.election.enable`, which topics may override.
+    pub unclean_default: bool,
+}
+
+/// The leader partition `p` of `topic` should have, if it should change.
+fn wanted_leader(
+    topic: &TopicImage,
+    p: &PartitionImage,
+    usable: &dyn Fn(i32) -> bool,
+    election: Election,
+) -> Option<(i32, Vec<i32>)> {
+    let leader_ok = p.leader != NO_LEADER && usable(p.leader);
+    let first = p.replicas.first().copied().unwrap_or(NO_LEADER);
+    if leader_ok {
+        let prefer = election.preferred && first != p.leader;
+        return (prefer && p.isr.contains(&first) && usable(first)).then(|| (first, p.isr.clone()));
+    }
+    let clean = p
+        .replicas
+        .iter()
+        .copied()
+        .find(|r| p.isr.contains(r) && usable(*r));
+    if let Some(leader) = clean {
+        return Some((leader, p.isr.clone()));
+    }
+    if unclean_allowed(topic, election.unclean_default) {
+        // Unclean: a replica outside the ISR leads, alone in the new ISR.
+        return p
+            .replicas
+            .iter()
+            .copied()
+            .find(|r| usable(*r))
+            .map(|leader| (leader, vec![leader]));
+    }
+    None
+}
+
+/// Elections for partitions whose leader is missing or not usable: the first usable ISR
+/// member in replica order, else (if the topic allows unclean election) the first usable
+/// replica; with `preferred`, also partitions whose first replica is usable, in the ISR
+/// and not leading (preferred-leader election).
+pub fn elect_leaders(
+    state: &ClusterState,
+    usable: &dyn Fn(i32) -> bool,
+    election: Election,
+) -> Vec<PartitionChange> {
+    let mut changes = Vec::new();
+    for topic in state.topics.values() {
+        for (index, p) in topic.partitions.iter().enumerate() {
+            let wanted = wanted_leader(topic, p, usable, election);
+            if let Some((leader, isr)) = wanted.filter(|(l, _)| *l != p.leader) {
+                changes.push(PartitionChange {
+                    topic: topic.name.clone(),
+                    partition: index as i32,
+                    leader,
+                    isr,
+                });
+            }
+        }
+    }
+    changes
+}
+
+/// What a requested election (the ElectLeaders API) did to one partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ElectionOutcome {
+    Elected,
+    /// The preferred replica already leads, or (unclean) a live leader exists.
+    NotNeeded,
+    /// The preferred replica is not live or not in the ISR.
+    PreferredLeaderNotAvailable,
+    /// No live replica may lead.
+    EligibleLeadersNotAvailable,
+    UnknownPartition,
+}
+
+/// The requested election of one partition: preferred (its first replica, if live and in
+/// the ISR), or unclean (only when it has no live leader: a live ISR member, else any live
+/// replica), as Kafka's ElectLeaders does (KIP-460).
+pub fn elect_requested(
+    p: &PartitionImage,
+    usable: &dyn Fn(i32) -> bool,
+    unclean: bool,
+) -> (ElectionOutcome, Option<(i32, Vec<i32>)>) {
+    let first = p.replicas.first().copied().unwrap_or(NO_LEADER);
+    let leader_live = p.leader != NO_LEADER && usable(p.leader);
+    if !unclean {
+        if first == p.leader && leader_live {
+            return (ElectionOutcome::NotNeeded, None);
+        }
+        if usable(first) && p.isr.contains(&first) {
+            return (ElectionOutcome::Elected, Some((first, p.isr.clone())));
+        }
+        return (ElectionOutcome::PreferredLeaderNotAvailable, None);
+    }
+    if leader_live {
+        return (ElectionOutcome::NotNeeded, None);
+    }
+    let clean = p
+        .replicas
+        .iter()
+        .copied()
+        .find(|r| p.isr.contains(r) && usable(*r));
+    let any = p.replicas.iter().copied().find(|r| usable(*r));
+    match (clean, any) {
+        (Some(leader), _) => (ElectionOutcome::Elected, Some((leader, p.isr.clone()))),
+        (None, Some(leader)) => (ElectionOutcome::Elected, Some((leader, vec![leader]))),
+        (None, None) => (ElectionOutcome::EligibleLeadersNotAvailable, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ConfigMap;
+    use uuid::Uuid;
+
+    fn state_with(replicas: &[i32], isr: &[i32], leader: i32, unclean: bool) -> ClusterState {
+        let mut configs = ConfigMap::new();
+        if unclean {
+            configs.insert("unclean.leader.election.enable".into(), "true".into());
+        }
+        let mut partition = PartitionImage::new(replicas.to_vec());
+        partition.isr = isr.to_vec();
+        partition.leader = leader;
+        let topic = TopicImage {
+            name: "t".into(),
+            topic_id: Uuid::nil(),
+            partitions: vec![partition],
+            configs,
+        };
+        let mut state = ClusterState::default();
+        state.topics.insert("t".into(), topic);
+        state
+    }
+
+    #[test]
+    fn round_robin_spreads_leaders_over_brokers() {
+        let replicas = assign_replicas(&[1, 2, 3], 0, 3, 2, 0);
+        assert_eq!(replicas, vec![vec![1, 2], vec![2, 3], vec![3, 1]]);
+    }
+
+    #[test]
+    fn a_gone_leader_is_replaced_by_the_next_usable_isr_member() {
+        let state = state_with(&[1, 2, 3], &[1, 2, 3], 1, false);
+        let changes = move_away_from(&state, 1, &|b| b != 2, false);
+        assert_eq!((changes[0].leader, changes[0].isr.clone()), (3, vec![2, 3]));
+    }
+
+    #[test]
+    fn without_an_isr_candidate_only_an_unclean_topic_elects_outside_it() {
+        let clean = state_with(&[1, 2], &[1], 1, false);
+        assert!(move_away_from(&clean, 1, &|b| b != 1, false).is_empty());
+        let unclean = state_with(&[1, 2], &[1], 1, true);
+        let changes = move_away_from(&unclean, 1, &|b| b != 1, false);
+        assert_eq!((changes[0].leader, changes[0].isr.clone()), (2, vec![2]));
+    }
+
+    const PLAIN: Election = Election {
+        preferred: false,
+        unclean_default: false,
+    };
+
+    #[test]
+    fn preferred_election_returns_the_lead_to_the_first_replica() {
+        let state = state_with(&[1, 2], &[1, 2], 2, false);
+        assert!(elect_leaders(&state, &|_| true, PLAIN).is_empty());
+        let preferred = Election {
+            preferred: true,
+            ..PLAIN
+        };
+        let changes = elect_leaders(&state, &|_| true, preferred);
+        assert_eq!(changes[0].leader, 1);
+    }
+
+    #[test]
+    fn requested_elections_follow_kafkas_outcomes() {
+        let mut p = PartitionImage::new(vec![1, 2]);
+        assert_eq!(
+            elect_requested(&p, &|_| true, false).0,
+            ElectionOutcome::NotNeeded
+        );
+        p.leader = 2;
+        let (outcome, change) = elect_requested(&p, &|_| true, false);
+        assert_eq!(
+            (outcome, change.map(|c| c.0)),
+            (ElectionOutcome::Elected, Some(1))
+        );
+        let outcome = elect_requested(&p, &|b| b == 2, false).0;
+        assert_eq!(outcome, ElectionOutcome::PreferredLeaderNotAvailable);
+        assert_eq!(
+            elect_requested(&p, &|_| true, true).0,
+            ElectionOutcome::NotNeeded
+        );
+        p.isr = vec![2];
+        let (outcome, change) = elect_requested(&p, &|b| b == 1, true);
+        assert_eq!(
+            (outcome, change),
+            (ElectionOutcome::Elected, Some((1, vec![1])))
+        );
+        let outcome = elect_requested(&p, &|_| false, true).0;
+        assert_eq!(outcome, ElectionOutcome::EligibleLeadersNotAvailable);
+    }
+
+    #[test]
+    fn a_returning_replica_outside_the_isr_leads_only_when_unclean_is_allowed() {
+        let clean = state_with(&[1, 2], &[1], 1, false);
+        assert!(elect_leaders(&clean, &|b| b == 2, PLAIN).is_empty());
+        let unclean = state_with(&[1, 2], &[1], 1, true);
+        let changes = elect_leaders(&unclean, &|b| b == 2, PLAIN);
+        assert_eq!((changes[0].leader, changes[0].isr.clone()), (2, vec![2]));
+    }
+}

@@ -1,0 +1,180 @@
+//! The metadata quorum: an openraft node per controller, with the log and snapshots under
+//! `<log.dirs>/__cluster_metadata-0/` and Raft RPCs over the controller listener.
+//!
+//! Consensus is entirely openraft's; this module supplies its storage ([`log_store`],
+//! [`state_machine`]) and its network ([`network`]), and starts the node. A fresh node
+//! initializes the membership from `controller.quorum.voters` (every voter does the same,
+//! which openraft allows: the first log entry is identical everywhere).
+// openraft's traits fix their error types (StorageError, RPCError), large as they are.
+#![allow(clippy::result_large_err)]
+
+pub mod log_store;
+pub mod network;
+pub mod state_machine;
+
+use std::collections::BTreeMap;
+use std::io::Cursor;
+use std::path::Path;
+use std::sync::Arc;
+
+use openraft::{BasicNode, Config, Raft, SnapshotPolicy};
+
+use super::error::ControllerError;
+use super::publisher::Publisher;
+use super::state::{Record, RecordResult};
+use crate::config::{BrokerConfig, Voter};
+use log_store::LogStore;
+use state_machine::StateMachineStore;
+
+openraft::declare_raft_types!(
+    /// openraft's types for the metadata quorum: records in, record results out.
+    pub TypeConfig:
+        D = Record,
+        R = RecordResult,
+);
+
+/// The Raft node of this controller.
+pub type MetadataRaft = Raft<TypeConfig>;
+
+/// Directory of the metadata log inside the log directory (Kafka's name for it).
+pub const METADATA_LOG_DIR: &str = "__cluster_metadata-0";
+/// Entries applied between two snapshots.
+const SNAPSHOT_EVERY_ENTRIES: u64 = 1000;
+/// Entries kept in the log behind the last snapshot, for followers that lag a little.
+const ENTRIES_KEPT_BEHIND_SNAPSHOT: u64 = 200;
+
+/// A started Raft node and its state machine.
+#[derive(Clone)]
+pub struct Quorum {
+    pub raft: MetadataRaft,
+    pub state_machine: StateMachineStore,
+    pub node_id: u64,
+}
+
+fn raft_config(config: &BrokerConfig) -> Result<Config, ControllerError> {
+    let election_ms = config.quorum_election_timeout_ms.max(10);
+    let raft = Config {
+        cluster_name: "highwater".into(),
+        election_timeout_min: election_ms,
+        election_timeout_max: election_ms * 2,
+        heartbeat_interval: (election_ms / 5).max(5),
+        snapshot_policy: SnapshotPolicy::LogsSinceLast(SNAPSHOT_EVERY_ENTRIES),
+        max_in_snapshot_log_to_keep: ENTRIES_KEPT_BEHIND_SNAPSHOT,
+        ..Config::default()
+    };
+    raft.validate().map_err(|e| ControllerError::Quorum {
+        reason: e.to_string(),
+    })
+}
+
+fn members(voters: &[Voter]) -> BTreeMap<u64, BasicNode> {
+    voters
+        .iter()
+        .map(|v| {
+            (
+                v.node_id as u64,
+                BasicNode::new(format!("{}:{}", v.host, v.port)),
+            )
+        })
+        .collect()
+}
+
+fn quorum_error(error: impl std::fmt::Display) -> ControllerError {
+    ControllerError::Quorum {
+        reason: error.to_string(),
+    }
+}
+
+/// Refuses to start when `controller.quorum.voters` names other voters than the metadata
+/// log's membership (changing the quorum needs a membership change, which highwater does
+/// not make; a silently different voter set could split the cluster's history).
+fn check_membership(
+    state_machine: &StateMachineStore,
+    voters: &[Voter],
+) -> Result<(), ControllerError> {
+    let mut logged = state_machine.voter_ids();
+    if logged.is_empty() {
+        return Ok(());
+    }
+    logged.sort_unstable();
+    let mut configured: Vec<u64> = voters.iter().map(|v| v.node_id as u64).collect();
+    configured.sort_unstable();
+    if logged == configured {
+        return Ok(());
+    }
+    let reason = format!(
+        "controller.quorum.voters names nodes {configured:?}, but the metadata log's quorum \
+         is {logged:?}"
+    );
+    tracing::error!(%reason, "inconsistent quorum configuration");
+    Err(ControllerError::Quorum { reason })
+}
+
+impl Quorum {
+    /// Opens the log and snapshot in `log_dir` and starts the Raft node; a node that has
+    /// never stored anything initializes the membership from the voters.
+    pub async fn start(
+        config: &BrokerConfig,
+        log_dir: &Path,
+        publisher: Arc<Publisher>,
+    ) -> Result<Quorum, ControllerError> {
+        let dir = log_dir.join(METADATA_LOG_DIR);
+        let log_store = LogStore::open(&dir).map_err(quorum_error)?;
+        let state_machine = StateMachineStore::open(&dir, publisher).map_err(quorum_error)?;
+        let pristine = log_store.is_pristine();
+        let node_id = config.node_id as u64;
+        let raft = Raft::new(
+            node_id,
+            Arc::new(raft_config(config)?),
+            network::Network,
+            log_store,
+            state_machine.clone(),
+        )
+        .await
+        .map_err(quorum_error)?;
+        if !pristine {
+            check_membership(&state_machine, &config.voters)?;
+        }
+        if pristine {
+            let voters = members(&config.voters);
+            tracing::info!(voters = voters.len(), "initializing the metadata quorum");
+            if let Err(error) = raft.initialize(voters).await {
+                // Another voter may have reached us first: its log now rules.
+                tracing::info!(%error, "metadata quorum already initialized");
+            }
+        }
+        Ok(Quorum {
+            raft,
+            state_machine,
+            node_id,
+        })
+    }
+
+    /// The current Raft leader, if known.
+    pub fn leader(&self) -> Option<i32> {
+        self.raft
+            .metrics()
+            .borrow()
+            .current_leader
+            .map(|l| l as i32)
+    }
+
+    /// Whether this node is the leader.
+    pub fn is_leader(&self) -> bool {
+        self.leader() == Some(self.node_id as i32)
+    }
+
+    /// Proposes `record` and waits until it is committed and applied here (only the leader
+    /// can; others get [`ControllerError::NotController`]).
+    pub async fn propose(&self, record: Record) -> Result<RecordResult, ControllerError> {
+        match self.raft.client_write(record).await {
+            Ok(response) => Ok(response.data),
+            Err(openraft::error::RaftError::APIError(
+                openraft::error::ClientWriteError::ForwardToLeader(forward),
+            )) => Err(ControllerError::NotController {
+                leader: forward.leader_id.map(|l| l as i32),
+            }),
+            Err(error) => Err(quorum_error(error)),
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! The controller listener's protocol: Raft RPCs between controllers, requests from brokers
+//! to the active controller (registration, heartbeats, topic changes), and metadata
+//! fetches by broker-only nodes.
+//!
+//! Wire format: each message is a 4-byte big-endian length followed by that many bytes of
+//! JSON; a connection carries one request at a time, each answered before the next.
+//! Lengths above [`FRAME_BYTES_MAX`] close the connection. Must not: decide anything; it
+//! moves messages between [`RpcHandler`]s and callers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use openraft::error::{InstallSnapshotError, RaftError};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use super::active::{ControllerReply, ControllerRequest};
+use super::error::RemoteError;
+use super::quorum::TypeConfig;
+use super::state::ClusterState;
+
+/// The largest frame accepted (snapshots of big clusters included).
+pub const FRAME_BYTES_MAX: usize = 64 * 1024 * 1024;
+/// How long a connection attempt may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// A request on the controller listener.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum RpcRequest {
+    AppendEntries(AppendEntriesRequest<TypeConfig>),
+    Vote(VoteRequest<u64>),
+    InstallSnapshot(InstallSnapshotRequest<TypeConfig>),
+    Controller(ControllerRequest),
+    /// Long poll: answered when the metadata offset passes `after`, or after a while.
+    FetchMetadata {
+        after: u64,
+    },
+}
+
+/// The answer to an [`RpcRequest`] of the same kind.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum RpcResponse {
+    AppendEntries(Result<AppendEntriesResponse<u64>, RaftError<u64>>),
+    Vote(Result<VoteResponse<u64>, RaftError<u64>>),
+    InstallSnapshot(Result<InstallSnapshotResponse<u64>, RaftError<u64, InstallSnapshotError>>),
+    Controller(Result<ControllerReply, RemoteError>),
+    Metadata {
+        offset: u64,
+        controller_id: i32,
+        state: Box<ClusterState>,
+    },
+}
+
+/// Serves requests that arrive on the controller listener.
+pub trait RpcHandler: Send + Sync + 'static {
+    /// Answers one request.
+    fn handle(&self, request: RpcRequest) -> impl std::future::Future<Output = RpcResponse> + Send;
+}
+
+async fn write_message<T: Serialize>(stream: &mut TcpStream, message: &T) -> std::io::Result<()> {
+    let payload = serde_json::to_vec(message).map_err(std::io::Error::other)?;
+    let mut frame = Vec::with_capacity(payload.len() + 4);
+    frame.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    frame.extend_from_slice(&payload);
+    stream.write_all(&frame).await
+}
+
+/// Reads one message; `Ok(None)` at a clean end of stream.
+async fn read_message<T: DeserializeOwned>(stream: &mut TcpStream) -> std::io::Result<Option<T>> {
+    let mut length = [0u8; 4];
+    match stream.read_exact(&mut length).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let length = u32::from_be_bytes(length) as usize;
+    if length > FRAME_BYTES_MAX {
+        return Err(std::io::Error::other(format!(
+            "frame of {length} bytes exceeds {FRAME_BYTES_MAX}"
+        )));
+    }
+    let mut payload = vec![0u8; length];
+    stream.read_exact(&mut payload).await?;
+    serde_json::from_slice(&payload)
+        .map(Some)
+        .map_err(std::io::Error::other)
+}
+
+/// Accepts connections on `listener` and answers their requests with `handler`, until the
+/// task is dropped.
+pub async fn serve<H: RpcHandler>(listener: TcpListener, handler: Arc<H>) {
+    loop {
+        let (mut stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                tracing::warn!(%error, "controller listener accept failed");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let handler = Arc::clone(&handler);
+        tokio::spawn(async move {
+            loop {
+                let request = match read_message::<RpcRequest>(&mut stream).await {
+                    Ok(Some(request)) => request,
+                    Ok(None) => break,
+                    Err(error) => {
+                        tracing::debug!(%peer, %error, "controller connection closed");
+                        break;
+                    }
+                };
+                let response = handler.handle(request).await;
+                if let Err(error) = write_message(&mut stream, &response).await {
+                    tracing::debug!(%peer, %error, "controller connection lost");
+                    break;
+                }
+            }
+        });
+    }
+}
+
+/// A connection to one controller, opened on first use and again after any failure.
+#[derive(Debug)]
+pub struct RpcClient {
+    pub addr: String,
+    stream: Option<TcpStream>,
+}
+
+impl RpcClient {
+    /// A client for the controller at `addr` (nothing is connected yet).
+    pub fn new(addr: String) -> Self {
+        RpcClient { addr, stream: None }
+    }
+
+    /// Sends `request` and waits up to `timeout` for the answer.
+    pub async fn call(
+        &mut self,
+        request: &RpcRequest,
+        timeout: Duration,
+    ) -> std::io::Result<RpcResponse> {
+        let result = tokio::time::timeout(timeout, self.exchange(request)).await;
+        let result = result.unwrap_or_else(|_| {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no answer from {} in {timeout:?}", self.addr),
+            ))
+        });
+        if result.is_err() {
+            self.stream = None;
+        }
+        result
+    }
+
+    async fn exchange(&mut self, request: &RpcRequest) -> std::io::Result<RpcResponse> {
+        if self.stream.is_none() {
+            let connect = TcpStream::connect(self.addr.as_str());
+            let stream = tokio::time::timeout(CONNECT_TIMEOUT, connect)
+                .await
+                .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
+            let _ = stream.set_nodelay(true);
+            self.stream = Some(stream);
+        }
+        let Some(stream) = self.stream.as_mut() else {
+            return Err(std::io::Error::from(std::io::ErrorKind::NotConnected));
+        };
+        write_message(stream, request).await?;
+        read_message(stream)
+            .await?
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::UnexpectedEof))
+    }
+}

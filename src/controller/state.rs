@@ -1,0 +1,428 @@
+//! The cluster metadata state machine: the records the controller quorum agrees on through
+//! Raft, and the state they build when applied in log order (brokers, topics, partitions,
+//! configs, producer id blocks). In the spirit of KRaft's metadata records (KIP-631), in a
+//! compact serde form of our own.
+//!
+//! Must not: do I/O, read clocks or draw random numbers. Applying the same records in the
+//! same order gives the same state on every node; whatever is random (topic ids, cluster
+//! id) is chosen by the active controller before it proposes the record.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::config::ConfigMap;
+use crate::metadata::{BrokerImage, MetadataImage, PartitionImage, TopicImage, NO_LEADER};
+
+/// Producer ids handed out per block (Kafka's ProducerIdsRecord hands out 1000 at a time).
+pub const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
+/// Past incarnations remembered per broker, to refuse a registration from a stale process.
+pub const PAST_INCARNATIONS_MAX: usize = 16;
+
+/// A change of one partition's leader or ISR, as the active controller decided it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionChange {
+    pub topic: String,
+    pub partition: i32,
+    pub leader: i32,
+    pub isr: Vec<i32>,
+}
+
+/// One record of the replicated metadata log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Record {
+    /// The first record of a cluster: its id, plus what a pre-Raft metadata snapshot held.
+    InitCluster {
+        cluster_id: String,
+        topics: Vec<TopicImage>,
+        next_producer_id: i64,
+    },
+    /// A broker process registers; it starts fenced, its epoch is this record's offset.
+    RegisterBroker {
+        node_id: i32,
+        incarnation_id: Uuid,
+        host: String,
+        port: u16,
+    },
+    FenceBroker {
+        node_id: i32,
+        broker_epoch: i64,
+    },
+    UnfenceBroker {
+        node_id: i32,
+        broker_epoch: i64,
+    },
+    /// The broker asked for a controlled shutdown.
+    BeginControlledShutdown {
+        node_id: i32,
+        broker_epoch: i64,
+    },
+    CreateTopic(TopicImage),
+    DeleteTopic {
+        name: String,
+        topic_id: Uuid,
+    },
+    /// New partitions, with their replicas, appended to a topic.
+    CreatePartitions {
+        name: String,
+        replicas: Vec<Vec<i32>>,
+    },
+    /// Replaces a topic's config overrides.
+    AlterTopicConfigs {
+        name: String,
+        configs: ConfigMap,
+    },
+    /// Leader and ISR changes; epochs are bumped when applied.
+    ChangePartitions(Vec<PartitionChange>),
+    /// Reserves the next block of producer ids.
+    AllocateProducerIds {
+        node_id: i32,
+    },
+}
+
+/// What applying a record produced, returned to whoever proposed it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum RecordResult {
+    #[default]
+    Applied,
+    /// The epoch of a registered broker (the registration record's offset).
+    Registered { broker_epoch: i64 },
+    /// The first id of a reserved block of [`PRODUCER_ID_BLOCK_SIZE`] producer ids.
+    ProducerIds { first: i64 },
+    /// The record no longer fitted the state when it was applied (e.g. a topic created
+    /// twice by racing requests) and changed nothing.
+    Rejected { reason: String },
+}
+
+/// The replicated state.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterState {
+    pub cluster_id: String,
+    pub brokers: BTreeMap<i32, BrokerImage>,
+    pub topics: BTreeMap<String, TopicImage>,
+    /// Producer ids below this were (or may have been) handed out.
+    pub next_producer_id: i64,
+    /// Incarnations each broker registered with before its current one.
+    pub past_incarnations: BTreeMap<i32, Vec<Uuid>>,
+}
+
+fn rejected(reason: impl Into<String>) -> RecordResult {
+    RecordResult::Rejected {
+        reason: reason.into(),
+    }
+}
+
+impl ClusterState {
+    /// Applies `record`, found at log `offset`.
+    pub fn apply(&mut self, offset: u64, record: &Record) -> RecordResult {
+        let result = match record {
+            Record::InitCluster {
+                cluster_id,
+                topics,
+                next_producer_id,
+            } => self.init(cluster_id, topics, *next_producer_id),
+            Record::RegisterBroker {
+                node_id,
+                incarnation_id,
+                host,
+                port,
+            } => self.register(offset, *node_id, *incarnation_id, host, *port),
+            Record::FenceBroker {
+                node_id,
+                broker_epoch,
+            } => self.set_fenced(*node_id, *broker_epoch, true),
+            Record::UnfenceBroker {
+                node_id,
+                broker_epoch,
+            } => self.set_fenced(*node_id, *broker_epoch, false),
+            Record::BeginControlledShutdown {
+                node_id,
+                broker_epoch,
+            } => self.with_broker(*node_id, *broker_epoch, |b| b.in_controlled_shutdown = true),
+            Record::CreateTopic(topic) => self.create_topic(topic),
+            Record::DeleteTopic { name, topic_id } => self.delete_topic(name, *topic_id),
+            Record::CreatePartitions { name, replicas } => self.create_partitions(name, replicas),
+            Record::AlterTopicConfigs { name, configs } => match self.topics.get_mut(name) {
+                Some(topic) => {
+                    topic.configs = configs.clone();
+                    RecordResult::Applied
+                }
+                None => rejected(format!("unknown topic {name}")),
+            },
+            Record::ChangePartitions(changes) => self.change_partitions(changes),
+            Record::AllocateProducerIds { .. } => {
+                let first = self.next_producer_id;
+                self.next_producer_id += PRODUCER_ID_BLOCK_SIZE;
+                RecordResult::ProducerIds { first }
+            }
+        };
+        self.check_invariants();
+        result
+    }
+
+    fn init(&mut self, cluster_id: &str, topics: &[TopicImage], next: i64) -> RecordResult {
+        if !self.cluster_id.is_empty() {
+            return rejected("the cluster is already initialized");
+        }
+        self.cluster_id = cluster_id.to_string();
+        self.topics = topics.iter().map(|t| (t.name.clone(), t.clone())).collect();
+        self.next_producer_id = next;
+        RecordResult::Applied
+    }
+
+    fn register(
+        &mut self,
+        offset: u64,
+        node_id: i32,
+        incarnation_id: Uuid,
+        host: &str,
+        port: u16,
+    ) -> RecordResult {
+        let broker_epoch = offset as i64;
+        if let Some(old) = self.brokers.get(&node_id) {
+            if old.incarnation_id == incarnation_id {
+                return RecordResult::Registered {
+                    broker_epoch: old.broker_epoch,
+                };
+            }
+            let past = self.past_incarnations.entry(node_id).or_default();
+            if past.contains(&incarnation_id) {
+                return rejected(format!(
+                    "broker {node_id}: stale incarnation {incarnation_id}"
+                ));
+            }
+            past.push(old.incarnation_id);
+            if past.len() > PAST_INCARNATIONS_MAX {
+                past.remove(0);
+            }
+        }
+        self.brokers.insert(
+            node_id,
+            BrokerImage {
+                node_id,
+                host: host.to_string(),
+                port,
+                incarnation_id,
+                broker_epoch,
+                fenced: true,
+                in_controlled_shutdown: false,
+            },
+        );
+        RecordResult::Registered { broker_epoch }
+    }
+
+    fn with_broker(
+        &mut self,
+        node_id: i32,
+        broker_epoch: i64,
+        change: impl FnOnce(&mut BrokerImage),
+    ) -> RecordResult {
+        match self.brokers.get_mut(&node_id) {
+            Some(broker) if broker.broker_epoch == broker_epoch => {
+                change(broker);
+                RecordResult::Applied
+            }
+            Some(broker) => rejected(format!(
+                "broker {node_id}: epoch {broker_epoch} is not the current {}",
+                broker.broker_epoch
+            )),
+            None => rejected(format!("broker {node_id} is not registered")),
+        }
+    }
+
+    fn set_fenced(&mut self, node_id: i32, broker_epoch: i64, fenced: bool) -> RecordResult {
+        self.with_broker(node_id, broker_epoch, |b| {
+            b.fenced = fenced;
+            if fenced {
+                b.in_controlled_shutdown = false;
+            }
+        })
+    }
+
+    fn create_topic(&mut self, topic: &TopicImage) -> RecordResult {
+        if self.topics.contains_key(&topic.name) {
+            return rejected(format!("topic {} already exists", topic.name));
+        }
+        self.topics.insert(topic.name.clone(), topic.clone());
+        RecordResult::Applied
+    }
+
+    fn delete_topic(&mut self, name: &str, topic_id: Uuid) -> RecordResult {
+        match self.topics.get(name) {
+            Some(topic) if topic.topic_id == topic_id => {
+                self.topics.remove(name);
+                RecordResult::Applied
+            }
+            _ => rejected(format!("unknown topic {name} with id {topic_id}")),
+        }
+    }
+
+    fn create_partitions(&mut self, name: &str, replicas: &[Vec<i32>]) -> RecordResult {
+        match self.topics.get_mut(name) {
+            Some(topic) => {
+                let added = replicas.iter().map(|r| PartitionImage::new(r.clone()));
+                topic.partitions.extend(added);
+                RecordResult::Applied
+            }
+            None => rejected(format!("unknown topic {name}")),
+        }
+    }
+
+    fn change_partitions(&mut self, changes: &[PartitionChange]) -> RecordResult {
+        for change in changes {
+            let Some(partition) = self.topics.get_mut(&change.topic).and_then(|t| {
+                t.partitions
+                    .get_mut(usize::try_from(change.partition).ok()?)
+            }) else {
+                continue;
+            };
+            if partition.leader != change.leader {
+                partition.leader_epoch += 1;
+            }
+            partition.leader = change.leader;
+            partition.isr = change.isr.clone();
+            partition.partition_epoch += 1;
+        }
+        RecordResult::Applied
+    }
+
+    /// The immutable image of this state at `offset`, with `controller_id` as the active
+    /// controller.
+    pub fn image(&self, offset: u64, controller_id: i32) -> MetadataImage {
+        MetadataImage {
+            cluster_id: self.cluster_id.clone(),
+            controller_id,
+            brokers: self.brokers.values().cloned().collect(),
+            topics: self
+                .topics
+                .iter()
+                .map(|(name, t)| (name.clone(), Arc::new(t.clone())))
+                .collect(),
+            offset,
+        }
+    }
+
+    /// Checks the partition invariants (debug builds).
+    pub fn check_invariants(&self) {
+        if !cfg!(debug_assertions) {
+            return;
+        }
+        for topic in self.topics.values() {
+            for p in &topic.partitions {
+                debug_assert!(!p.isr.is_empty(), "{}: empty ISR", topic.name);
+                debug_assert!(
+                    p.isr.iter().all(|r| p.replicas.contains(r)),
+                    "{}: ISR outside the replicas",
+                    topic.name
+                );
+                debug_assert!(
+                    p.leader == NO_LEADER || p.isr.contains(&p.leader),
+                    "{}: leader outside the ISR",
+                    topic.name
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn topic(name: &str, replicas: &[&[i32]]) -> TopicImage {
+        TopicImage {
+            name: name.into(),
+            topic_id: Uuid::from_u128(7),
+            partitions: replicas
+                .iter()
+                .map(|r| PartitionImage::new(r.to_vec()))
+                .collect(),
+            configs: ConfigMap::new(),
+        }
+    }
+
+    fn register(
+        state: &mut ClusterState,
+        offset: u64,
+        node_id: i32,
+        incarnation: u128,
+    ) -> RecordResult {
+        let record = Record::RegisterBroker {
+            node_id,
+            incarnation_id: Uuid::from_u128(incarnation),
+            host: "h".into(),
+            port: 1,
+        };
+        state.apply(offset, &record)
+    }
+
+    #[test]
+    fn a_registration_starts_fenced_with_its_offset_as_epoch() {
+        let mut state = ClusterState::default();
+        let result = register(&mut state, 5, 1, 10);
+        assert_eq!(result, RecordResult::Registered { broker_epoch: 5 });
+        assert!(state.brokers[&1].fenced);
+        let unfence = Record::UnfenceBroker {
+            node_id: 1,
+            broker_epoch: 5,
+        };
+        assert_eq!(state.apply(6, &unfence), RecordResult::Applied);
+        assert!(!state.brokers[&1].fenced);
+    }
+
+    #[test]
+    fn a_stale_incarnation_or_epoch_is_rejected() {
+        let mut state = ClusterState::default();
+        register(&mut state, 1, 1, 10);
+        register(&mut state, 2, 1, 11);
+        assert!(matches!(
+            register(&mut state, 3, 1, 10),
+            RecordResult::Rejected { .. }
+        ));
+        let stale = Record::UnfenceBroker {
+            node_id: 1,
+            broker_epoch: 1,
+        };
+        assert!(matches!(
+            state.apply(4, &stale),
+            RecordResult::Rejected { .. }
+        ));
+        assert_eq!(state.brokers[&1].broker_epoch, 2);
+    }
+
+    #[test]
+    fn a_leader_change_bumps_both_epochs_and_an_isr_change_only_the_partition_epoch() {
+        let mut state = ClusterState::default();
+        state.apply(1, &Record::CreateTopic(topic("t", &[&[1, 2, 3]])));
+        let change = |leader, isr: &[i32]| {
+            Record::ChangePartitions(vec![PartitionChange {
+                topic: "t".into(),
+                partition: 0,
+                leader,
+                isr: isr.to_vec(),
+            }])
+        };
+        state.apply(2, &change(2, &[2, 3]));
+        let p = &state.topics["t"].partitions[0];
+        assert_eq!((p.leader, p.leader_epoch, p.partition_epoch), (2, 1, 1));
+        state.apply(3, &change(2, &[2]));
+        let p = &state.topics["t"].partitions[0];
+        assert_eq!((p.leader, p.leader_epoch, p.partition_epoch), (2, 1, 2));
+    }
+
+    #[test]
+    fn producer_id_blocks_never_overlap() {
+        let mut state = ClusterState::default();
+        let a = state.apply(1, &Record::AllocateProducerIds { node_id: 1 });
+        let b = state.apply(2, &Record::AllocateProducerIds { node_id: 1 });
+        assert_eq!(a, RecordResult::ProducerIds { first: 0 });
+        assert_eq!(
+            b,
+            RecordResult::ProducerIds {
+                first: PRODUCER_ID_BLOCK_SIZE
+            }
+        );
+    }
+}

@@ -1,0 +1,213 @@
+//! The follower's fetcher: one Kafka Fetch request (v12, as a replica) per round to a
+//! leader for every partition this broker follows there, with each partition's log end
+//! offset as fetch offset and the epoch of its last batch; the answer is appended as is,
+//! or, when the leader reports a diverging epoch, the log is truncated where it diverges
+//! (Kafka's rule, never to the high watermark) and the next round fetches from there.
+//!
+//! How requests reach a leader is a [`LeaderLink`]: a TCP connection between brokers, or a
+//! scripted in-process network in tests, so the same code runs in both.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::fetch_response::PartitionData;
+use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse};
+
+use super::error::ReplicaError;
+use super::partition::Partition;
+
+/// The Fetch version followers send: topic names, replica id in the body, last fetched
+/// epoch and diverging epoch (KIP-595's truncation without OffsetForLeaderEpoch).
+pub const REPLICA_FETCH_VERSION: i16 = 12;
+/// Bytes asked per partition and per request in one round.
+pub const REPLICA_FETCH_PARTITION_BYTES: i32 = 1 << 20;
+pub const REPLICA_FETCH_RESPONSE_BYTES: i32 = 10 << 20;
+
+/// Why a round of fetching did not get an answer.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    #[error("leader {leader} is not reachable: {reason}")]
+    Unreachable { leader: i32, reason: String },
+}
+
+/// Carries a follower's Fetch to a leader and its answer back.
+pub trait LeaderLink: Send {
+    fn fetch(
+        &mut self,
+        leader: i32,
+        request: FetchRequest,
+    ) -> impl Future<Output = Result<FetchResponse, LinkError>> + Send;
+}
+
+/// What one round did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Round {
+    pub appended_bytes: usize,
+    pub truncations: usize,
+    pub errors: usize,
+}
+
+/// The Fetch request of one round for `partitions`.
+pub fn fetch_request(
+    local_id: i32,
+    partitions: &[Arc<Partition>],
+    max_wait_ms: i32,
+) -> FetchRequest {
+    let mut topics: Vec<FetchTopic> = Vec::new();
+    for partition in partitions {
+        let (last_fetched_epoch, log_end_offset) = partition.last_fetched_epoch();
+        let tp = &partition.topic_partition;
+        let fetch = FetchPartition::default()
+            .with_partition(tp.partition)
+            .with_current_leader_epoch(partition.leader_epoch())
+            .with_fetch_offset(log_end_offset)
+            .with_last_fetched_epoch(last_fetched_epoch)
+            .with_log_start_offset(-1)
+            .with_partition_max_bytes(REPLICA_FETCH_PARTITION_BYTES);
+        match topics.iter_mut().find(|t| t.topic.0.as_str() == tp.topic) {
+            Some(topic) => topic.partitions.push(fetch),
+            None => topics.push(
+                FetchTopic::default()
+                    .with_topic(crate::api::topic_name(&tp.topic))
+                    .with_partitions(vec![fetch]),
+            ),
+        }
+    }
+    FetchRequest::default()
+        .with_replica_id(BrokerId(local_id))
+        .with_max_wait_ms(max_wait_ms)
+        .with_min_bytes(1)
+        .with_max_bytes(REPLICA_FETCH_RESPONSE_BYTES)
+        .with_topics(topics)
+}
+
+/// Fetches once from `leader` for `partitions` and applies the answer.
+pub async fn fetch_round<L: LeaderLink>(
+    link: &mut L,
+    local_id: i32,
+    leader: i32,
+    partitions: &[Arc<Partition>],
+    max_wait_ms: i32,
+) -> Result<Round, LinkError> {
+    let request = fetch_request(local_id, partitions, max_wait_ms);
+    let response = link.fetch(leader, request).await?;
+    let mut round = Round::default();
+    for topic in &response.responses {
+        for data in &topic.partitions {
+            let found = partitions.iter().find(|p| {
+                p.topic_partition.topic == topic.topic.0.as_str()
+                    && p.topic_partition.partition == data.partition_index
+            });
+            let Some(partition) = found else { continue };
+            match apply(partition, data) {
+                Ok(Applied::Appended(bytes)) => round.appended_bytes += bytes,
+                Ok(Applied::Truncated) => round.truncations += 1,
+                Err(error) => {
+                    round.errors += 1;
+                    tracing::debug!(partition = %partition.topic_partition, leader, %error,
+                        "follower fetch failed");
+                }
+            }
+        }
+    }
+    Ok(round)
+}
+
+enum Applied {
+    Appended(usize),
+    Truncated,
+}
+
+fn apply(partition: &Partition, data: &PartitionData) -> Result<Applied, FetchError> {
+    if data.error_code != 0 {
+        return Err(FetchError::Leader {
+            code: data.error_code,
+        });
+    }
+    let diverging = &data.diverging_epoch;
+    if diverging.epoch >= 0 || diverging.end_offset >= 0 {
+        partition.truncate_for_diverging_epoch(diverging.epoch, diverging.end_offset)?;
+        return Ok(Applied::Truncated);
+    }
+    let records = data.records.as_deref().unwrap_or_default();
+    partition.append_as_follower(records, data.high_watermark, data.log_start_offset)?;
+    Ok(Applied::Appended(records.len()))
+}
+
+/// Why one partition of a round failed.
+#[derive(Debug, thiserror::Error)]
+enum FetchError {
+    #[error("the leader answered error code {code}")]
+    Leader { code: i16 },
+    #[error(transparent)]
+    Replica(#[from] ReplicaError),
+}
+
+impl Partition {
+    /// Truncates after the leader reported that this log diverges after `end_offset` of
+    /// `epoch` (Kafka's rule): if this log knows `epoch`, to the lesser end of it here and
+    /// there; if its nearest lower epoch differs, to that epoch's end here (the next fetch
+    /// asks again); if the leader knows nothing, to the high watermark.
+    pub fn truncate_for_diverging_epoch(
+        &self,
+        epoch: i32,
+        end_offset: i64,
+    ) -> Result<bool, ReplicaError> {
+        let (local_epoch, local_end, log_end_offset) = {
+            let log = self.log();
+            let leo = log.log_end_offset();
+            let (e, o) = log.epoch_cache().end_offset_for(epoch, leo);
+            (e, o, leo)
+        };
+        let target = if end_offset < 0 {
+            self.high_watermark()
+        } else if local_epoch < 0 {
+            end_offset.min(log_end_offset)
+        } else if local_epoch != epoch {
+            local_end.min(log_end_offset)
+        } else {
+            local_end.min(end_offset).min(log_end_offset)
+        };
+        tracing::info!(partition = %self.topic_partition, epoch, end_offset, target,
+            "leader reported a diverging epoch");
+        self.truncate_to(target)
+    }
+}
+
+/// The bytes of a follower's Fetch as a Kafka request frame, without the length prefix.
+pub fn encode_fetch(request: &FetchRequest, local_id: i32, correlation_id: i32) -> bytes::Bytes {
+    use kafka_protocol::messages::{ApiKey, RequestHeader};
+    use kafka_protocol::protocol::{Encodable, StrBytes};
+    let header = RequestHeader::default()
+        .with_request_api_key(ApiKey::Fetch as i16)
+        .with_request_api_version(REPLICA_FETCH_VERSION)
+        .with_correlation_id(correlation_id)
+        .with_client_id(Some(StrBytes::from_string(format!("replica-{local_id}"))));
+    let mut buf = bytes::BytesMut::new();
+    let header_version = ApiKey::Fetch.request_header_version(REPLICA_FETCH_VERSION);
+    // Encoding into memory only fails for values a version cannot carry; these all fit.
+    if let Err(error) = header
+        .encode(&mut buf, header_version)
+        .and_then(|()| request.encode(&mut buf, REPLICA_FETCH_VERSION))
+    {
+        tracing::error!(%error, "cannot encode a replica fetch");
+    }
+    buf.freeze()
+}
+
+/// Decodes a Fetch response frame (without its length prefix) of [`REPLICA_FETCH_VERSION`].
+pub fn decode_fetch_response(
+    mut frame: bytes::Bytes,
+    leader: i32,
+) -> Result<FetchResponse, LinkError> {
+    use kafka_protocol::messages::ResponseHeader;
+    use kafka_protocol::protocol::{Decodable, HeaderVersion};
+    let unreachable = |e: anyhow::Error| LinkError::Unreachable {
+        leader,
+        reason: format!("bad fetch response: {e}"),
+    };
+    let header_version = FetchResponse::header_version(REPLICA_FETCH_VERSION);
+    ResponseHeader::decode(&mut frame, header_version).map_err(unreachable)?;
+    FetchResponse::decode(&mut frame, REPLICA_FETCH_VERSION).map_err(unreachable)
+}

@@ -1,0 +1,106 @@
+//! Runs the follower side of replication for this broker: one fetch loop per leader broker
+//! that leads a partition this broker follows, each with its own connection, started when
+//! the metadata makes this broker a follower there and ended when it no longer follows
+//! anything on that leader. Loops borrow the manager; nothing is spawned.
+
+use std::collections::HashSet;
+use std::sync::{Arc, PoisonError};
+use std::time::Duration;
+
+use futures_util::stream::{FuturesUnordered, StreamExt};
+
+use super::fetcher::fetch_round;
+use super::manager::ReplicaManager;
+use super::partition::{Partition, Role};
+use super::tcp_link::TcpLink;
+
+/// How long a follower's fetch waits at the leader for new data.
+const REPLICA_FETCH_WAIT_MS: i32 = 500;
+/// Pause after a failed round (leader down or moved) before the next.
+const REPLICA_FETCH_BACKOFF: Duration = Duration::from_millis(200);
+/// How often the set of leaders to fetch from is re-read from the partitions.
+const RECONCILE_INTERVAL: Duration = Duration::from_millis(200);
+
+impl ReplicaManager {
+    /// Partitions hosted here that follow `leader`.
+    pub fn followed_partitions(&self, leader: i32) -> Vec<Arc<Partition>> {
+        self.hosted()
+            .into_iter()
+            .filter(|p| matches!(p.state().role, Role::Follower { leader: l } if l == leader))
+            .collect()
+    }
+
+    /// Leaders (other brokers) of the partitions this broker follows.
+    fn followed_leaders(&self) -> HashSet<i32> {
+        let local = self.config().node_id;
+        self.hosted()
+            .iter()
+            .filter_map(|p| match p.state().role {
+                Role::Follower { leader } if leader >= 0 && leader != local => Some(leader),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The address clients use for broker `node_id`, from the latest image.
+    fn broker_address(&self, node_id: i32) -> Option<String> {
+        let image = Arc::clone(&self.image.read().unwrap_or_else(PoisonError::into_inner));
+        image
+            .broker(node_id)
+            .map(|b| format!("{}:{}", b.host, b.port))
+    }
+
+    /// Fetches from every leader this broker follows, until the task is dropped.
+    pub async fn run_fetchers(&self) {
+        let mut running: HashSet<i32> = HashSet::new();
+        let mut loops = FuturesUnordered::new();
+        let mut reconcile = tokio::time::interval(RECONCILE_INTERVAL);
+        loop {
+            tokio::select! {
+                Some(leader) = loops.next(), if !loops.is_empty() => {
+                    running.remove(&leader);
+                }
+                _ = reconcile.tick() => {
+                    for leader in self.followed_leaders() {
+                        if running.insert(leader) {
+                            loops.push(self.fetch_loop(leader));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Fetches from `leader` while this broker follows anything there; returns `leader`.
+    async fn fetch_loop(&self, leader: i32) -> i32 {
+        let local = self.config().node_id;
+        let mut link: Option<(String, TcpLink)> = None;
+        tracing::info!(leader, "replica fetcher started");
+        loop {
+            let partitions = self.followed_partitions(leader);
+            if partitions.is_empty() {
+                tracing::info!(leader, "replica fetcher stopped: nothing left to follow");
+                return leader;
+            }
+            let Some(address) = self.broker_address(leader) else {
+                tokio::time::sleep(REPLICA_FETCH_BACKOFF).await;
+                continue;
+            };
+            if link.as_ref().is_none_or(|(a, _)| *a != address) {
+                link = Some((address.clone(), TcpLink::new(local, address)));
+            }
+            let Some((_, tcp)) = link.as_mut() else {
+                continue;
+            };
+            let round = fetch_round(tcp, local, leader, &partitions, REPLICA_FETCH_WAIT_MS).await;
+            match round {
+                Ok(round) if round.errors == 0 => {}
+                Ok(_) => tokio::time::sleep(REPLICA_FETCH_BACKOFF).await,
+                Err(error) => {
+                    tracing::debug!(leader, %error, "replica fetch round failed");
+                    tokio::time::sleep(REPLICA_FETCH_BACKOFF).await;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,772 @@
+//! The metadata quorum across real processes: three combined nodes (the shipped
+//! `config/cluster/node-*.toml`, on free ports and temporary directories, with a short
+//! broker session), driven by kill -9, SIGTERM, SIGSTOP/SIGCONT and restarts, and observed
+//! through Metadata and DescribeCluster as clients see them.
+//!
+//! `HIGHWATER_CLUSTER_LOG=1` shows the nodes' logs.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::metadata_response::MetadataResponseTopic;
+use kafka_protocol::messages::{
+    CreateTopicsRequest, DescribeClusterRequest, DescribeClusterResponse, DescribeConfigsRequest,
+    MetadataRequest, MetadataResponse,
+};
+
+/// The broker session of these tests (Kafka's default is 9000 ms).
+const SESSION_MS: u64 = 2000;
+/// How long a condition may take to appear before a test fails.
+const WAIT: Duration = Duration::from_secs(30);
+
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("addr").port()
+}
+
+/// `highwater serve --config FILE` with the quorum in `voters`, a short broker session and
+/// election timeout, and its log shown only with HIGHWATER_CLUSTER_LOG.
+fn serve(config_file: &str, voters: &str) -> Command {
+    let config = format!(
+        "{}/config/cluster/{config_file}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut command = Command::new(env!("CARGO_BIN_EXE_highwater"));
+    command
+        .args(["serve", "--config", &config])
+        .args(["--set", &format!("controller.quorum.voters={voters}")])
+        .args(["--set", &format!("broker.session.timeout.ms={SESSION_MS}")])
+        .args(["--set", "broker.heartbeat.interval.ms=200"])
+        .args(["--set", "controller.quorum.election.timeout.ms=500"])
+        .stdout(Stdio::null());
+    if std::env::var_os("HIGHWATER_CLUSTER_LOG").is_none() {
+        command.stderr(Stdio::null());
+    }
+    command
+}
+
+/// Three combined nodes; every process is killed when the cluster is dropped.
+struct Cluster {
+    dir: tempfile::TempDir,
+    client_ports: Vec<u16>,
+    controller_ports: Vec<u16>,
+    children: Vec<Option<Child>>,
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let mut cluster = Cluster {
+            dir: tempfile::tempdir().expect("tempdir"),
+            client_ports: (0..3).map(|_| free_port()).collect(),
+            controller_ports: (0..3).map(|_| free_port()).collect(),
+            children: vec![None, None, None],
+        };
+        for node in 1..=3 {
+            cluster.spawn(node);
+        }
+        cluster
+    }
+
+    fn voters(&self) -> String {
+        let voters: Vec<String> = self
+            .controller_ports
+            .iter()
+            .enumerate()
+            .map(|(i, port)| format!("{}@127.0.0.1:{port}", i + 1))
+            .collect();
+        voters.join(",")
+    }
+
+    fn command(&self, node: usize, node_id: usize) -> Command {
+        let listeners = format!(
+            "PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:{}",
+            self.client_ports[node - 1],
+            self.controller_ports[node - 1]
+        );
+        let data = self.dir.path().join(format!("node-{node}"));
+        let mut command = serve(&format!("node-{node}.toml"), &self.voters());
+        command
+            .args(["--listeners", &listeners])
+            .args(["--node-id", &node_id.to_string()])
+            .args(["--log-dirs", &data.display().to_string()]);
+        command
+    }
+
+    fn spawn(&mut self, node: usize) {
+        let child = self.command(node, node).spawn().expect("spawn highwater");
+        self.children[node - 1] = Some(child);
+    }
+
+    fn signal(&self, node: usize, name: &str) {
+        let child = self.children[node - 1].as_ref().expect("running");
+        let status = Command::new("kill")
+            .args([name, &child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(status.success(), "kill {name}");
+    }
+
+    fn kill(&mut self, node: usize) {
+        if let Some(mut child) = self.children[node - 1].take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    fn addr(&self, node: usize) -> SocketAddr {
+        format!("127.0.0.1:{}", self.client_ports[node - 1])
+            .parse()
+            .expect("addr")
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for node in 1..=3 {
+            if let Some(child) = &self.children[node - 1] {
+                // A stopped process must be continued to die of SIGKILL promptly.
+                let _ = Command::new("kill")
+                    .args(["-CONT", &child.id().to_string()])
+                    .status();
+            }
+            self.kill(node);
+        }
+    }
+}
+
+/// Metadata v12 from `addr` (all topics), or `None` if the node does not answer.
+async fn metadata(addr: SocketAddr) -> Option<MetadataResponse> {
+    let mut client = Client::try_connect(addr).await?;
+    let request = MetadataRequest::default()
+        .with_topics(None)
+        .with_allow_auto_topic_creation(false);
+    client.try_call(&request, 12).await
+}
+
+/// DescribeCluster v2 from `addr`, fenced brokers included.
+async fn describe_cluster(addr: SocketAddr) -> Option<DescribeClusterResponse> {
+    let mut client = Client::try_connect(addr).await?;
+    let request = DescribeClusterRequest::default().with_include_fenced_brokers(true);
+    client.try_call(&request, 2).await
+}
+
+/// Polls `probe` until it returns `Some`, failing after [`WAIT`].
+async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Some(found) = probe().await {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Metadata from `node` once it shows `brokers` unfenced brokers.
+async fn with_brokers(cluster: &Cluster, node: usize, brokers: usize) -> MetadataResponse {
+    let addr = cluster.addr(node);
+    eventually(
+        &format!("{brokers} brokers seen by node {node}"),
+        || async move { metadata(addr).await.filter(|m| m.brokers.len() == brokers) },
+    )
+    .await
+}
+
+/// Creates `topic` (3 partitions, `factor` replicas each) through `node`.
+async fn create_topic(cluster: &Cluster, node: usize, topic: &str, factor: i16) -> i16 {
+    let mut client = Client::connect(cluster.addr(node)).await;
+    let request = CreateTopicsRequest::default()
+        .with_topics(vec![CreatableTopic::default()
+            .with_name(name(topic))
+            .with_num_partitions(3)
+            .with_replication_factor(factor)])
+        .with_timeout_ms(15_000);
+    client.call(&request, 7).await.topics[0].error_code
+}
+
+fn topic<'a>(metadata: &'a MetadataResponse, topic: &str) -> Option<&'a MetadataResponseTopic> {
+    metadata
+        .topics
+        .iter()
+        .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == topic))
+}
+
+/// (leader, leader epoch) of every partition of `name`, by index.
+fn leaders(topic: &MetadataResponseTopic) -> Vec<(i32, i32)> {
+    let mut partitions: Vec<_> = topic.partitions.iter().collect();
+    partitions.sort_by_key(|p| p.partition_index);
+    partitions
+        .iter()
+        .map(|p| (p.leader_id.0, p.leader_epoch))
+        .collect()
+}
+
+/// Metadata from `node` once every partition of `name` has a live leader.
+async fn led_topic(cluster: &Cluster, node: usize, name: &str) -> MetadataResponseTopic {
+    let addr = cluster.addr(node);
+    eventually(&format!("{name} led, seen by node {node}"), || async move {
+        let metadata = metadata(addr).await?;
+        let found = topic(&metadata, name)?.clone();
+        let led =
+            found.partitions.len() == 3 && found.partitions.iter().all(|p| p.leader_id.0 >= 0);
+        led.then_some(found)
+    })
+    .await
+}
+
+/// Metadata of `name` from `addr` once every partition is led by a live broker other than
+/// `gone`.
+async fn led_away_from(addr: SocketAddr, name: &str, gone: usize) -> MetadataResponseTopic {
+    eventually(
+        &format!("{name} led away from node {gone}"),
+        || async move {
+            let metadata = metadata(addr).await?;
+            let found = topic(&metadata, name)?.clone();
+            let moved = found
+                .partitions
+                .iter()
+                .all(|p| p.leader_id.0 >= 0 && p.leader_id.0 as usize != gone);
+            moved.then_some(found)
+        },
+    )
+    .await
+}
+
+async fn active_controller(cluster: &Cluster, node: usize) -> i32 {
+    let addr = cluster.addr(node);
+    eventually("an active controller", || async move {
+        describe_cluster(addr)
+            .await
+            .map(|d| d.controller_id.0)
+            .filter(|id| *id > 0)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_nodes_keep_their_metadata_when_the_active_controller_dies() {
+    // Goal: the quorum forms, assigns replicas over all brokers, and a kill -9 of the active
+    // controller leaves a new one with the metadata intact and still able to change it;
+    // losing a second controller stops changes but not reads. Method: 3 real processes.
+    let mut cluster = Cluster::start();
+    let formed = with_brokers(&cluster, 1, 3).await;
+    assert_eq!(formed.brokers.len(), 3);
+    assert_eq!(create_topic(&cluster, 1, "orders", 3).await, 0);
+    let before = led_topic(&cluster, 2, "orders").await;
+    let replicas: Vec<usize> = before
+        .partitions
+        .iter()
+        .map(|p| p.replica_nodes.len())
+        .collect();
+    assert_eq!(
+        replicas,
+        vec![3, 3, 3],
+        "replication factor 3 over three brokers"
+    );
+
+    let active = active_controller(&cluster, 1).await as usize;
+    cluster.kill(active);
+    let survivor = (1..=3).find(|n| *n != active).expect("a survivor");
+    let addr = cluster.addr(survivor);
+    let new_active = eventually("a new active controller", || async move {
+        let described = describe_cluster(addr).await?;
+        let id = described.controller_id.0;
+        (id > 0 && id as usize != active).then_some(id as usize)
+    })
+    .await;
+    assert_ne!(new_active, active);
+    let after = led_away_from(addr, "orders", active).await;
+    assert_eq!(
+        after.topic_id, before.topic_id,
+        "topic id survives the failover"
+    );
+    for ((_, epoch), (old_leader, old_epoch)) in leaders(&after).iter().zip(leaders(&before)) {
+        if old_leader as usize == active {
+            assert!(*epoch > old_epoch, "a moved leadership has a higher epoch");
+        }
+    }
+    assert_eq!(
+        create_topic(&cluster, survivor, "after-failover", 2).await,
+        0
+    );
+
+    let last = (1..=3)
+        .find(|n| *n != active && *n != new_active)
+        .expect("last node");
+    cluster.kill(new_active);
+    let started = Instant::now();
+    let refused = create_topic(&cluster, last, "without-quorum", 2).await;
+    assert_eq!(
+        refused,
+        ResponseError::RequestTimedOut.code(),
+        "no quorum, no change"
+    );
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let metadata = metadata(cluster.addr(last))
+        .await
+        .expect("metadata without quorum");
+    assert!(
+        topic(&metadata, "orders").is_some(),
+        "reads go on without a quorum"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_broker_is_fenced_within_its_session_and_rejoins_after_a_restart() {
+    // Goal: kill -9 of a broker that is not the active controller moves its leaderships to
+    // other ISR members with higher epochs within broker.session.timeout.ms + 1 s; after a
+    // restart it comes back, fenced first and then unfenced. Method: 3 real processes.
+    let mut cluster = Cluster::start();
+    with_brokers(&cluster, 1, 3).await;
+    assert_eq!(create_topic(&cluster, 1, "events", 3).await, 0);
+    let active = active_controller(&cluster, 1).await as usize;
+    let before = led_topic(&cluster, active, "events").await;
+    let victim = (1..=3).find(|n| *n != active).expect("a non-controller");
+    cluster.kill(victim);
+    let killed_at = Instant::now();
+    let addr = cluster.addr(active);
+    let after = led_away_from(addr, "events", victim).await;
+    let elapsed = killed_at.elapsed();
+    assert!(
+        elapsed < Duration::from_millis(SESSION_MS + 1000),
+        "moved after {elapsed:?}"
+    );
+    for ((_, epoch), (old_leader, old_epoch)) in leaders(&after).iter().zip(leaders(&before)) {
+        if old_leader as usize == victim {
+            assert!(*epoch > old_epoch, "the new leader has a higher epoch");
+        }
+    }
+    eventually("the killed broker fenced", || async move {
+        let described = describe_cluster(addr).await?;
+        let entry = described
+            .brokers
+            .iter()
+            .find(|b| b.broker_id.0 as usize == victim);
+        entry.is_some_and(|b| b.is_fenced).then_some(())
+    })
+    .await;
+
+    cluster.spawn(victim);
+    let rejoined = with_brokers(&cluster, victim, 3).await;
+    assert!(rejoined
+        .brokers
+        .iter()
+        .any(|b| b.node_id.0 as usize == victim));
+    eventually("every broker unfenced again", || async move {
+        let described = describe_cluster(addr).await?;
+        let unfenced =
+            described.brokers.len() == 3 && described.brokers.iter().all(|b| !b.is_fenced);
+        unfenced.then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_cut_off_by_sigstop_is_fenced_and_heals_on_sigcont() {
+    // Goal: a node that stops answering (SIGSTOP, as a network cut) is fenced and loses its
+    // leaderships; when it answers again (SIGCONT) it is unfenced without a restart.
+    // Method: 3 real processes, signals.
+    let cluster = Cluster::start();
+    with_brokers(&cluster, 1, 3).await;
+    assert_eq!(create_topic(&cluster, 1, "cut", 3).await, 0);
+    let active = active_controller(&cluster, 1).await as usize;
+    let cut = (1..=3).find(|n| *n != active).expect("a non-controller");
+    cluster.signal(cut, "-STOP");
+    let seen = with_brokers(&cluster, active, 2).await;
+    assert!(seen.brokers.iter().all(|b| b.node_id.0 as usize != cut));
+    let moved = led_topic(&cluster, active, "cut").await;
+    assert!(moved
+        .partitions
+        .iter()
+        .all(|p| p.leader_id.0 as usize != cut));
+    cluster.signal(cut, "-CONT");
+    let healed = with_brokers(&cluster, active, 3).await;
+    assert!(healed.brokers.iter().any(|b| b.node_id.0 as usize == cut));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_process_with_a_live_node_id_is_refused() {
+    // Goal: a process that starts with the node id of a live broker is refused by the
+    // controller and exits with an error that says so. Method: 3 real processes, then a
+    // broker-only node 7 started twice.
+    let cluster = Cluster::start();
+    with_brokers(&cluster, 1, 3).await;
+    let broker_only = |port: u16| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_highwater"));
+        command
+            .args(["serve", "--node-id", "7", "--set", "process.roles=broker"])
+            .args(["--listeners", &format!("127.0.0.1:{port}")])
+            .args([
+                "--set",
+                &format!("controller.quorum.voters={}", cluster.voters()),
+            ])
+            .args(["--set", &format!("broker.session.timeout.ms={SESSION_MS}")])
+            .args(["--set", "broker.heartbeat.interval.ms=200"])
+            .stdout(Stdio::null());
+        command
+    };
+    let first_dir = cluster.dir.path().join("broker-7a");
+    let mut first = broker_only(free_port())
+        .args(["--log-dirs", &first_dir.display().to_string()])
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    with_brokers(&cluster, 1, 4).await;
+    let second_dir = cluster.dir.path().join("broker-7b");
+    let second = broker_only(free_port())
+        .args(["--log-dirs", &second_dir.display().to_string()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let output = second.wait_with_output().expect("wait");
+    let _ = first.kill();
+    let _ = first.wait();
+    assert!(
+        !output.status.success(),
+        "the duplicate exits with an error"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("already registered by another live process"),
+        "says why: {stderr}"
+    );
+}
+
+#[test]
+fn an_inconsistent_quorum_config_is_refused_at_start() {
+    // Goal: a node whose own controller address disagrees with controller.quorum.voters
+    // does not start, and says why. Method: the real binary, no cluster needed.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let output = Command::new(env!("CARGO_BIN_EXE_highwater"))
+        .args(["serve", "--config"])
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/config/cluster/node-1.toml"
+        ))
+        .args([
+            "--listeners",
+            &format!(
+                "PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:{}",
+                free_port(),
+                free_port()
+            ),
+        ])
+        .args(["--log-dirs", &dir.path().display().to_string()])
+        .output()
+        .expect("run");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("inconsistent quorum configuration"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_to_a_follower_names_the_leader() {
+    // Goal: produce and fetch sent to a replica that does not lead the partition get
+    // NOT_LEADER_OR_FOLLOWER with the current leader, its epoch and its endpoint (KIP-951),
+    // and the leader serves them. Method: 3 real processes, raw Produce v11 and Fetch v16.
+    let cluster = Cluster::start();
+    with_brokers(&cluster, 1, 3).await;
+    assert_eq!(create_topic(&cluster, 1, "hints", 3).await, 0);
+    let led = led_topic(&cluster, 1, "hints").await;
+    let (leader, epoch) = leaders(&led)[0];
+    let follower = (1..=3).find(|n| *n as i32 != leader).expect("a follower");
+    let mut client = Client::connect(cluster.addr(follower)).await;
+    let produced = client
+        .call(
+            &produce_request("hints", 0, batch(1, -1, -1, now_ms()), 1),
+            11,
+        )
+        .await;
+    let refused = &produced.responses[0].partition_responses[0];
+    assert_eq!(
+        refused.error_code,
+        ResponseError::NotLeaderOrFollower.code()
+    );
+    assert_eq!(
+        (
+            refused.current_leader.leader_id.0,
+            refused.current_leader.leader_epoch
+        ),
+        (leader, epoch)
+    );
+    let endpoint = produced
+        .node_endpoints
+        .first()
+        .expect("the leader's endpoint");
+    assert_eq!(
+        endpoint.port,
+        i32::from(cluster.client_ports[leader as usize - 1])
+    );
+    let mut fetch = fetch_request("hints", 0, 0, 0, 1);
+    fetch.topics[0].topic_id = led.topic_id;
+    let fetched = client.call(&fetch, 16).await;
+    let refused = &fetched.responses[0].partitions[0];
+    assert_eq!(
+        refused.error_code,
+        ResponseError::NotLeaderOrFollower.code()
+    );
+    assert_eq!(refused.current_leader.leader_id.0, leader);
+    assert_eq!(fetched.node_endpoints.len(), 1);
+
+    let addr = cluster.addr(leader as usize);
+    eventually("the leader accepts the batch", || async move {
+        let mut client = Client::connect(addr).await;
+        let request = produce_request("hints", 0, batch(1, -1, -1, now_ms()), 1);
+        let produced = client.call(&request, 11).await;
+        (produced.responses[0].partition_responses[0].error_code == 0).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_moves_leaderships_away_before_the_process_exits() {
+    // Goal: a controlled shutdown hands the broker's leaderships to other ISR members (with
+    // higher epochs) before the process exits 0, without waiting for its session to expire.
+    // Method: 3 real processes, SIGTERM to a broker that is not the active controller.
+    let mut cluster = Cluster::start();
+    with_brokers(&cluster, 1, 3).await;
+    assert_eq!(create_topic(&cluster, 1, "graceful", 3).await, 0);
+    let active = active_controller(&cluster, 1).await as usize;
+    let before = led_topic(&cluster, active, "graceful").await;
+    let victim = (1..=3).find(|n| *n != active).expect("a non-controller");
+    assert!(leaders(&before).iter().any(|(l, _)| *l as usize == victim));
+    cluster.signal(victim, "-TERM");
+    let mut child = cluster.children[victim - 1].take().expect("running");
+    assert!(child.wait().expect("wait").success(), "SIGTERM exits 0");
+    let after = metadata(cluster.addr(active)).await.expect("metadata");
+    assert_eq!(
+        after.brokers.len(),
+        2,
+        "the stopped broker is fenced at once"
+    );
+    let after = topic(&after, "graceful").expect("topic");
+    for ((leader, epoch), (old_leader, old_epoch)) in leaders(after).iter().zip(leaders(&before)) {
+        assert_ne!(
+            *leader as usize, victim,
+            "no leadership left on the stopped broker"
+        );
+        if old_leader as usize == victim {
+            assert!(*epoch > old_epoch, "the new leader has a higher epoch");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_missed_a_purged_log_catches_up_from_a_snapshot() {
+    // Goal: a controller that was away while the others snapshotted and purged the log it
+    // missed is brought up to date by a snapshot, and is unfenced again. Method: 3 real
+    // processes; SIGSTOP one, commit 1,200 config changes, SIGCONT it, read its view.
+    let cluster = Cluster::start();
+    with_brokers(&cluster, 1, 3).await;
+    assert_eq!(create_topic(&cluster, 1, "busy", 3).await, 0);
+    let active = active_controller(&cluster, 1).await as usize;
+    let away = (1..=3).find(|n| *n != active).expect("a follower");
+    cluster.signal(away, "-STOP");
+    let mut client = Client::connect(cluster.addr(active)).await;
+    for i in 0..1200 {
+        let request = alter_config(2, "busy", "retention.ms", &format!("{}", 60_000 + i));
+        let response = client.call(&request, 1).await;
+        assert_eq!(response.responses[0].error_code, 0, "change {i}");
+    }
+    cluster.signal(away, "-CONT");
+    let addr = cluster.addr(away);
+    eventually("the returning node has the last change", || async move {
+        let mut client = Client::try_connect(addr).await?;
+        let request = DescribeConfigsRequest::default().with_resources(vec![
+            kafka_protocol::messages::describe_configs_request::DescribeConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name(name("busy").0)
+                .with_configuration_keys(Some(vec![name("retention.ms").0])),
+        ]);
+        let response = client.try_call(&request, 4).await?;
+        let value = response.results.first()?.configs.first()?.value.clone()?;
+        (value.as_str() == "61199").then_some(())
+    })
+    .await;
+    with_brokers(&cluster, active, 3).await;
+    let snapshot = cluster
+        .dir
+        .path()
+        .join(format!("node-{away}/__cluster_metadata-0/snapshot.json"));
+    assert!(snapshot.exists(), "the returning node holds a snapshot");
+}
+
+/// Processes killed when dropped.
+struct Processes(Vec<Child>);
+
+impl Drop for Processes {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Starts `config/cluster/split/NAME.toml` with its listener, voters and data moved.
+fn spawn_split(dir: &std::path::Path, name: &str, listeners: &str, voters: &str) -> Child {
+    serve(&format!("split/{name}.toml"), voters)
+        .args(["--listeners", listeners])
+        .args(["--log-dirs", &dir.join(name).display().to_string()])
+        .spawn()
+        .expect("spawn highwater")
+}
+
+/// The split-role example on free ports: three controllers, then three brokers; returns
+/// the processes in that order and the brokers' client addresses.
+fn start_split(dir: &std::path::Path) -> (Processes, Vec<SocketAddr>) {
+    let controller_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let broker_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let voters: Vec<String> = controller_ports
+        .iter()
+        .enumerate()
+        .map(|(i, port)| format!("{}@127.0.0.1:{port}", 3000 + i))
+        .collect();
+    let voters = voters.join(",");
+    let nodes = controller_ports
+        .iter()
+        .enumerate()
+        .map(|(i, port)| {
+            (
+                format!("controller-{}", i + 1),
+                format!("CONTROLLER://127.0.0.1:{port}"),
+            )
+        })
+        .chain(broker_ports.iter().enumerate().map(|(i, port)| {
+            (
+                format!("broker-{}", i + 1),
+                format!("PLAINTEXT://127.0.0.1:{port}"),
+            )
+        }));
+    let processes = nodes
+        .map(|(name, listener)| spawn_split(dir, &name, &listener, &voters))
+        .collect();
+    let brokers = broker_ports
+        .iter()
+        .map(|port| format!("127.0.0.1:{port}").parse().expect("addr"))
+        .collect();
+    (Processes(processes), brokers)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_brokers_follow_three_separate_controllers() {
+    // Goal: the split-role example works: broker-only nodes register with a quorum of
+    // controller-only nodes, forward topic changes to it, follow its metadata, and survive
+    // the loss of one controller; a killed broker's leaderships move. Method: the shipped
+    // config/cluster/split/ files on free ports, 6 real processes.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut processes, brokers) = start_split(dir.path());
+    let broker = |i: usize| brokers[i - 1];
+    let seen = eventually("three brokers", || async move {
+        metadata(broker(1)).await.filter(|m| m.brokers.len() == 3)
+    })
+    .await;
+    let mut ids: Vec<i32> = seen.brokers.iter().map(|b| b.node_id.0).collect();
+    ids.sort_unstable();
+    assert_eq!(
+        ids,
+        vec![1, 2, 3],
+        "only brokers are listed, not controllers"
+    );
+
+    let mut client = Client::connect(broker(2)).await;
+    let create = |topic: &str| {
+        CreateTopicsRequest::default()
+            .with_topics(vec![CreatableTopic::default()
+                .with_name(name(topic))
+                .with_num_partitions(3)
+                .with_replication_factor(3)])
+            .with_timeout_ms(15_000)
+    };
+    assert_eq!(
+        client.call(&create("split"), 7).await.topics[0].error_code,
+        0
+    );
+    let led = led_away_from(broker(3), "split", 0).await;
+    assert_eq!(led.partitions.len(), 3, "broker 3 follows the new topic");
+
+    let mut controller = processes.0.remove(0);
+    let _ = controller.kill();
+    let _ = controller.wait();
+    let created = eventually("a change with two controllers left", || async move {
+        let mut client = Client::try_connect(broker(1)).await?;
+        let response = client.try_call(&create("after-controller-loss"), 7).await?;
+        (response.topics[0].error_code == 0).then_some(())
+    });
+    created.await;
+
+    // processes.0 now holds controllers 2 and 3, then brokers 1, 2 and 3.
+    let mut victim = processes.0.remove(2);
+    let _ = victim.kill();
+    let _ = victim.wait();
+    led_away_from(broker(2), "split", 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_restarted_with_other_voters_than_its_log_is_refused() {
+    // Goal: a data directory whose metadata log was made by one quorum does not start
+    // under another controller.quorum.voters, and says why. Method: the real binary, as a
+    // single node first, then as node 1 of three on the same directory.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = free_port();
+    let mut single = Command::new(env!("CARGO_BIN_EXE_highwater"))
+        .args([
+            "serve",
+            "--config",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/config/server.toml"),
+        ])
+        .args(["--listeners", &format!("127.0.0.1:{port}")])
+        .args(["--log-dirs", &dir.path().display().to_string()])
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    eventually("the single node", || async move { metadata(addr).await }).await;
+    let _ = Command::new("kill")
+        .args(["-TERM", &single.id().to_string()])
+        .status();
+    assert!(single.wait().expect("wait").success());
+
+    let controller_port = free_port();
+    let voters = format!(
+        "1@127.0.0.1:{controller_port},2@127.0.0.1:{},3@127.0.0.1:{}",
+        free_port(),
+        free_port()
+    );
+    let listeners =
+        format!("PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}");
+    let mut refused = serve("node-1.toml", &voters)
+        .args(["--listeners", &listeners])
+        .args(["--log-dirs", &dir.path().display().to_string()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + WAIT;
+    while refused.try_wait().expect("try_wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = refused.kill();
+            panic!("a node with other voters than its log kept running");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let output = refused.wait_with_output().expect("output");
+    assert!(!output.status.success(), "refused");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("the metadata log's quorum is [1]"),
+        "{stderr}"
+    );
+}

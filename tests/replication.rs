@@ -1,0 +1,274 @@
+//! The two failures of the seed documents (KIP-101), step by step in a simulated cluster:
+//! (1) a restarted follower truncating to a stale high watermark while the leader dies
+//! loses an acknowledged record; (2) after both replicas crash and the shorter log leads,
+//! the other replica keeps a record the new leader never had and the logs diverge.
+//! With leader epochs neither happens. With the test-only pre-KIP-101 rule switched on,
+//! the same steps lose the record and diverge: the tests catch the bug they guard against.
+
+mod common;
+
+use bytes::{Bytes, BytesMut};
+use common::sim::SimCluster;
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+
+const A: i32 = 1;
+const B: i32 = 2;
+
+fn record_batch(value: &str) -> Bytes {
+    let record = Record {
+        transactional: false,
+        control: false,
+        partition_leader_epoch: -1,
+        producer_id: -1,
+        producer_epoch: -1,
+        timestamp_type: TimestampType::Creation,
+        offset: 0,
+        sequence: -1,
+        timestamp: common::now_ms(),
+        key: None,
+        value: Some(Bytes::from(value.to_string())),
+        headers: Default::default(),
+        delete_horizon: false,
+    };
+    let mut buf = BytesMut::new();
+    let options = RecordEncodeOptions {
+        version: 2,
+        compression: Compression::None,
+    };
+    RecordBatchEncoder::encode(&mut buf, [&record], &options).expect("encode");
+    buf.freeze()
+}
+
+fn produce(cluster: &SimCluster, leader: i32, value: &str) -> i64 {
+    let info = cluster
+        .partition(leader)
+        .append_as_leader(&record_batch(value))
+        .expect("append");
+    info.base_offset
+}
+
+/// The values in broker `id`'s log, in offset order.
+fn values(cluster: &SimCluster, id: i32) -> Vec<String> {
+    let partition = cluster.partition(id);
+    let log = partition.log();
+    let mut bytes = log
+        .read(0, log.log_end_offset(), 1 << 20, true)
+        .expect("read");
+    let sets = RecordBatchDecoder::decode_all(&mut bytes).expect("decode");
+    sets.into_iter()
+        .flat_map(|s| s.records)
+        .map(|r| String::from_utf8_lossy(&r.value.unwrap_or_default()).into_owned())
+        .collect()
+}
+
+fn replicate_between(cluster: &SimCluster, leader: i32, follower: i32, epoch: i32) {
+    let both = vec![leader, follower];
+    cluster
+        .partition(leader)
+        .make_leader(leader, epoch, 0, both.clone(), both)
+        .expect("leader");
+    cluster
+        .partition(follower)
+        .make_follower(leader, epoch, 0)
+        .expect("follower");
+}
+
+/// Scenario 1; returns the new leader's values.
+async fn follower_restarts_then_leader_dies(pre_kip_101: bool) -> Vec<String> {
+    let mut cluster = SimCluster::new(&[A, B]).await;
+    replicate_between(&cluster, A, B, 0);
+    produce(&cluster, A, "m1");
+    cluster.catch_up(B, A).await;
+    produce(&cluster, A, "m2");
+    cluster.fetch(B, A).await.expect("B gets m2");
+    // B's next fetch tells A that B has m2: A's high watermark passes m2, so an acks=all
+    // produce of m2 is answered. The response (with the new high watermark) never reaches B.
+    cluster.lose_next_response(B);
+    assert!(cluster.fetch(B, A).await.is_err());
+    assert_eq!(
+        cluster.partition(A).high_watermark(),
+        2,
+        "m2 is acknowledged"
+    );
+    assert_eq!(cluster.partition(B).high_watermark(), 1, "B has not heard");
+    cluster.checkpoint(B);
+    cluster.crash(B);
+    cluster.start(B, A).await;
+    cluster
+        .partition(B)
+        .set_truncate_to_high_watermark(pre_kip_101);
+    cluster
+        .partition(B)
+        .make_follower(A, 0, 0)
+        .expect("follower");
+    // A dies before B fetches again; B is elected with a new epoch.
+    cluster.crash(A);
+    cluster
+        .partition(B)
+        .make_leader(B, 1, 1, vec![A, B], vec![B])
+        .expect("leader");
+    values(&cluster, B)
+}
+
+#[tokio::test]
+async fn an_acknowledged_record_survives_a_follower_restart_and_a_leader_failure() {
+    let values = follower_restarts_then_leader_dies(false).await;
+    assert_eq!(values, ["m1", "m2"]);
+}
+
+#[tokio::test]
+async fn truncating_to_the_high_watermark_would_lose_the_acknowledged_record() {
+    let values = follower_restarts_then_leader_dies(true).await;
+    assert_eq!(
+        values,
+        ["m1"],
+        "the pre-KIP-101 rule loses m2: the test above can fail"
+    );
+}
+
+/// Scenario 2; returns both replicas' values after they settle.
+async fn both_crash_and_the_shorter_log_leads(pre_kip_101: bool) -> (Vec<String>, Vec<String>) {
+    let mut cluster = SimCluster::new(&[A, B]).await;
+    replicate_between(&cluster, A, B, 0);
+    produce(&cluster, A, "m1");
+    cluster.catch_up(B, A).await;
+    let m1_bytes = cluster
+        .partition(B)
+        .log()
+        .read(0, 1, 1 << 20, true)
+        .expect("read")
+        .len();
+    produce(&cluster, A, "m2");
+    cluster.catch_up(B, A).await;
+    assert_eq!(cluster.partition(A).high_watermark(), 2);
+    assert_eq!(cluster.partition(B).high_watermark(), 2);
+    cluster.checkpoint(A);
+    cluster.checkpoint(B);
+    // A power failure: both go down and B loses m2, which it had not flushed.
+    cluster.crash(A);
+    cluster.crash(B);
+    cluster.lose_unflushed(B, m1_bytes as u64);
+    cluster.start(B, B).await;
+    cluster
+        .partition(B)
+        .make_leader(B, 1, 1, vec![A, B], vec![B])
+        .expect("leader");
+    produce(&cluster, B, "m3");
+    cluster.start(A, B).await;
+    cluster
+        .partition(A)
+        .set_truncate_to_high_watermark(pre_kip_101);
+    cluster
+        .partition(A)
+        .make_follower(B, 1, 1)
+        .expect("follower");
+    cluster.catch_up(A, B).await;
+    (values(&cluster, A), values(&cluster, B))
+}
+
+#[tokio::test]
+async fn replicas_converge_after_the_shorter_log_becomes_leader() {
+    let (a, b) = both_crash_and_the_shorter_log_leads(false).await;
+    assert_eq!(b, ["m1", "m3"]);
+    assert_eq!(a, b, "the returning replica truncates m2 and takes m3");
+}
+
+#[tokio::test]
+async fn truncating_to_the_high_watermark_would_leave_the_replicas_diverged() {
+    let (a, b) = both_crash_and_the_shorter_log_leads(true).await;
+    assert_eq!(b, ["m1", "m3"]);
+    assert_eq!(
+        a,
+        ["m1", "m2"],
+        "the pre-KIP-101 rule keeps m2 where the leader has m3"
+    );
+}
+
+#[tokio::test]
+async fn a_follower_far_behind_converges_across_several_leader_changes() {
+    // KIP-279: A leads epoch 0 (m0, m1; B gets m0), B leads epoch 1 alone (b1), A leads
+    // epoch 2 without having followed B (a2). B then follows A: its epoch 1 is unknown to
+    // A, which answers with the end of epoch 0; B truncates b1 and takes m1 and a2.
+    let mut cluster = SimCluster::new(&[A, B]).await;
+    replicate_between(&cluster, A, B, 0);
+    produce(&cluster, A, "m0");
+    cluster.catch_up(B, A).await;
+    produce(&cluster, A, "m1");
+    cluster.crash(A);
+    cluster
+        .partition(B)
+        .make_leader(B, 1, 1, vec![A, B], vec![B])
+        .expect("leader");
+    produce(&cluster, B, "b1");
+    cluster.crash(B);
+    cluster.start(A, A).await;
+    cluster
+        .partition(A)
+        .make_leader(A, 2, 2, vec![A, B], vec![A])
+        .expect("leader");
+    produce(&cluster, A, "a2");
+    cluster.start(B, A).await;
+    cluster
+        .partition(B)
+        .make_follower(A, 2, 2)
+        .expect("follower");
+    cluster.catch_up(B, A).await;
+    assert_eq!(values(&cluster, A), ["m0", "m1", "a2"]);
+    assert_eq!(values(&cluster, B), values(&cluster, A));
+    let epochs = |id| cluster.partition(id).log().epoch_cache().entries().to_vec();
+    assert_eq!(epochs(B), epochs(A), "the epoch caches agree too");
+}
+
+fn produce_request(value: &str, acks: i16) -> kafka_protocol::messages::ProduceRequest {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    kafka_protocol::messages::ProduceRequest::default()
+        .with_acks(acks)
+        .with_timeout_ms(2_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(common::name("t"))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(0)
+                .with_records(Some(record_batch(value)))])])
+}
+
+#[tokio::test]
+async fn acks_all_is_answered_once_the_follower_has_the_batch() {
+    let cluster = std::sync::Arc::new(SimCluster::new(&[A, B]).await);
+    replicate_between(&cluster, A, B, 0);
+    let producing = {
+        let cluster = std::sync::Arc::clone(&cluster);
+        tokio::spawn(async move { cluster.call(A, &produce_request("m0", -1), 9).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert!(!producing.is_finished(), "acks=all waits for the follower");
+    cluster.catch_up(B, A).await;
+    let response = producing.await.expect("task");
+    let partition = &response.responses[0].partition_responses[0];
+    assert_eq!((partition.error_code, partition.base_offset), (0, 0));
+}
+
+#[tokio::test]
+async fn acks_all_times_out_without_the_follower_and_min_insync_refuses_a_lone_leader() {
+    let cluster = SimCluster::with_config(&[A, B], &[("min.insync.replicas", "2")]).await;
+    replicate_between(&cluster, A, B, 0);
+    let response = cluster.call(A, &produce_request("m0", -1), 9).await;
+    let code = response.responses[0].partition_responses[0].error_code;
+    assert_eq!(
+        code,
+        kafka_protocol::error::ResponseError::RequestTimedOut.code()
+    );
+    // The ISR shrinks to the leader alone: acks=all is refused before anything is
+    // written, while acks=1 still goes through.
+    cluster.partition(A).complete_isr_change(Some(vec![A]), 1);
+    let refused = cluster.call(A, &produce_request("m1", -1), 9).await;
+    let code = refused.responses[0].partition_responses[0].error_code;
+    assert_eq!(
+        code,
+        kafka_protocol::error::ResponseError::NotEnoughReplicas.code()
+    );
+    let one = cluster.call(A, &produce_request("m2", 1), 9).await;
+    assert_eq!(one.responses[0].partition_responses[0].error_code, 0);
+    assert_eq!(values(&cluster, A), ["m0", "m2"]);
+}
