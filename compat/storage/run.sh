@@ -10,6 +10,10 @@
 # offset, invalid batch, trailing bytes, exception or stderr output fails; the records it
 # prints must be exactly those produced, with the codec asked for. A damaged copy of one
 # segment shows that these checks can fail (and that `highwater dump --verify` fails too).
+# A compacted topic (cleanup.policy=compact, created with Kafka's TopicCommand) is cleaned by
+# highwater's log cleaner before the stop: kcat must read back the latest value of every key
+# and DumpLogSegments must read the cleaned segments cleanly (gaps in offsets are what
+# compaction leaves, so its "Non-consecutive offsets" report is expected there).
 # Prints "N passed, N failed" last; exits non-zero if a test failed.
 # Usage: compat/storage/run.sh
 # Environment: HIGHWATER_BIN (default target/release/highwater), KEEP_DATA=1 keeps the
@@ -53,7 +57,7 @@ print(s.getsockname()[1])')"
 bootstrap="127.0.0.1:$port"
 "$bin" serve --config "$root/config/server.toml" --listeners "$bootstrap" \
     --log-dirs "$data" --set log.segment.bytes=4096 --set log.index.interval.bytes=256 \
-    >"$out/broker.log" 2>&1 </dev/null &
+    --set log.cleaner.backoff.ms=100 >"$out/broker.log" 2>&1 </dev/null &
 pid=$!
 if ! wait_until 30 kcat -L -b "$bootstrap" -m 2; then
     tail -n 40 "$out/broker.log" >&2
@@ -97,6 +101,34 @@ for name in "${cases[@]}"; do
     fi
 done
 
+# ---- a compacted topic, cleaned before the stop --------------------------------------
+java -cp "$root/.kafka-ref/libs/*" \
+    "-Dlog4j2.configurationFile=$root/compat/java/tools-log4j2.properties" \
+    org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --create \
+    --topic storage-compacted --partitions 1 --config cleanup.policy=compact \
+    --config min.cleanable.dirty.ratio=0.01 --config delete.retention.ms=100 \
+    >"$out/create-compacted.out" 2>&1 || fail "TopicCommand could not create storage-compacted"
+# compacted_lines CODEC: 200 records over 9 keys; key-3's last write is a tombstone (kcat -Z).
+compacted_lines() {
+    local i
+    for ((i = 0; i < 200; i++)); do printf 'key-%d:%s value %d\n' "$((i % 9))" "$1" "$i"; done
+    printf 'key-3:\n'
+}
+for codec in none gzip zstd; do
+    compacted_lines "$codec" >"$out/in-compacted-$codec.txt"
+    timeout 60 kcat -b "$bootstrap" -P -l -t storage-compacted -K : -Z -z "$codec" \
+        -X batch.num.messages=15 -X linger.ms=5 "$out/in-compacted-$codec.txt" ||
+        fail "kcat could not produce to storage-compacted"
+done
+# Fillers roll the segments holding the keyed records out of the active one.
+seq 0 299 | sed 's/^/filler:/' | timeout 60 kcat -b "$bootstrap" -P -t storage-compacted \
+    -K : -X batch.num.messages=5 || fail "kcat could not produce the fillers"
+wait_until 30 grep -q 'cleaned log topic=storage-compacted' "$out/broker.log" ||
+    fail "the log cleaner did not clean storage-compacted"
+sleep 1
+timeout 60 kcat -b "$bootstrap" -C -t storage-compacted -e -o beginning -Z \
+    -f '%o %k=%s\n' >"$out/compacted-read.txt" || fail "kcat could not read storage-compacted"
+
 kill -TERM "$pid"
 for _ in $(seq 1 100); do
     kill -0 "$pid" 2>/dev/null || break
@@ -108,8 +140,10 @@ pid=""
 ((rc == 0)) || { tail -n 40 "$out/broker.log" >&2; fail "highwater exited $rc on SIGTERM"; }
 [[ -f "$data/.kafka_cleanshutdown" ]] || fail "no clean-shutdown marker after SIGTERM"
 
-mapfile -t files < <(find "$data" -name '*.log' -o -name '*.index' -o -name '*.timeindex' |
-    sort)
+mapfile -t files < <(find "$data" \( -name '*.log' -o -name '*.index' -o -name '*.timeindex' \) \
+    -not -path '*/storage-compacted-0/*' | sort)
+mapfile -t compacted_files < <(find "$data/storage-compacted-0" -name '*.log' -o \
+    -name '*.index' -o -name '*.timeindex' | sort)
 ((${#files[@]} > 0)) || fail "highwater wrote no segment files"
 files_csv="$(IFS=,; echo "${files[*]}")"
 count_files() { printf '%s\n' "${files[@]}" | grep -c "\\.$1\$" || true; }
@@ -130,6 +164,9 @@ dump_log_segments() {
 dump_log_segments verify --files "$files_csv" --verify-index-only
 dump_log_segments sanity --files "$files_csv" --index-sanity-check
 dump_log_segments deep --files "$files_csv" --deep-iteration --print-data-log
+compacted_csv="$(IFS=,; echo "${compacted_files[*]}")"
+dump_log_segments compacted-verify --files "$compacted_csv" --verify-index-only
+dump_log_segments compacted-deep --files "$compacted_csv" --deep-iteration --print-data-log
 
 # What DumpLogSegments prints when something is wrong (DumpLogSegments.scala): index
 # mismatches, time index errors, non-consecutive offsets, trailing bytes, invalid batches,
@@ -262,6 +299,48 @@ test_a_damaged_copy_is_reported() {
     grep -q 'stored CRC' "$out/hw-damaged.err" || fail "highwater dump missed the CRC"
 }
 
+# last_per_key: "key=value" of the last line of each key in "key=value" lines on stdin.
+last_per_key() {
+    awk -F= '{ last[$1] = $2 } END { for (k in last) print k "=" last[k] }' | sort
+}
+
+test_compacted_read() {
+    local produced read
+    produced=$((3 * 201 + 300))
+    read="$(wc -l <"$out/compacted-read.txt")"
+    echo "storage-compacted: $produced records produced, $read read back"
+    ((read < produced)) || fail "storage-compacted was not compacted"
+    sort -n -c <(cut -d' ' -f1 "$out/compacted-read.txt") || fail "offsets do not increase"
+    # Every key's last value read is the last one produced; key-3 ends with its tombstone
+    # (read as NULL), unless the tombstone itself is already gone with all of key-3.
+    local expected actual
+    expected="$(cat "$out"/in-compacted-{none,gzip,zstd}.txt | tr : = | grep -v '^key-3=' |
+        last_per_key)"
+    actual="$(sed 's/^[0-9]* //' "$out/compacted-read.txt" | grep '^key-' | last_per_key)"
+    diff <(echo "$expected") <(echo "$actual" | grep -v '^key-3=') >&2 ||
+        fail "a key's latest value was lost"
+    if echo "$actual" | grep '^key-3=' | grep -v '=NULL$'; then
+        fail "a deleted key came back"
+    fi
+}
+
+test_compacted_dump() {
+    local name
+    for name in compacted-verify compacted-deep; do
+        assert_eq 0 "$(cat "$out/$name.rc")" "DumpLogSegments exit status"
+        if grep -v -E '^Non-consecutive offsets in |^  -?[0-9]+ is followed by [0-9]+$' \
+            "$out/$name.err" | grep -q .; then
+            head -n 40 "$out/$name.err" >&2
+            fail "DumpLogSegments wrote more than the gaps of compaction to stderr"
+        fi
+        if grep -E "${error_pattern/Non-consecutive offsets|/}" "$out/$name.out" >&2; then
+            fail "DumpLogSegments reported errors"
+        fi
+    done
+    grep -q 'deleteHorizonMs: OptionalLong\[' "$out/compacted-deep.out" ||
+        echo "storage-compacted: no tombstone was stamped with a delete horizon yet"
+}
+
 run_test "DumpLogSegments --verify-index-only: no mismatch" test_verify_index_only
 run_test "DumpLogSegments --index-sanity-check: every index passes" test_index_sanity_check
 run_test "DumpLogSegments --deep-iteration --print-data-log: no error" test_deep_iteration
@@ -269,6 +348,8 @@ for name in "${cases[@]}"; do
     run_test "DumpLogSegments prints every record of the $name case" test_records "$name"
 done
 run_test "a damaged segment is reported (the checks can fail)" test_a_damaged_copy_is_reported
+run_test "a compacted topic reads back the latest value of each key" test_compacted_read
+run_test "DumpLogSegments reads cleaned segments cleanly" test_compacted_dump
 
 suite_summary || true
 echo "$tests_passed passed, $tests_failed failed"

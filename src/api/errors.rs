@@ -24,6 +24,9 @@ pub fn log_error(error: &LogError) -> ResponseError {
         LogError::InvalidProducerEpoch { .. } => ResponseError::InvalidProducerEpoch,
         LogError::OutOfOrderSequence { .. } => ResponseError::OutOfOrderSequenceNumber,
         LogError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange,
+        LogError::UndecodableRecords { .. } => ResponseError::CorruptMessage,
+        LogError::NullKeyInCompactedTopic { .. } => ResponseError::InvalidRecord,
+        LogError::CleaningAborted { .. } => ResponseError::UnknownServerError,
         LogError::NonContiguousOffset { .. } => ResponseError::CorruptMessage,
     }
 }

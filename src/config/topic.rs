@@ -286,10 +286,11 @@ pub fn resolve(broker: &BrokerConfig, overrides: &ConfigMap) -> Vec<ResolvedConf
         .collect()
 }
 
-/// The resolved value of one topic config, parsed as a number.
-pub fn number(broker: &BrokerConfig, overrides: &ConfigMap, name: &str) -> i64 {
+/// The resolved value of one topic config: the topic's override, else the broker key,
+/// else Kafka's default.
+pub fn value<'a>(broker: &'a BrokerConfig, overrides: &'a ConfigMap, name: &str) -> &'a str {
     let key = find(name);
-    let value = overrides
+    overrides
         .get(name)
         .map(String::as_str)
         .or_else(|| {
@@ -297,8 +298,24 @@ pub fn number(broker: &BrokerConfig, overrides: &ConfigMap, name: &str) -> i64 {
                 .and_then(|s| broker.get(s))
         })
         .or(key.map(|k| k.fallback))
-        .unwrap_or("0");
-    value.trim().parse().unwrap_or(0)
+        .unwrap_or("0")
+}
+
+/// The resolved value of one topic config, parsed as a number.
+pub fn number(broker: &BrokerConfig, overrides: &ConfigMap, name: &str) -> i64 {
+    value(broker, overrides, name).trim().parse().unwrap_or(0)
+}
+
+/// The resolved value of one topic config, parsed as a floating-point number.
+pub fn fraction(broker: &BrokerConfig, overrides: &ConfigMap, name: &str) -> f64 {
+    value(broker, overrides, name).trim().parse().unwrap_or(0.0)
+}
+
+/// Whether the resolved `cleanup.policy` holds `policy` (`delete` or `compact`).
+pub fn has_cleanup_policy(broker: &BrokerConfig, overrides: &ConfigMap, policy: &str) -> bool {
+    value(broker, overrides, "cleanup.policy")
+        .split(',')
+        .any(|p| p.trim() == policy)
 }
 
 #[cfg(test)]

@@ -60,6 +60,15 @@ pub enum LogError {
         log_start_offset: i64,
         log_end_offset: i64,
     },
+    /// The records inside a stored batch cannot be read (bad compression or record bytes).
+    #[error("cannot read the records of the batch at offset {offset}: {reason}")]
+    UndecodableRecords { offset: i64, reason: String },
+    /// A record without a key sent to a compacted topic (Kafka's LogValidator refuses it).
+    #[error("compacted topic cannot accept a record without a key (batch of {records} records)")]
+    NullKeyInCompactedTopic { records: i32 },
+    /// A cleaning round stopped because the broker is shutting down.
+    #[error("cleaning of {dir} aborted")]
+    CleaningAborted { dir: PathBuf },
     /// A replicated batch that does not start at the follower's log end offset.
     #[error("replicated batch starts at offset {found}, the log ends at {expected}")]
     NonContiguousOffset { expected: i64, found: i64 },

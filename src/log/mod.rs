@@ -4,14 +4,19 @@
 //! Must not: know about the network, replication or Kafka error codes.
 
 pub mod batch;
+pub mod batch_rewrite;
 pub mod checkpoint;
+pub mod cleaner;
+pub mod cleaner_swap;
 pub mod epoch_cache;
 pub mod error;
 pub mod index_file;
 pub mod mmap;
 pub mod offset_index;
+pub mod offset_map;
 pub mod partition_log;
 pub mod producer_state;
+pub mod records;
 pub mod replication;
 pub mod retention;
 pub mod segment;

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 
 use super::batch::{self, BatchHeader};
+use super::cleaner::CompactionConfig;
 use super::epoch_cache::EpochCache;
 use super::error::LogError;
 use super::producer_state::{ProducerStateTable, SequenceCheck};
@@ -36,6 +37,10 @@ pub struct LogConfig {
     pub retention_ms: i64,
     /// `retention.bytes`: the oldest segments are deleted beyond this size (-1: never).
     pub retention_bytes: i64,
+    /// `cleanup.policy` holds `delete`: `retention.ms` and `retention.bytes` apply.
+    pub cleanup_delete: bool,
+    /// `cleanup.policy` holds `compact`, and the compaction settings.
+    pub compaction: CompactionConfig,
 }
 
 /// What the broker knows about a log before opening it.
@@ -131,6 +136,7 @@ impl Log {
                 super::checkpoint::sync_dir(parent)?;
             }
         }
+        super::cleaner_swap::recover_swaps(dir)?;
         let bases = segment_base_offsets(dir)?;
         let mut segments: Vec<Segment> = Vec::with_capacity(bases.len().max(1));
         for (n, base) in bases.iter().enumerate() {
@@ -302,6 +308,13 @@ impl Log {
                 producer_id: header.producer_id,
             });
         }
+        if self.config.compaction.compact
+            && !super::records::all_records_have_keys(records, &header)?
+        {
+            return Err(LogError::NullKeyInCompactedTopic {
+                records: header.record_count,
+            });
+        }
         Ok(header)
     }
 
@@ -471,6 +484,7 @@ impl Log {
             "start <= end"
         );
         for pair in self.segments.windows(2) {
+            // Holds after cleaning too: a cleaned segment keeps its group's last batch.
             debug_assert_eq!(pair[0].next_offset(), pair[1].base_offset(), "contiguous");
         }
         self.epoch_cache.check_invariants();
@@ -494,6 +508,8 @@ pub(crate) fn test_config(segment_bytes: usize, index_interval_bytes: usize) -> 
         flush_ms: i64::MAX,
         retention_ms: -1,
         retention_bytes: -1,
+        cleanup_delete: true,
+        compaction: CompactionConfig::default(),
     }
 }
 

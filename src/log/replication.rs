@@ -16,8 +16,10 @@ use super::partition_log::{AppendInfo, Log};
 use super::segment::{file_name, OpenMode, Segment};
 
 impl Log {
-    /// Appends batches fetched from the leader as they are: their base offsets must
-    /// continue this log, their CRCs must hold; their leader epochs enter the epoch cache.
+    /// Appends batches fetched from the leader as they are: their base offsets must not go
+    /// back (a compacted leader's log has gaps, and batches the cleaner rewrote hold fewer
+    /// records than offsets), their CRCs must hold; their leader epochs enter the epoch
+    /// cache.
     /// Producer state follows the batches without sequence checks (the leader made them).
     pub fn append_as_follower(&mut self, records: &[u8]) -> Result<Option<AppendInfo>, LogError> {
         let mut first_offset = None;
@@ -38,16 +40,26 @@ impl Log {
     }
 
     fn check_follower_batch(&self, bytes: &[u8], header: &BatchHeader) -> Result<(), LogError> {
-        let validated = batch::validate(bytes)?;
-        if validated.base_offset != self.log_end_offset() {
-            return Err(LogError::NonContiguousOffset {
-                expected: self.log_end_offset(),
-                found: validated.base_offset,
+        if header.size != bytes.len() || header.magic != batch::MAGIC_V2 {
+            return Err(LogError::InvalidBatch {
+                reason: "replicated batch is not one whole record batch v2",
             });
         }
         if header.last_offset_delta < 0 {
             return Err(LogError::InvalidBatch {
                 reason: "negative last offset delta",
+            });
+        }
+        if header.record_count < 0 || header.record_count > header.last_offset_delta + 1 {
+            return Err(LogError::InvalidBatch {
+                reason: "record count does not fit the batch's offsets",
+            });
+        }
+        batch::check_crc(bytes, header)?;
+        if header.base_offset < self.log_end_offset() {
+            return Err(LogError::NonContiguousOffset {
+                expected: self.log_end_offset(),
+                found: header.base_offset,
             });
         }
         Ok(())
@@ -78,7 +90,7 @@ impl Log {
             .segments_mut()
             .last_mut()
             .expect("a log always has an active segment");
-        let written = segment.append(bytes, header.base_offset, header.partition_leader_epoch);
+        let written = segment.append_unchanged(bytes)?;
         self.follow_producers(&written);
         self.count_unflushed(i64::from(written.record_count))
     }

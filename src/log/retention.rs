@@ -1,5 +1,5 @@
 //! Deleting whole segments from the front of a log: by time (`retention.ms`), by size
-//! (`retention.bytes`) and below a log start offset moved by DeleteRecords (UnifiedLog's
+//! (`retention.bytes`) — both only when `cleanup.policy` holds `delete` — and below a log start offset moved by DeleteRecords (UnifiedLog's
 //! deleteOldSegments in Apache Kafka). Only segments wholly below the high watermark go;
 //! the active segment is rolled first when it must go too.
 //!
@@ -32,9 +32,12 @@ impl Log {
                     return false;
                 }
                 let below_start = segment.next_offset() <= log_start_offset;
-                let expired = config.retention_ms >= 0
+                // A compact-only topic keeps its segments: only the log start moves them.
+                let expired = config.cleanup_delete
+                    && config.retention_ms >= 0
                     && now_ms.saturating_sub(segment.largest_timestamp()) > config.retention_ms;
-                let oversized = excess.saturating_sub(segment.size() as i64) >= 0;
+                let oversized =
+                    config.cleanup_delete && excess.saturating_sub(segment.size() as i64) >= 0;
                 if oversized {
                     excess -= segment.size() as i64;
                 }
@@ -140,6 +143,23 @@ mod tests {
             "within one segment of the limit: {total}"
         );
         assert!(log.log_start_offset() > 0);
+    }
+
+    #[test]
+    fn a_compact_only_log_ignores_time_and_size_retention() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = LogConfig {
+            retention_ms: 1000,
+            retention_bytes: 100,
+            cleanup_delete: false,
+            ..test_config(200, 64)
+        };
+        let mut log = log(config, dir.path(), &[100, 200, 5000, 6000]);
+        let deleted = log
+            .delete_old_segments(1_000_000, log.log_end_offset())
+            .expect("retention");
+        assert_eq!(deleted, 0, "cleanup.policy=compact keeps old segments");
+        assert_eq!(log.log_start_offset(), 0);
     }
 
     #[test]

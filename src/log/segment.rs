@@ -6,7 +6,8 @@
 //! and trimmed to their contents when it is rolled or closed cleanly; a sealed segment's
 //! files are never grown again. Must not: know about partitions, producers or the network.
 //! Invariant: `size` bytes at the start of the `.log` are whole, CRC-checked batches with
-//! contiguous increasing offsets, starting at `base_offset`.
+//! increasing offsets, starting at or after `base_offset` (contiguous until the log cleaner
+//! rewrites the segment; a cleaned segment has gaps but ends at the same offset).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -79,6 +80,12 @@ fn paths(dir: &Path, base_offset: i64) -> [PathBuf; 3] {
     ["log", "index", "timeindex"].map(|suffix| dir.join(file_name(base_offset, suffix)))
 }
 
+/// Paths of a segment's files with a temporary suffix appended (`.cleaned`, `.swap`).
+pub fn temporary_paths(dir: &Path, base_offset: i64, suffix: &str) -> [PathBuf; 3] {
+    ["log", "index", "timeindex"]
+        .map(|kind| dir.join(format!("{}.{suffix}", file_name(base_offset, kind))))
+}
+
 impl Segment {
     fn with_files(
         base_offset: i64,
@@ -105,8 +112,37 @@ impl Segment {
 
     /// Creates a new, empty segment in `dir`.
     pub fn create(dir: &Path, base_offset: i64, config: SegmentConfig) -> Result<Self, LogError> {
-        let [log, index, time_index] = paths(dir, base_offset);
-        let log = MappedFile::open(&log, config.segment_bytes)?;
+        let files = paths(dir, base_offset);
+        Self::create_files(files, base_offset, config, config.segment_bytes)
+    }
+
+    /// Creates the log cleaner's output segment: `.cleaned` files (left-overs of an
+    /// earlier attempt are replaced), the log preallocated to `capacity` bytes (sparse;
+    /// trimmed by [`Segment::seal`]).
+    pub fn create_cleaned(
+        dir: &Path,
+        base_offset: i64,
+        config: SegmentConfig,
+        capacity: usize,
+    ) -> Result<Self, LogError> {
+        let cleaned = temporary_paths(dir, base_offset, "cleaned");
+        for path in &cleaned {
+            match std::fs::remove_file(path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(LogError::io(path, e)),
+            }
+        }
+        Self::create_files(cleaned, base_offset, config, capacity)
+    }
+
+    fn create_files(
+        [log, index, time_index]: [PathBuf; 3],
+        base_offset: i64,
+        config: SegmentConfig,
+        capacity: usize,
+    ) -> Result<Self, LogError> {
+        let log = MappedFile::open(&log, capacity)?;
         let index = OffsetIndex::open(&index, config.segment_index_bytes, false)?;
         let time_index = TimeIndex::open(&time_index, config.segment_index_bytes, false)?;
         Ok(Self::with_files(
@@ -184,10 +220,12 @@ impl Segment {
         let bytes = self.log.slice(0, length.min(self.log.capacity()));
         let mut valid = 0usize;
         let mut entries = Vec::new();
+        // Offsets are contiguous in the active segment; a sealed one may have been cleaned,
+        // which leaves gaps between batches (the base offset is not covered by the CRC).
         let mut expected = self.base_offset;
         for (position, header) in BatchIter::new(bytes) {
             let ok = header.magic == batch::MAGIC_V2
-                && header.base_offset == expected
+                && (header.base_offset == expected || (!active && header.base_offset > expected))
                 && header.last_offset_delta >= 0
                 && batch::check_crc(&bytes[position..], &header).is_ok();
             if !ok {
@@ -257,7 +295,10 @@ impl Segment {
     }
 
     fn track_timestamp(&mut self, header: &BatchHeader) {
-        if header.max_timestamp > self.max_timestamp {
+        // An empty batch (kept by the log cleaner for its offsets or producer state) has no
+        // record to find at its timestamp: Kafka's DumpLogSegments checks time index
+        // entries against the records.
+        if header.max_timestamp > self.max_timestamp && header.record_count > 0 {
             self.max_timestamp = header.max_timestamp;
             self.offset_of_max_timestamp = header.last_offset();
         }
@@ -356,6 +397,50 @@ impl Segment {
         let header = BatchHeader::parse(written).expect("validated batch has a header");
         self.record_append(position, &header);
         header
+    }
+
+    /// Appends a batch exactly as it is (one the log cleaner rewrote, or a follower got
+    /// from its leader): its offsets must lie past every offset already here (a compacted
+    /// log leaves gaps) and it must fit.
+    pub fn append_unchanged(&mut self, bytes: &[u8]) -> Result<BatchHeader, LogError> {
+        let header = BatchHeader::parse(bytes).ok_or(LogError::InvalidBatch {
+            reason: "batch without a header",
+        })?;
+        if header.base_offset < self.next_offset {
+            return Err(LogError::NonContiguousOffset {
+                expected: self.next_offset,
+                found: header.base_offset,
+            });
+        }
+        if self.size + bytes.len() > self.log.capacity() {
+            return Err(LogError::BatchLargerThanSegment {
+                size: self.size + bytes.len(),
+                max: self.log.capacity(),
+            });
+        }
+        let position = self.size;
+        self.log.write_at(position, bytes);
+        self.record_append(position, &header);
+        Ok(header)
+    }
+
+    /// The mapped `.log` file, for readers that work without the log's lock (the cleaner
+    /// reads sealed segments, whose published bytes never change).
+    pub fn log_file(&self) -> Arc<MappedFile> {
+        Arc::clone(&self.log)
+    }
+
+    /// Bytes of the offset index and of the time index (for grouping cleaned segments).
+    pub fn index_sizes(&self) -> (usize, usize) {
+        (
+            self.index.len() * super::offset_index::ENTRY_BYTES,
+            self.time_index.len() * super::time_index::ENTRY_BYTES,
+        )
+    }
+
+    /// The first batch's max timestamp (`max.compaction.lag.ms` counts from it).
+    pub fn first_batch_timestamp(&self) -> Option<i64> {
+        self.first_batch_timestamp
     }
 
     /// The headers of all batches, from the index position at or below `offset`.

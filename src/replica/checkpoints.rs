@@ -1,6 +1,7 @@
 //! The broker-level files of a log directory, in Apache Kafka's formats:
-//! `recovery-point-offset-checkpoint`, `replication-offset-checkpoint` (high watermarks)
-//! and `log-start-offset-checkpoint` (lines `topic partition offset`, written atomically),
+//! `recovery-point-offset-checkpoint`, `replication-offset-checkpoint` (high watermarks),
+//! `log-start-offset-checkpoint` and `cleaner-offset-checkpoint` (lines `topic partition
+//! offset`, written atomically),
 //! and `meta.properties` (node id, cluster id, directory id).
 
 use std::collections::HashMap;
@@ -17,6 +18,8 @@ pub const RECOVERY_POINT_FILE: &str = "recovery-point-offset-checkpoint";
 pub const HIGH_WATERMARK_FILE: &str = "replication-offset-checkpoint";
 /// Log start offsets moved inside a segment (DeleteRecords), per partition.
 pub const LOG_START_OFFSET_FILE: &str = "log-start-offset-checkpoint";
+/// The log cleaner's first dirty offset, per compacted partition.
+pub const CLEANER_OFFSET_FILE: &str = "cleaner-offset-checkpoint";
 /// The log directory's identity.
 pub const META_PROPERTIES_FILE: &str = "meta.properties";
 

@@ -12,11 +12,13 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use dashmap::DashMap;
 
 use super::checkpoints;
+use super::cleaner::LogCleaner;
 use super::error::ReplicaError;
 use super::partition::{Partition, TopicPartition};
 use crate::config::{topic, BrokerConfig};
 use crate::controller::base64url;
 use crate::log::checkpoint::write_atomically;
+use crate::log::cleaner::CompactionConfig;
 use crate::log::segment::SegmentConfig;
 use crate::log::{Log, LogConfig, LogError, OpenOptions};
 use crate::metadata::{MetadataImage, TopicImage};
@@ -43,6 +45,16 @@ pub struct ReplicaManager {
     /// Serializes [`ReplicaManager::apply_image`] (called by request handlers and by the
     /// metadata follower).
     applying: Mutex<()>,
+    cleaner: Arc<LogCleaner>,
+}
+
+/// Stops the log cleaner's running round when the maintenance task ends or is aborted.
+struct StopCleanerOnDrop(Arc<LogCleaner>);
+
+impl Drop for StopCleanerOnDrop {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
 }
 
 /// The log configuration of a topic: broker defaults overridden by topic configs.
@@ -63,6 +75,18 @@ pub fn log_config(broker: &BrokerConfig, topic_image: &TopicImage) -> LogConfig 
         flush_ms: ms("flush.ms"),
         retention_ms: topic::number(broker, &topic_image.configs, "retention.ms"),
         retention_bytes: topic::number(broker, &topic_image.configs, "retention.bytes"),
+        cleanup_delete: topic::has_cleanup_policy(broker, &topic_image.configs, "delete"),
+        compaction: CompactionConfig {
+            compact: topic::has_cleanup_policy(broker, &topic_image.configs, "compact"),
+            delete_retention_ms: ms("delete.retention.ms"),
+            min_cleanable_dirty_ratio: topic::fraction(
+                broker,
+                &topic_image.configs,
+                "min.cleanable.dirty.ratio",
+            ),
+            min_compaction_lag_ms: ms("min.compaction.lag.ms"),
+            max_compaction_lag_ms: ms("max.compaction.lag.ms"),
+        },
     }
 }
 
@@ -88,6 +112,7 @@ impl ReplicaManager {
             checkpoints::read_offsets(&dir.join(checkpoints::LOG_START_OFFSET_FILE))?;
         let high_watermarks =
             checkpoints::read_offsets(&dir.join(checkpoints::HIGH_WATERMARK_FILE))?;
+        let cleaner = Arc::new(LogCleaner::open(&config)?);
         Ok(ReplicaManager {
             config,
             partitions: DashMap::new(),
@@ -97,6 +122,7 @@ impl ReplicaManager {
             high_watermarks,
             image: RwLock::new(Arc::new(MetadataImage::default())),
             applying: Mutex::new(()),
+            cleaner,
         })
     }
 
@@ -315,8 +341,8 @@ impl ReplicaManager {
         checkpoints::write_offsets(&dir.join(checkpoints::LOG_START_OFFSET_FILE), &starts)
     }
 
-    /// Runs retention, the flush policy and the checkpoints on their intervals until the
-    /// task is dropped (LogManager's scheduled tasks in Apache Kafka).
+    /// Runs retention, the flush policy, the checkpoints and the log cleaner on their
+    /// intervals until the task is dropped (LogManager's scheduled tasks in Apache Kafka).
     pub async fn run_maintenance(&self) {
         let interval = |key: &str| {
             self.config
@@ -327,13 +353,24 @@ impl ReplicaManager {
         let retention_every = interval("log.retention.check.interval.ms");
         let checkpoint_every = interval("log.flush.offset.checkpoint.interval.ms")
             .min(interval("replica.high.watermark.checkpoint.interval.ms"));
-        let tick = retention_every.min(checkpoint_every).clamp(10, 1000);
+        let cleaner_every = self.cleaner.backoff_ms;
+        let tick = retention_every
+            .min(checkpoint_every)
+            .min(cleaner_every)
+            .clamp(10, 1000);
         let mut ticker = tokio::time::interval(std::time::Duration::from_millis(tick));
-        let (mut last_retention, mut last_checkpoint) = (0u64, 0u64);
+        let (mut last_retention, mut last_checkpoint, mut last_cleaning) = (0u64, 0u64, 0u64);
         let mut elapsed = 0u64;
+        let _stop_cleaner = StopCleanerOnDrop(Arc::clone(&self.cleaner));
+        let mut cleaning: Option<tokio::task::JoinHandle<()>> = None;
         loop {
             ticker.tick().await;
             elapsed += tick;
+            let idle = cleaning.as_ref().is_none_or(|c| c.is_finished());
+            if self.cleaner.enabled && idle && elapsed - last_cleaning >= cleaner_every {
+                last_cleaning = elapsed;
+                cleaning = Some(self.spawn_cleaning());
+            }
             if elapsed - last_retention >= retention_every {
                 last_retention = elapsed;
                 self.maintain_partitions();
@@ -345,6 +382,19 @@ impl ReplicaManager {
                 }
             }
         }
+    }
+
+    /// Starts one log cleaner round on a blocking thread (off the tokio workers).
+    fn spawn_cleaning(&self) -> tokio::task::JoinHandle<()> {
+        let cleaner = Arc::clone(&self.cleaner);
+        let partitions: Vec<Arc<Partition>> = self
+            .partitions
+            .iter()
+            .map(|p| Arc::clone(p.value()))
+            .collect();
+        tokio::task::spawn_blocking(move || {
+            cleaner.clean_filthiest(&partitions, crate::log::segment::now_ms());
+        })
     }
 
     fn maintain_partitions(&self) {
@@ -377,6 +427,7 @@ impl ReplicaManager {
 
     /// Closes every log cleanly and writes the clean-shutdown marker.
     pub fn shutdown(&self) -> Result<(), ReplicaError> {
+        self.cleaner.stop();
         let mut clean = true;
         for entry in self.partitions.iter() {
             if let Err(error) = entry.value().close() {

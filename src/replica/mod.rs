@@ -2,6 +2,7 @@
 //! watermark, and the wake-ups that let parked fetches answer as soon as data arrives.
 
 pub mod checkpoints;
+pub mod cleaner;
 pub mod error;
 pub mod fetcher;
 pub mod leader_state;

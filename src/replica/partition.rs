@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use super::error::ReplicaError;
 use super::leader_state::LeaderState;
+use crate::log::cleaner::CleanedSegment;
 use crate::log::{AppendInfo, Log, LogError};
 
 /// A topic name and partition index.
@@ -317,6 +318,14 @@ impl Partition {
         log.maybe_flush_by_time(now_ms)
             .map_err(|e| self.log_error(e))?;
         Ok(())
+    }
+
+    /// Swaps a cleaned segment in (the log cleaner's last phase, under the write lock);
+    /// returns whether the segments it replaces were still there.
+    pub fn replace_with_cleaned(&self, cleaned: CleanedSegment) -> Result<bool, ReplicaError> {
+        self.log_mut()
+            .replace_with_cleaned(cleaned)
+            .map_err(|e| self.log_error(e))
     }
 
     /// DeleteRecords: moves the log start offset to `offset` (-1: the high watermark) and

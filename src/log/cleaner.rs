@@ -1,0 +1,828 @@
+//! Log compaction for `cleanup.policy=compact` (Cleaner and LogCleanerManager in Apache
+//! Kafka, in our own words): keep the latest record of every key, drop tombstones once
+//! `delete.retention.ms` has passed since the cleaning that first kept them.
+//!
+//! A round has three phases so that appends and fetches go on meanwhile:
+//! 1. under the partition's read lock, [`Log::log_to_clean`] measures the dirty ratio and
+//!    [`Log::cleaning_plan`] takes handles on the sealed segments below the bound (the
+//!    active segment, the high watermark and `min.compaction.lag.ms`);
+//! 2. without any lock, [`CleaningPlan::build_offset_map`] reads the dirty part into an
+//!    [`OffsetMap`] and [`CleaningPlan::clean_group`] writes each group of segments into one
+//!    `.cleaned` segment (sealed segments never change, so reading them unlocked is safe);
+//! 3. under the write lock, `Log::replace_with_cleaned` (`cleaner_swap.rs`) swaps it in.
+//!
+//! Offsets never change: a record keeps its offset, a rewritten batch keeps its base and
+//! last offset, and the last batch of each group is kept (empty if need be) so that a
+//! cleaned segment ends where its group ended. The last batch of each producer in the
+//! cleaned range is kept too, so its sequence state survives a restart.
+//! Transactions do not exist yet: transactional and control batches are kept as they are
+//! (aborted-transaction and marker cleaning come with transactions, issue #7).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use super::batch::{BatchHeader, BatchIter};
+use super::batch_rewrite::{self, delete_horizon};
+use super::error::LogError;
+use super::mmap::MappedFile;
+use super::offset_map::OffsetMap;
+use super::partition_log::{Log, LogConfig};
+use super::records::{self, RecordView};
+use super::segment::Segment;
+
+/// The topic configs compaction reads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CompactionConfig {
+    /// `cleanup.policy` holds `compact`.
+    pub compact: bool,
+    /// `delete.retention.ms`: how long a tombstone stays after the cleaning that kept it.
+    pub delete_retention_ms: i64,
+    /// `min.cleanable.dirty.ratio`: dirty bytes / all bytes above which a log is cleaned.
+    pub min_cleanable_dirty_ratio: f64,
+    /// `min.compaction.lag.ms`: segments with newer records are not cleaned yet.
+    pub min_compaction_lag_ms: i64,
+    /// `max.compaction.lag.ms`: dirty records older than this force a cleaning.
+    pub max_compaction_lag_ms: i64,
+}
+
+impl Default for CompactionConfig {
+    fn default() -> Self {
+        CompactionConfig {
+            compact: false,
+            delete_retention_ms: 86_400_000,
+            min_cleanable_dirty_ratio: 0.5,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
+        }
+    }
+}
+
+/// The dirty part of a log and how dirty it is (LogToClean in Kafka).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LogToClean {
+    /// Offsets below it were cleaned by the last round.
+    pub first_dirty_offset: i64,
+    /// Offsets from it on may not be cleaned now.
+    pub first_uncleanable_offset: i64,
+    /// Bytes of the sealed segments in [first dirty, first uncleanable).
+    pub cleanable_bytes: usize,
+    /// Bytes of the segments below the first uncleanable offset.
+    pub total_bytes: usize,
+    /// Dirty records are older than `max.compaction.lag.ms`.
+    pub forced: bool,
+}
+
+impl LogToClean {
+    /// Dirty bytes over all cleanable bytes.
+    pub fn ratio(&self) -> f64 {
+        if self.total_bytes == 0 {
+            return 0.0;
+        }
+        self.cleanable_bytes as f64 / self.total_bytes as f64
+    }
+
+    /// Whether the log should be cleaned now (LogCleanerManager.grabFilthiestCompactedLog).
+    pub fn is_due(&self, min_cleanable_dirty_ratio: f64) -> bool {
+        self.cleanable_bytes > 0 && (self.forced || self.ratio() > min_cleanable_dirty_ratio)
+    }
+}
+
+/// A sealed segment as the cleaner sees it: its bytes and bounds, without the log's lock.
+#[derive(Debug, Clone)]
+pub struct SegmentSnapshot {
+    pub base_offset: i64,
+    pub next_offset: i64,
+    pub size: usize,
+    file: Arc<MappedFile>,
+    index_bytes: (usize, usize),
+}
+
+impl SegmentSnapshot {
+    fn of(segment: &Segment) -> Self {
+        SegmentSnapshot {
+            base_offset: segment.base_offset(),
+            next_offset: segment.next_offset(),
+            size: segment.size(),
+            file: segment.log_file(),
+            index_bytes: segment.index_sizes(),
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        self.file.slice(0, self.size)
+    }
+
+    fn batches(&self) -> BatchIter<'_> {
+        BatchIter::new(self.bytes())
+    }
+}
+
+/// Everything one cleaning round needs, taken under the read lock.
+#[derive(Debug)]
+pub struct CleaningPlan {
+    pub dir: PathBuf,
+    pub config: LogConfig,
+    pub first_dirty_offset: i64,
+    /// Sealed, non-empty segments that end at or below the first uncleanable offset.
+    pub segments: Vec<SegmentSnapshot>,
+    /// The last offset of each producer's last batch in `segments`.
+    producer_last_offsets: HashMap<i64, i64>,
+}
+
+/// What happens to one batch.
+enum Outcome {
+    Original,
+    Rewritten(Vec<u8>),
+    Dropped,
+}
+
+/// One group's `.cleaned` segment, ready to be swapped in.
+#[derive(Debug)]
+pub struct CleanedSegment {
+    pub segment: Segment,
+    /// (base offset, size, mapped `.log`) of each segment it replaces, oldest first: the
+    /// swap checks that these very files are still the log's.
+    pub replaced: Vec<(i64, usize, Arc<MappedFile>)>,
+    pub bytes_before: usize,
+    pub bytes_after: usize,
+}
+
+impl Log {
+    /// The dirty part of the log (LogCleanerManager.cleanableOffsets): from the checkpointed
+    /// first dirty offset (reset to the log start when it is out of range) up to the first
+    /// of the active segment, `high_watermark` and the first segment with records newer
+    /// than `min.compaction.lag.ms`.
+    pub fn log_to_clean(
+        &self,
+        checkpoint: Option<i64>,
+        high_watermark: i64,
+        now_ms: i64,
+    ) -> LogToClean {
+        let compaction = self.config().compaction;
+        let start = self.log_start_offset();
+        let first_dirty = checkpoint
+            .filter(|c| (start..=self.log_end_offset()).contains(c))
+            .unwrap_or(start);
+        let sealed = &self.segments()[..self.segments().len() - 1];
+        let active_base = self.segments().last().map_or(0, Segment::base_offset);
+        let min_lag = compaction.min_compaction_lag_ms;
+        let lag_bound = sealed
+            .iter()
+            .filter(|s| min_lag > 0 && s.next_offset() > first_dirty)
+            .find(|s| s.largest_timestamp() > now_ms.saturating_sub(min_lag))
+            .map_or(i64::MAX, Segment::base_offset);
+        let first_uncleanable = active_base
+            .min(high_watermark)
+            .min(lag_bound)
+            .max(first_dirty);
+        let below = |s: &&Segment| s.next_offset() <= first_uncleanable;
+        let total_bytes = sealed.iter().filter(below).map(Segment::size).sum();
+        let dirty: Vec<&Segment> = sealed
+            .iter()
+            .filter(below)
+            .filter(|s| s.next_offset() > first_dirty)
+            .collect();
+        let cleanable_bytes = dirty.iter().map(|s| s.size()).sum();
+        let earliest_dirty = dirty
+            .iter()
+            .filter_map(|s| s.first_batch_timestamp())
+            .filter(|t| *t > 0)
+            .min();
+        let max_lag = compaction.max_compaction_lag_ms.max(0);
+        let forced = earliest_dirty.is_some_and(|t| t < now_ms.saturating_sub(max_lag));
+        LogToClean {
+            first_dirty_offset: first_dirty,
+            first_uncleanable_offset: first_uncleanable,
+            cleanable_bytes,
+            total_bytes,
+            forced,
+        }
+    }
+
+    /// Handles on the sealed segments a round may read (see [`CleaningPlan`]).
+    pub fn cleaning_plan(&self, to_clean: &LogToClean) -> CleaningPlan {
+        let segments: Vec<SegmentSnapshot> = self
+            .segments()
+            .iter()
+            .take(self.segments().len() - 1)
+            .take_while(|s| s.next_offset() <= to_clean.first_uncleanable_offset)
+            .map(SegmentSnapshot::of)
+            .collect();
+        let mut producer_last_offsets = HashMap::new();
+        for segment in &segments {
+            for (_, header) in segment.batches() {
+                if header.has_producer_id() {
+                    producer_last_offsets.insert(header.producer_id, header.last_offset());
+                }
+            }
+        }
+        CleaningPlan {
+            dir: self.dir().to_path_buf(),
+            config: *self.config(),
+            first_dirty_offset: to_clean.first_dirty_offset,
+            segments,
+            producer_last_offsets,
+        }
+    }
+}
+
+fn check_stop(stop: &AtomicBool, plan: &CleaningPlan) -> Result<(), LogError> {
+    if stop.load(Ordering::Relaxed) {
+        return Err(LogError::CleaningAborted {
+            dir: plan.dir.clone(),
+        });
+    }
+    Ok(())
+}
+
+fn record_offset(header: &BatchHeader, record: &RecordView<'_>) -> i64 {
+    header.base_offset + i64::from(record.offset_delta)
+}
+
+impl CleaningPlan {
+    /// Reads the keys of the dirty segments into `map`, stopping before a batch that would
+    /// overflow it. Returns the end of the cleaned range: one past the last offset the map
+    /// covers (the first dirty offset when nothing could be read).
+    pub fn build_offset_map(
+        &self,
+        map: &mut OffsetMap,
+        stop: &AtomicBool,
+    ) -> Result<i64, LogError> {
+        let first_dirty = self.first_dirty_offset;
+        for segment in self.segments.iter().filter(|s| s.next_offset > first_dirty) {
+            for (position, header) in segment.batches() {
+                check_stop(stop, self)?;
+                if header.last_offset() < first_dirty {
+                    continue;
+                }
+                if !header.is_control() && !header.is_transactional() && header.record_count > 0 {
+                    let bytes = &segment.bytes()[position..position + header.size];
+                    let payload = records::decompressed_payload(bytes, &header)?;
+                    let keyed: Vec<(&[u8], i64)> = records::parse_records(&payload, &header)?
+                        .iter()
+                        .filter_map(|r| r.key.map(|k| (k, record_offset(&header, r))))
+                        .filter(|(_, offset)| *offset >= first_dirty)
+                        .collect();
+                    if map.len() + keyed.len() > map.capacity() {
+                        return Ok((map.latest_offset() + 1).max(first_dirty));
+                    }
+                    for (key, offset) in keyed {
+                        map.put(key, offset);
+                    }
+                }
+                map.update_latest_offset(header.last_offset());
+            }
+            map.update_latest_offset(segment.next_offset - 1);
+        }
+        Ok((map.latest_offset() + 1).max(first_dirty))
+    }
+
+    /// The segments below `end_offset` in groups whose logs and indexes fit in one segment
+    /// (Cleaner.groupSegmentsBySize), so that cleaning keeps the segment count bounded.
+    pub fn groups(&self, end_offset: i64) -> Vec<Vec<SegmentSnapshot>> {
+        let config = self.config.segment;
+        let mut groups: Vec<Vec<SegmentSnapshot>> = Vec::new();
+        let mut sizes = (0usize, 0usize, 0usize);
+        for segment in self.segments.iter().filter(|s| s.base_offset < end_offset) {
+            let fits = groups.last().is_some_and(|group| {
+                sizes.0 + segment.size <= config.segment_bytes
+                    && sizes.1 + segment.index_bytes.0 <= config.segment_index_bytes
+                    && sizes.2 + segment.index_bytes.1 <= config.segment_index_bytes
+                    && segment.next_offset - 1 - group[0].base_offset <= i64::from(i32::MAX)
+            });
+            if !fits {
+                groups.push(Vec::new());
+                sizes = (0, 0, 0);
+            }
+            sizes.0 += segment.size;
+            sizes.1 += segment.index_bytes.0;
+            sizes.2 += segment.index_bytes.1;
+            if let Some(group) = groups.last_mut() {
+                group.push(segment.clone());
+            }
+        }
+        groups
+    }
+
+    /// Writes the records of `group` that survive into one `.cleaned` segment.
+    pub fn clean_group(
+        &self,
+        group: &[SegmentSnapshot],
+        map: &OffsetMap,
+        now_ms: i64,
+        stop: &AtomicBool,
+    ) -> Result<CleanedSegment, LogError> {
+        let base_offset = group[0].base_offset;
+        let bytes_before: usize = group.iter().map(|s| s.size).sum();
+        // A rewritten batch can grow a little (timestamp deltas from a delete horizon).
+        let capacity = bytes_before.saturating_mul(2).saturating_add(4096);
+        let mut out =
+            Segment::create_cleaned(&self.dir, base_offset, self.config.segment, capacity)?;
+        for (n, segment) in group.iter().enumerate() {
+            for (position, header) in segment.batches() {
+                check_stop(stop, self)?;
+                let last_of_group = n + 1 == group.len() && position + header.size == segment.size;
+                let last_of_producer = header.has_producer_id()
+                    && self.producer_last_offsets.get(&header.producer_id)
+                        == Some(&header.last_offset());
+                let bytes = &segment.bytes()[position..position + header.size];
+                let keep_empty = last_of_group || last_of_producer;
+                match self.filter_batch(bytes, &header, map, now_ms, keep_empty)? {
+                    Outcome::Original => {
+                        out.append_unchanged(bytes)?;
+                    }
+                    Outcome::Rewritten(rewritten) => {
+                        out.append_unchanged(&rewritten)?;
+                    }
+                    Outcome::Dropped => {}
+                }
+            }
+        }
+        out.seal()?;
+        let bytes_after = out.size();
+        Ok(CleanedSegment {
+            segment: out,
+            replaced: group
+                .iter()
+                .map(|s| (s.base_offset, s.size, Arc::clone(&s.file)))
+                .collect(),
+            bytes_before,
+            bytes_after,
+        })
+    }
+
+    /// Which records of one batch survive (Cleaner.shouldRetainRecord and
+    /// MemoryRecords.filterTo): those past the map, and the latest of each key unless it
+    /// is a tombstone whose batch's delete horizon has passed. Null keys below the map go.
+    fn filter_batch(
+        &self,
+        bytes: &[u8],
+        header: &BatchHeader,
+        map: &OffsetMap,
+        now_ms: i64,
+        keep_empty: bool,
+    ) -> Result<Outcome, LogError> {
+        if header.is_control() || header.is_transactional() {
+            return Ok(Outcome::Original);
+        }
+        if header.record_count == 0 {
+            return Ok(if keep_empty {
+                Outcome::Original
+            } else {
+                Outcome::Dropped
+            });
+        }
+        let payload = records::decompressed_payload(bytes, header)?;
+        let all = records::parse_records(&payload, header)?;
+        let horizon = delete_horizon(header);
+        let keep_tombstones = horizon.is_none_or(|h| now_ms < h);
+        let retained: Vec<RecordView<'_>> = all
+            .iter()
+            .filter(|r| {
+                let offset = record_offset(header, r);
+                if offset > map.latest_offset() {
+                    return true;
+                }
+                let Some(key) = r.key else { return false };
+                let latest = map.get(key).is_none_or(|found| offset >= found);
+                latest && (r.has_value || keep_tombstones)
+            })
+            .copied()
+            .collect();
+        let needs_horizon = horizon.is_none() && retained.iter().any(|r| !r.has_value);
+        if retained.len() == all.len() && !needs_horizon {
+            return Ok(Outcome::Original);
+        }
+        if !retained.is_empty() {
+            let delete_retention_ms = self.config.compaction.delete_retention_ms.max(0);
+            let horizon = match needs_horizon {
+                true => Some(now_ms.saturating_add(delete_retention_ms)),
+                false => horizon,
+            };
+            let rewritten = batch_rewrite::retained_batch(header, &retained, horizon)?;
+            return Ok(Outcome::Rewritten(rewritten));
+        }
+        Ok(match keep_empty {
+            true => Outcome::Rewritten(batch_rewrite::empty_batch(header)),
+            false => Outcome::Dropped,
+        })
+    }
+}
+
+/// The outcome of one cleaning round.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CleaningStats {
+    /// The next round's first dirty offset (for `cleaner-offset-checkpoint`).
+    pub end_offset: i64,
+    pub bytes_before: usize,
+    pub bytes_after: usize,
+    /// Cleaned segments swapped in.
+    pub segments_swapped: usize,
+}
+
+impl Log {
+    /// Runs a whole round while holding the log (tests and tools; the broker runs the
+    /// phases with its locks, see `replica/cleaner.rs`), whatever the dirty ratio.
+    pub fn clean(
+        &mut self,
+        checkpoint: Option<i64>,
+        high_watermark: i64,
+        now_ms: i64,
+        map_entries_max: usize,
+    ) -> Result<CleaningStats, LogError> {
+        let stop = AtomicBool::new(false);
+        let to_clean = self.log_to_clean(checkpoint, high_watermark, now_ms);
+        let plan = self.cleaning_plan(&to_clean);
+        let mut map = OffsetMap::new(map_entries_max);
+        let end_offset = plan.build_offset_map(&mut map, &stop)?;
+        let mut stats = CleaningStats {
+            end_offset,
+            ..CleaningStats::default()
+        };
+        for group in plan.groups(end_offset) {
+            let cleaned = plan.clean_group(&group, &map, now_ms, &stop)?;
+            stats.bytes_before += cleaned.bytes_before;
+            stats.bytes_after += cleaned.bytes_after;
+            if self.replace_with_cleaned(cleaned)? {
+                stats.segments_swapped += 1;
+            }
+        }
+        Ok(stats)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::log::partition_log::{test_config, OpenOptions};
+    use bytes::{Bytes, BytesMut};
+    use kafka_protocol::records::{
+        Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions,
+        TimestampType,
+    };
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    /// A producer's batch of `(key, value)` records (`None` value: a tombstone).
+    pub fn keyed_batch(records: &[(Option<u8>, Option<u8>)], compression: Compression) -> Vec<u8> {
+        let records: Vec<Record> = records
+            .iter()
+            .enumerate()
+            .map(|(i, (key, value))| Record {
+                transactional: false,
+                control: false,
+                partition_leader_epoch: -1,
+                producer_id: -1,
+                producer_epoch: -1,
+                timestamp_type: TimestampType::Creation,
+                offset: i as i64,
+                sequence: i as i32,
+                timestamp: 1000 + i as i64,
+                key: key.map(|k| Bytes::from(format!("k{k}"))),
+                value: value.map(|v| Bytes::from(format!("v{v}"))),
+                headers: Default::default(),
+                delete_horizon: false,
+            })
+            .collect();
+        let mut buf = BytesMut::new();
+        let options = RecordEncodeOptions {
+            version: 2,
+            compression,
+        };
+        RecordBatchEncoder::encode(&mut buf, &records, &options).expect("encode");
+        buf.to_vec()
+    }
+
+    /// Every record of the log: (offset, key, value).
+    pub fn all_records(log: &Log) -> Vec<(i64, Option<Bytes>, Option<Bytes>)> {
+        let mut out = Vec::new();
+        for segment in log.segments() {
+            let mut bytes = segment.read(segment.base_offset(), i64::MAX, usize::MAX, true);
+            for set in RecordBatchDecoder::decode_all(&mut bytes).expect("stored batches decode") {
+                for r in set.records {
+                    out.push((r.offset, r.key, r.value));
+                }
+            }
+        }
+        out
+    }
+
+    pub fn compact_config(segment_bytes: usize) -> LogConfig {
+        LogConfig {
+            cleanup_delete: false,
+            compaction: CompactionConfig {
+                compact: true,
+                delete_retention_ms: 1000,
+                ..CompactionConfig::default()
+            },
+            ..test_config(segment_bytes, 64)
+        }
+    }
+
+    fn append_all(log: &mut Log, batches: &[Vec<(Option<u8>, Option<u8>)>], codec: Compression) {
+        for batch in batches {
+            log.append_as_leader(&keyed_batch(batch, codec), 0)
+                .expect("append");
+        }
+    }
+
+    /// The model: each key's latest (offset, value) among offsets below `end`.
+    fn latest_below(log: &[(i64, u8, Option<u8>)], end: i64) -> BTreeMap<u8, (i64, Option<u8>)> {
+        let mut latest = BTreeMap::new();
+        for (offset, key, value) in log.iter().filter(|r| r.0 < end) {
+            latest.insert(*key, (*offset, *value));
+        }
+        latest
+    }
+
+    fn written(batches: &[Vec<(Option<u8>, Option<u8>)>]) -> Vec<(i64, u8, Option<u8>)> {
+        batches
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(offset, (key, value))| (offset as i64, key.expect("keyed"), *value))
+            .collect()
+    }
+
+    fn key_of(bytes: &Option<Bytes>) -> u8 {
+        let key = bytes.as_ref().expect("keyed");
+        std::str::from_utf8(&key[1..])
+            .expect("utf8")
+            .parse()
+            .expect("key")
+    }
+
+    fn value_of(bytes: &Option<Bytes>) -> Option<u8> {
+        bytes.as_ref().map(|v| {
+            std::str::from_utf8(&v[1..])
+                .expect("utf8")
+                .parse()
+                .expect("v")
+        })
+    }
+
+    /// Checks the log against the model: offsets increase, no record changed its offset,
+    /// below `end` exactly each key's latest record (its tombstone only at or after
+    /// `tombstones_from`), above it every record.
+    fn check(log: &Log, model: &[(i64, u8, Option<u8>)], end: i64, tombstones_from: i64) {
+        let stored = all_records(log);
+        let offsets: Vec<i64> = stored.iter().map(|r| r.0).collect();
+        assert!(
+            offsets.windows(2).all(|w| w[0] < w[1]),
+            "offsets increase: {offsets:?}"
+        );
+        for (offset, key, value) in &stored {
+            let original = model[*offset as usize];
+            assert_eq!(
+                (original.1, original.2),
+                (key_of(key), value_of(value)),
+                "at {offset}"
+            );
+        }
+        let below: Vec<(u8, (i64, Option<u8>))> = stored
+            .iter()
+            .filter(|r| r.0 < end)
+            .map(|(o, k, v)| (key_of(k), (*o, value_of(v))))
+            .collect();
+        let expected: Vec<(u8, (i64, Option<u8>))> = latest_below(model, end)
+            .into_iter()
+            .filter(|(_, (offset, v))| *offset >= tombstones_from || v.is_some())
+            .collect();
+        let mut sorted = below.clone();
+        sorted.sort();
+        assert_eq!(sorted, expected, "latest value per key below {end}");
+        let above = stored.iter().filter(|r| r.0 >= end).count();
+        assert_eq!(
+            above,
+            model.iter().filter(|r| r.0 >= end).count(),
+            "dirty tail kept"
+        );
+    }
+
+    fn batches_strategy() -> impl Strategy<Value = Vec<Vec<(Option<u8>, Option<u8>)>>> {
+        let record =
+            (0u8..6, proptest::option::weighted(0.8, 0u8..100)).prop_map(|(k, v)| (Some(k), v));
+        proptest::collection::vec(proptest::collection::vec(record, 1..4), 1..40)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// Goal: after cleaning, reading the log gives exactly the latest record per key at
+        /// its original offset, and after `delete.retention.ms` plus another round, no
+        /// tombstone below the cleaned range. Method: random keyed writes against a model.
+        #[test]
+        fn cleaning_keeps_exactly_the_latest_record_per_key(
+            batches in batches_strategy(),
+            more in batches_strategy(),
+            gzip in any::<bool>(),
+        ) {
+            let codec = if gzip { Compression::Gzip } else { Compression::None };
+            let dir = tempfile::tempdir().expect("tempdir");
+            let mut log = Log::open(dir.path(), compact_config(400), OpenOptions::default())
+                .expect("open");
+            append_all(&mut log, &batches, codec);
+            log.roll().expect("roll");
+            let segments_before = log.segments().len();
+            let stats = log.clean(None, log.log_end_offset(), 10_000, 1 << 16).expect("clean");
+            prop_assert_eq!(stats.end_offset, log.log_end_offset());
+            let mut model = written(&batches);
+            check(&log, &model, stats.end_offset, 0);
+            prop_assert!(log.segments().len() <= segments_before);
+
+            append_all(&mut log, &more, codec);
+            log.roll().expect("roll");
+            let shift = model.len() as i64;
+            model.extend(written(&more).into_iter().map(|(o, k, v)| (o + shift, k, v)));
+            let first_end = stats.end_offset;
+            let later = log.clean(Some(first_end), log.log_end_offset(), 20_000, 1 << 16)
+                .expect("clean again");
+            check(&log, &model, later.end_offset, first_end);
+            // Tombstones that the first round kept are past their horizon (10 s + 1 s).
+            let stored = all_records(&log);
+            for (offset, _, value) in &stored {
+                prop_assert!(*offset >= first_end || value.is_some(), "old tombstone at {}", offset);
+            }
+            drop(log);
+            let reopened = Log::open(dir.path(), compact_config(400), OpenOptions::default())
+                .expect("reopen after a crash");
+            prop_assert_eq!(all_records(&reopened), stored);
+        }
+    }
+
+    #[test]
+    fn a_full_offset_map_cleans_what_it_covers_and_resumes_later() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut log =
+            Log::open(dir.path(), compact_config(300), OpenOptions::default()).expect("open");
+        let batches: Vec<Vec<(Option<u8>, Option<u8>)>> =
+            (0..30u8).map(|i| vec![(Some(i % 10), Some(i))]).collect();
+        append_all(&mut log, &batches, Compression::None);
+        log.roll().expect("roll");
+        let model = written(&batches);
+        let first = log.clean(None, log.log_end_offset(), 0, 4).expect("clean");
+        assert!(
+            first.end_offset < log.log_end_offset(),
+            "a 4-key map covers part of the log"
+        );
+        check(&log, &model, first.end_offset, 0);
+        let mut checkpoint = first.end_offset;
+        for _ in 0..30 {
+            let next = log
+                .clean(Some(checkpoint), log.log_end_offset(), 0, 4)
+                .expect("clean");
+            assert!(next.end_offset > checkpoint, "each round makes progress");
+            checkpoint = next.end_offset;
+            if checkpoint == log.log_end_offset() {
+                break;
+            }
+        }
+        assert_eq!(checkpoint, log.log_end_offset());
+        let all = log.clean(None, log.log_end_offset(), 0, 64).expect("clean");
+        check(&log, &model, all.end_offset, 0);
+        assert_eq!(all_records(&log).len(), 10);
+    }
+
+    #[test]
+    fn nothing_at_or_above_the_high_watermark_or_in_the_active_segment_is_cleaned() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut log =
+            Log::open(dir.path(), compact_config(300), OpenOptions::default()).expect("open");
+        let batches: Vec<Vec<(Option<u8>, Option<u8>)>> =
+            (0..20u8).map(|i| vec![(Some(0), Some(i))]).collect();
+        append_all(&mut log, &batches, Compression::None);
+        let to_clean = log.log_to_clean(None, 5, 0);
+        assert!(to_clean.first_uncleanable_offset <= 5);
+        let stats = log.clean(None, 5, 0, 64).expect("clean");
+        assert!(stats.end_offset <= 5);
+        let stored = all_records(&log);
+        assert!(
+            stored.iter().filter(|r| r.0 >= 5).count() == 15,
+            "above the bound kept"
+        );
+    }
+
+    #[test]
+    fn the_last_batch_of_an_idempotent_producer_survives_empty() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut log =
+            Log::open(dir.path(), compact_config(1 << 16), OpenOptions::default()).expect("open");
+        let first = crate::log::batch::tests::encode_batch(2, 9, 0, 1000);
+        log.append_as_leader(&first, 0).expect("append");
+        // `first` holds keys k0 and k1; this non-idempotent batch supersedes both.
+        let second = keyed_batch(&[(Some(0), Some(1)), (Some(1), Some(1))], Compression::None);
+        log.append_as_leader(&second, 0).expect("append");
+        log.roll().expect("roll");
+        log.clean(None, log.log_end_offset(), 0, 64).expect("clean");
+        let headers: Vec<BatchHeader> = log.segments()[0].batches_from(0).map(|(_, h)| h).collect();
+        assert_eq!(headers[0].producer_id, 9, "the producer's batch is kept");
+        assert_eq!(headers[0].record_count, 0, "with no records left");
+        assert_eq!(headers[0].last_sequence(), 1);
+        drop(log);
+        let mut log =
+            Log::open(dir.path(), compact_config(1 << 16), OpenOptions::default()).expect("reopen");
+        let next = crate::log::batch::tests::encode_batch(1, 9, 2, 1000);
+        assert_eq!(
+            log.append_as_leader(&next, 0)
+                .expect("in sequence")
+                .base_offset,
+            4
+        );
+    }
+
+    /// Goal: the dirty ratio counts the sealed segments past the checkpoint, and the
+    /// compaction lags bound and force cleaning as Kafka's LogCleanerManager does.
+    /// Method: one log, measured with different checkpoints, times and configs.
+    #[test]
+    fn dirty_ratio_and_compaction_lags_decide_what_is_cleanable() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut log =
+            Log::open(dir.path(), compact_config(300), OpenOptions::default()).expect("open");
+        let batches: Vec<Vec<(Option<u8>, Option<u8>)>> =
+            (0..20u8).map(|i| vec![(Some(i % 4), Some(i))]).collect();
+        append_all(&mut log, &batches, Compression::None);
+        log.roll().expect("roll");
+        let end = log.log_end_offset();
+        let all_dirty = log.log_to_clean(None, end, 10_000);
+        assert_eq!(all_dirty.first_uncleanable_offset, end);
+        assert!((all_dirty.ratio() - 1.0).abs() < 1e-9);
+        assert!(all_dirty.is_due(0.5));
+        let second = log.segments()[1].base_offset();
+        let half = log.log_to_clean(Some(second), end, 10_000);
+        assert!(half.ratio() < 1.0 && half.ratio() > 0.0, "{half:?}");
+        let clean = log.log_to_clean(Some(end), end, 10_000);
+        assert!(!clean.is_due(0.0), "nothing dirty");
+        // Records have timestamps 1000..1019: a 5 s minimum lag at 3 s keeps them all.
+        let mut config = compact_config(300);
+        config.compaction.min_compaction_lag_ms = 5_000;
+        let log = reopen(log, dir.path(), config);
+        assert_eq!(log.log_to_clean(None, end, 3_000).cleanable_bytes, 0);
+        assert!(log.log_to_clean(None, end, 10_000).cleanable_bytes > 0);
+        config.compaction.max_compaction_lag_ms = 1_000;
+        let log = reopen(log, dir.path(), config);
+        let forced = log.log_to_clean(Some(second), end, 10_000);
+        assert!(
+            forced.forced && forced.is_due(1.0),
+            "dirty records older than the max lag"
+        );
+    }
+
+    fn reopen(log: Log, dir: &std::path::Path, config: LogConfig) -> Log {
+        drop(log);
+        Log::open(dir, config, OpenOptions::default()).expect("reopen")
+    }
+
+    /// Goal: a follower replicates a cleaned log (gaps between batches, batches with fewer
+    /// records than offsets, empty batches) unchanged. Method: fetch the leader's log
+    /// segment by segment into a follower, compare, reopen the follower after a crash.
+    #[test]
+    fn a_follower_replicates_a_cleaned_log_unchanged() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut leader =
+            Log::open(dir.path(), compact_config(300), OpenOptions::default()).expect("open");
+        let batches: Vec<Vec<(Option<u8>, Option<u8>)>> = (0..30u8)
+            .map(|i| {
+                vec![
+                    (Some(i % 3), Some(i)),
+                    (Some(i % 5), (i % 4 != 0).then_some(i)),
+                ]
+            })
+            .collect();
+        append_all(&mut leader, &batches, Compression::None);
+        leader.roll().expect("roll");
+        leader
+            .clean(None, leader.log_end_offset(), 0, 64)
+            .expect("clean");
+        let follower_dir = tempfile::tempdir().expect("tempdir");
+        let config = compact_config(300);
+        let mut follower =
+            Log::open(follower_dir.path(), config, OpenOptions::default()).expect("open");
+        while follower.log_end_offset() < leader.log_end_offset() {
+            let offset = follower.log_end_offset();
+            let bytes = leader.read(offset, i64::MAX, 1 << 20, true).expect("read");
+            follower.append_as_follower(&bytes).expect("replicated");
+        }
+        assert_eq!(all_records(&follower), all_records(&leader));
+        drop(follower);
+        let follower =
+            Log::open(follower_dir.path(), config, OpenOptions::default()).expect("recover");
+        assert_eq!(all_records(&follower), all_records(&leader));
+    }
+
+    #[test]
+    fn a_compacted_topic_refuses_records_without_keys() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut log =
+            Log::open(dir.path(), compact_config(1 << 16), OpenOptions::default()).expect("open");
+        let unkeyed = keyed_batch(&[(Some(1), Some(1)), (None, Some(2))], Compression::Lz4);
+        assert!(matches!(
+            log.append_as_leader(&unkeyed, 0),
+            Err(LogError::NullKeyInCompactedTopic { .. })
+        ));
+        let keyed = keyed_batch(&[(Some(1), Some(1))], Compression::Lz4);
+        log.append_as_leader(&keyed, 0)
+            .expect("keyed records are accepted");
+    }
+}
