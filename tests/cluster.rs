@@ -770,3 +770,98 @@ async fn a_node_restarted_with_other_voters_than_its_log_is_refused() {
         "{stderr}"
     );
 }
+
+/// FindCoordinator of `group` asked of `node`: the coordinator's node id once known.
+async fn coordinator_of(cluster: &Cluster, node: usize, group: &str) -> Option<i32> {
+    let mut client =
+        tokio::time::timeout(Duration::from_secs(2), Client::connect(cluster.addr(node)))
+            .await
+            .ok()?;
+    let request = kafka_protocol::messages::FindCoordinatorRequest::default()
+        .with_key(common::groups::s(group));
+    let response = client.call(&request, 3).await;
+    (response.error_code == 0).then_some(response.node_id.0)
+}
+
+/// The committed offset of `topic`-0 for `group`, asked of `node`, once the coordinator
+/// answers without error.
+async fn committed_at(cluster: &Cluster, node: usize, group: &str, topic: &str) -> Option<i64> {
+    use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+    let mut client = Client::connect(cluster.addr(node)).await;
+    let request = kafka_protocol::messages::OffsetFetchRequest::default()
+        .with_group_id(common::groups::gid(group))
+        .with_topics(Some(vec![OffsetFetchRequestTopic::default()
+            .with_name(name(topic))
+            .with_partition_indexes(vec![0])]));
+    let response = client.call(&request, 7).await;
+    (response.error_code == 0).then(|| response.topics[0].partitions[0].committed_offset)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn committed_offsets_and_acknowledged_records_survive_the_loss_of_their_leader() {
+    // Goal: with replication, the group coordinator's offsets (in __consumer_offsets, RF=3)
+    // and acks=all records survive a kill -9 of the broker that led them. Method: commit an
+    // offset and produce with acks=all, kill the coordinator, ask the survivors.
+    let mut cluster = Cluster::start();
+    with_brokers(&cluster, 1, 3).await;
+    assert_eq!(create_topic(&cluster, 1, "events", 3).await, 0);
+    let coordinator = eventually("a coordinator", || coordinator_of(&cluster, 1, "g")).await;
+    let coordinator = coordinator as usize;
+    let mut client = Client::connect(cluster.addr(coordinator)).await;
+    let deadline = Instant::now() + WAIT;
+    while common::groups::commit(&mut client, "g", "", -1, "events", 42).await != 0 {
+        assert!(Instant::now() < deadline, "the commit never succeeded");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The partition of "events" that the coordinator's broker leads (one per broker).
+    let led = led_topic(&cluster, coordinator, "events").await;
+    let index = led
+        .partitions
+        .iter()
+        .find(|p| p.leader_id.0 as usize == coordinator)
+        .map_or(0, |p| p.partition_index);
+    let mut producer = Client::connect(cluster.addr(coordinator)).await;
+    let produced = produce_request("events", index, batch(10, -1, -1, now_ms()), -1);
+    let response = producer.call(&produced, 9).await;
+    assert_eq!(
+        response.responses[0].partition_responses[0].error_code, 0,
+        "acks=all"
+    );
+
+    cluster.kill(coordinator);
+    let survivor = (1..=3).find(|n| *n != coordinator).expect("a survivor");
+    let moved = eventually("a new coordinator", || async {
+        coordinator_of(&cluster, survivor, "g")
+            .await
+            .filter(|c| *c as usize != coordinator)
+    })
+    .await;
+    let offset = eventually("the offset from the new coordinator", || {
+        committed_at(&cluster, moved as usize, "g", "events")
+    })
+    .await;
+    assert_eq!(
+        offset, 42,
+        "the commit was replicated before it was acknowledged"
+    );
+    let led = led_away_from(cluster.addr(survivor), "events", coordinator).await;
+    let new_leader = led.partitions[index as usize].leader_id.0 as usize;
+    let mut consumer = Client::connect(cluster.addr(new_leader)).await;
+    let deadline = Instant::now() + WAIT;
+    let records = loop {
+        let data = fetch(&mut consumer, "events", index, 0).await;
+        if data.error_code == 0 && data.high_watermark == 10 {
+            break records(data.records.as_ref().expect("records"));
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the new leader never served the records"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        records.len(),
+        10,
+        "every acknowledged record is on the new leader"
+    );
+}
