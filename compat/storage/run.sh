@@ -140,8 +140,9 @@ pid=""
 ((rc == 0)) || { tail -n 40 "$out/broker.log" >&2; fail "highwater exited $rc on SIGTERM"; }
 [[ -f "$data/.kafka_cleanshutdown" ]] || fail "no clean-shutdown marker after SIGTERM"
 
+# The metadata quorum's raft.log (under __cluster_metadata-0) is not a Kafka segment.
 mapfile -t files < <(find "$data" \( -name '*.log' -o -name '*.index' -o -name '*.timeindex' \) \
-    -not -path '*/storage-compacted-0/*' | sort)
+    -not -path '*/storage-compacted-0/*' -not -path '*/__cluster_metadata-0/*' | sort)
 mapfile -t compacted_files < <(find "$data/storage-compacted-0" -name '*.log' -o \
     -name '*.index' -o -name '*.timeindex' | sort)
 ((${#files[@]} > 0)) || fail "highwater wrote no segment files"
