@@ -52,6 +52,10 @@ const PRODUCE_PAUSE: Duration = Duration::from_millis(2);
 const RETRY_BACKOFF: Duration = Duration::from_millis(100);
 /// How long one batch may take to be acknowledged, retries included, before the test fails.
 const BATCH_ACK_WINDOW: Duration = Duration::from_secs(60);
+/// How long a kill waits for a produce request to be in flight.
+const IN_FLIGHT_WAIT: Duration = Duration::from_millis(100);
+/// Once a request is in flight, the kill waits up to this many microseconds.
+const KILL_DELAY_US_MAX: u64 = 1000;
 /// How long a consumer fetch waits at the leader for new records.
 const CONSUMER_WAIT_MS: i32 = 300;
 /// How long the cluster may take to heal (every replica back in the ISR, consumer and
@@ -195,6 +199,7 @@ async fn send_until_acked(
     leader: &mut LeaderConnection,
     records: &Bytes,
     retries: &mut BTreeMap<String, usize>,
+    in_flight: &AtomicBool,
 ) -> Result<i64, String> {
     let deadline = Instant::now() + BATCH_ACK_WINDOW;
     let request = produce_request(TOPIC, 0, records.clone(), -1);
@@ -203,7 +208,12 @@ async fn send_until_acked(
             return Err(format!("not acknowledged within {BATCH_ACK_WINDOW:?}"));
         }
         let response = match leader.get().await {
-            Some((_, client)) => client.try_call(&request, 9).await,
+            Some((_, client)) => {
+                in_flight.store(true, Ordering::SeqCst);
+                let response = client.try_call(&request, 9).await;
+                in_flight.store(false, Ordering::SeqCst);
+                response
+            }
             None => None,
         };
         let Some(response) = response else {
@@ -226,8 +236,14 @@ async fn send_until_acked(
     }
 }
 
-/// Produces batches of counters until `stop`, finishing the batch in flight first.
-async fn produce(nodes: Vec<SocketAddr>, mut rng: Rng, stop: Arc<AtomicBool>) -> ProducerReport {
+/// Produces batches of counters until `stop`, finishing the batch in flight first;
+/// `in_flight` is set while a request awaits its response, so that kills can aim at it.
+async fn produce(
+    nodes: Vec<SocketAddr>,
+    mut rng: Rng,
+    stop: Arc<AtomicBool>,
+    in_flight: Arc<AtomicBool>,
+) -> ProducerReport {
     let mut report = ProducerReport::default();
     let Some((producer_id, producer_epoch)) = init_producer_id(&nodes).await else {
         report.failure = Some("no producer id".into());
@@ -244,7 +260,8 @@ async fn produce(nodes: Vec<SocketAddr>, mut rng: Rng, stop: Arc<AtomicBool>) ->
             acked_at: None,
         };
         next += count;
-        let acked = send_until_acked(&mut leader, &records, &mut report.retries).await;
+        let acked = send_until_acked(&mut leader, &records, &mut report.retries, &in_flight);
+        let acked = acked.await;
         match acked {
             Ok(offset) => batch.acked_at = Some(offset),
             Err(failure) => {
@@ -478,6 +495,8 @@ fn read_replica(dir: &Path, high_watermark: i64) -> Result<ReplicaLog, String> {
 struct ChaosReport {
     /// (seconds since the start, node, whether it led the partition).
     kills: Vec<(f64, usize, bool)>,
+    /// How many kills came while a produce request was in flight.
+    aimed: usize,
 }
 
 /// The leader of the partition according to any node that answers.
@@ -508,13 +527,28 @@ async fn wait_answering(addr: SocketAddr, node: usize, seed: u64) {
     }
 }
 
+/// Waits (briefly) until a produce request is on its way or being served, then a random
+/// few hundred microseconds, so that a kill lands before, during or after the leader's
+/// append and its replication; returns whether one was in flight.
+async fn aim_at_request_in_flight(in_flight: &AtomicBool, delay_us: u64) -> bool {
+    let deadline = Instant::now() + IN_FLIGHT_WAIT;
+    while !in_flight.load(Ordering::SeqCst) && Instant::now() < deadline {
+        tokio::task::yield_now().await;
+    }
+    let aimed = in_flight.load(Ordering::SeqCst);
+    // A blocking pause: the clients only await responses, the brokers are other processes.
+    std::thread::sleep(Duration::from_micros(delay_us));
+    aimed
+}
+
 /// Kills -9 and restarts one broker after another until `duration` has passed (at least
-/// once): half the kills aim at the leader, the others at any broker.
+/// once): half the kills aim at the leader, the others at any broker, each while a
+/// produce request is in flight if one comes soon.
 async fn run_chaos(
     cluster: &mut Cluster,
     rng: &mut Rng,
-    duration: Duration,
-    seed: u64,
+    (duration, seed): (Duration, u64),
+    in_flight: &AtomicBool,
 ) -> ChaosReport {
     let nodes: Vec<SocketAddr> = (1..=3).map(|n| cluster.addr(n)).collect();
     let started = Instant::now();
@@ -524,12 +558,14 @@ async fn run_chaos(
         let down = Duration::from_millis(rng.between(DOWN_MS_MIN, DOWN_MS_MAX));
         let aim_at_leader = rng.next().is_multiple_of(2);
         let any = rng.between(1, 3) as usize;
+        let delay_us = rng.between(0, KILL_DELAY_US_MAX);
         tokio::time::sleep(up).await;
         let leader = current_view(&nodes).await.map_or(-1, |v| v.leader);
         let victim = match (aim_at_leader, usize::try_from(leader)) {
             (true, Ok(leader @ 1..=3)) => leader,
             _ => any,
         };
+        report.aimed += usize::from(aim_at_request_in_flight(in_flight, delay_us).await);
         cluster.kill(victim);
         let at = started.elapsed().as_secs_f64();
         report.kills.push((at, victim, victim as i32 == leader));
@@ -644,10 +680,11 @@ fn summary(
         .map(|(at, node, led)| format!("{at:.1}s:{node}{}", if *led { "L" } else { "" }))
         .collect();
     format!(
-        "{} kills ({leader_kills} of the leader): {}\nproducer: {} batches acknowledged of {}, \
+        "{} kills ({leader_kills} of the leader, {} during a produce): {}\nproducer: {} batches acknowledged of {}, \
          {} records; retries {:?}\nconsumer: {} fetches, {} records; errors {:?}\nfinal high \
          watermark {high_watermark}",
         chaos.kills.len(),
+        chaos.aimed,
         kills.join(" "),
         acked.count(),
         producer.batches.len(),
@@ -659,9 +696,21 @@ fn summary(
     )
 }
 
+/// How many lines of the nodes' logs contain `needle` (none with HIGHWATER_CLUSTER_LOG,
+/// when the logs go to the test's stderr).
+fn node_log_lines(cluster: &Cluster, needle: &str) -> usize {
+    (1..=3)
+        .filter_map(|n| {
+            std::fs::read_to_string(cluster.dir.path().join(format!("node-{n}.log"))).ok()
+        })
+        .map(|log| log.lines().filter(|l| l.contains(needle)).count())
+        .sum()
+}
+
 /// The producer and consumer tasks and what stops them.
 struct Clients {
     stop_producer: Arc<AtomicBool>,
+    in_flight: Arc<AtomicBool>,
     stop_consumer: Arc<AtomicBool>,
     position: Arc<AtomicI64>,
     producer: tokio::task::JoinHandle<ProducerReport>,
@@ -672,11 +721,13 @@ impl Clients {
     fn start(nodes: &[SocketAddr], rng: &mut Rng) -> Clients {
         let stop_producer = Arc::new(AtomicBool::new(false));
         let stop_consumer = Arc::new(AtomicBool::new(false));
+        let in_flight = Arc::new(AtomicBool::new(false));
         let position = Arc::new(AtomicI64::new(0));
         let producer = tokio::spawn(produce(
             nodes.to_vec(),
             Rng(rng.next()),
             Arc::clone(&stop_producer),
+            Arc::clone(&in_flight),
         ));
         let consumer = tokio::spawn(consume(
             nodes.to_vec(),
@@ -685,6 +736,7 @@ impl Clients {
         ));
         Clients {
             stop_producer,
+            in_flight,
             stop_consumer,
             position,
             producer,
@@ -740,14 +792,20 @@ async fn acknowledged_records_survive_random_kill_9s_and_replicas_converge() {
     create_chaos_topic(&cluster).await;
     let started = Instant::now();
     let clients = Clients::start(&nodes, &mut rng);
-    let chaos = run_chaos(&mut cluster, &mut rng, duration, seed).await;
+    let chaos = run_chaos(&mut cluster, &mut rng, (duration, seed), &clients.in_flight);
+    let chaos = chaos.await;
     let view = within(HEAL_WAIT, || healed(&nodes)).await;
     let view = view.unwrap_or_else(|e| panic!("no full ISR after the kills (seed {seed}): {e}"));
     let leader_addr = view.leader_addr.expect("healed has a leader address");
     let (producer, consumer, log) = clients.finish(leader_addr).await;
     let high_watermark = log.len() as i64;
     let report = summary(&chaos, &producer, &consumer, high_watermark);
-    println!("{report}\nran {:.1}s", started.elapsed().as_secs_f64());
+    println!(
+        "{report}\nnodes' logs: {} truncations as follower, {} leader elections; ran {:.1}s",
+        node_log_lines(&cluster, "truncated as follower"),
+        node_log_lines(&cluster, "became leader"),
+        started.elapsed().as_secs_f64()
+    );
     let context = format!("seed {seed}; {report}");
     assert_eq!(producer.failure, None, "{context}");
     let unacked_stored = check_log(&producer.batches, &log);
