@@ -55,7 +55,7 @@ const BATCH_ACK_WINDOW: Duration = Duration::from_secs(60);
 /// How long a kill waits for a produce request to be in flight.
 const IN_FLIGHT_WAIT: Duration = Duration::from_millis(100);
 /// Once a request is in flight, the kill waits up to this many microseconds.
-const KILL_DELAY_US_MAX: u64 = 1000;
+const KILL_DELAY_US_MAX: u64 = 400;
 /// How long a consumer fetch waits at the leader for new records.
 const CONSUMER_WAIT_MS: i32 = 300;
 /// How long the cluster may take to heal (every replica back in the ISR, consumer and
@@ -746,11 +746,11 @@ impl Clients {
 
     /// Stops the producer (after its batch in flight), reads the final log from the
     /// leader, lets the consumer reach its end and stops it.
-    async fn finish(self, leader: SocketAddr) -> (ProducerReport, ConsumerReport, Vec<Log>) {
+    async fn finish(self, nodes: &[SocketAddr]) -> (ProducerReport, ConsumerReport, Vec<Log>) {
         self.stop_producer.store(true, Ordering::SeqCst);
         let producer = self.producer.await.expect("producer task");
-        let mut client = Client::connect(leader).await;
-        let log = fetch_all(&mut client, TOPIC, 0).await;
+        let log = within(HEAL_WAIT, || final_log(nodes.to_vec())).await;
+        let log = log.unwrap_or_else(|e| panic!("the final log cannot be read: {e}"));
         let end = log.len() as i64;
         let position = Arc::clone(&self.position);
         let caught_up = within(HEAL_WAIT, || async {
@@ -766,6 +766,31 @@ impl Clients {
             consumer.violations.push(lag);
         }
         (producer, consumer, log)
+    }
+}
+
+/// The whole partition, read from its leader up to the high watermark.
+async fn final_log(nodes: Vec<SocketAddr>) -> Result<Vec<Log>, String> {
+    let mut leader = LeaderConnection::new(nodes);
+    let mut log: Vec<Log> = Vec::new();
+    loop {
+        let next = log.last().map_or(0, |r| r.0 + 1);
+        let request = fetch_request(TOPIC, 0, next, 0, 1);
+        let (_, client) = leader.get().await.ok_or("no leader")?;
+        let response = client.try_call(&request, 12).await.ok_or("no answer")?;
+        let data = &response.responses[0].partitions[0];
+        if data.error_code != 0 {
+            return Err(format!("fetch at {next}: error {}", data.error_code));
+        }
+        let fetched = records(data.records.as_ref().unwrap_or(&Bytes::new()));
+        let fresh: Vec<Log> = fetched.into_iter().filter(|r| r.0 >= next).collect();
+        if fresh.is_empty() && next == data.high_watermark {
+            return Ok(log);
+        }
+        if fresh.is_empty() {
+            return Err(format!("nothing at {next} below {}", data.high_watermark));
+        }
+        log.extend(fresh);
     }
 }
 
@@ -796,8 +821,7 @@ async fn acknowledged_records_survive_random_kill_9s_and_replicas_converge() {
     let chaos = chaos.await;
     let view = within(HEAL_WAIT, || healed(&nodes)).await;
     let view = view.unwrap_or_else(|e| panic!("no full ISR after the kills (seed {seed}): {e}"));
-    let leader_addr = view.leader_addr.expect("healed has a leader address");
-    let (producer, consumer, log) = clients.finish(leader_addr).await;
+    let (producer, consumer, log) = clients.finish(&nodes).await;
     let high_watermark = log.len() as i64;
     let report = summary(&chaos, &producer, &consumer, high_watermark);
     println!(
