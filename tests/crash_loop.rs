@@ -12,7 +12,6 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -20,6 +19,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::counter_log::{check_log, SentBatch};
+use common::seeded_rng::{seed_from_env, Rng};
 use common::*;
 use highwater::dump::{self, FileReport};
 use kafka_protocol::messages::ApiVersionsRequest;
@@ -41,34 +42,6 @@ const KILL_DELAY_US_MAX: u64 = 400;
 /// How long a (re)start may take before the test fails.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 const TOPIC: &str = "crash";
-
-/// splitmix64: a small seeded generator, so that a failing run can be replayed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A draw in `[low, high]`.
-    fn between(&mut self, low: u64, high: u64) -> u64 {
-        low + self.next() % (high - low + 1)
-    }
-}
-
-fn seed() -> u64 {
-    match std::env::var("HIGHWATER_CRASH_SEED") {
-        Ok(seed) => seed.parse().expect("HIGHWATER_CRASH_SEED is a u64"),
-        Err(_) => std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .expect("clock after 1970")
-            .as_nanos() as u64,
-    }
-}
 
 fn now_ms() -> i64 {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
@@ -136,14 +109,6 @@ async fn wait_for_request_in_flight(in_flight: &AtomicBool) {
     }
 }
 
-/// One produced batch: the global counters it carries and, if acknowledged, its offset.
-#[derive(Debug, Clone)]
-struct SentBatch {
-    first: u64,
-    count: u64,
-    acked_at: Option<i64>,
-}
-
 /// What a producer did during one life of the broker.
 struct Life {
     sent: Vec<SentBatch>,
@@ -188,58 +153,6 @@ async fn produce_until_killed(
     }
 }
 
-/// Checks the fetched log against what was sent; returns how many batches that were not
-/// acknowledged are stored anyway.
-fn check_log(sent: &[SentBatch], log: &[(i64, String, String)]) -> Result<usize, String> {
-    let mut at = HashMap::with_capacity(log.len());
-    let mut previous: Option<u64> = None;
-    for (n, (offset, _, value)) in log.iter().enumerate() {
-        if *offset != n as i64 {
-            return Err(format!(
-                "offset {offset} at position {n}: offsets must be contiguous"
-            ));
-        }
-        let counter: u64 = value
-            .parse()
-            .map_err(|_| format!("offset {offset}: value {value:?} is no counter"))?;
-        if previous.is_some_and(|p| counter <= p) {
-            return Err(format!(
-                "offset {offset}: counter {counter} after {previous:?}: duplicated or reordered"
-            ));
-        }
-        previous = Some(counter);
-        at.insert(counter, *offset);
-    }
-    let mut unacked_stored = 0;
-    for batch in sent {
-        let offsets: Vec<Option<i64>> = (batch.first..batch.first + batch.count)
-            .map(|c| at.get(&c).copied())
-            .collect();
-        let stored = offsets.iter().flatten().count();
-        let range = format!("counters {}..{}", batch.first, batch.first + batch.count);
-        if stored != 0 && stored != offsets.len() {
-            return Err(format!("batch of {range} is partly stored: {offsets:?}"));
-        }
-        match (batch.acked_at, offsets[0]) {
-            (Some(acked), Some(first)) if acked != first => {
-                return Err(format!(
-                    "{range} acknowledged at {acked} but stored at {first}"
-                ));
-            }
-            (Some(acked), None) => {
-                return Err(format!("{range} acknowledged at offset {acked} but lost"));
-            }
-            (None, Some(_)) => unacked_stored += 1,
-            _ => {}
-        }
-    }
-    let sent_max = sent.last().map_or(0, |b| b.first + b.count);
-    if previous.is_some_and(|p| p >= sent_max) {
-        return Err(format!("counter {previous:?} was never sent"));
-    }
-    Ok(unacked_stored)
-}
-
 fn failures<'a>(reports: impl IntoIterator<Item = &'a FileReport>) -> Vec<String> {
     reports
         .into_iter()
@@ -278,7 +191,7 @@ async fn acknowledged_records_survive_twenty_kill_9s() {
     // Goal: acks=1 data is never lost, duplicated or reordered by kill -9 and recovery,
     // and the files stay consistent. Method: real process, random kills, full check of the
     // log and of every file after each restart.
-    let seed = seed();
+    let seed = seed_from_env("HIGHWATER_CRASH_SEED");
     println!("crash loop seed {seed} (replay: HIGHWATER_CRASH_SEED={seed})");
     let mut rng = Rng(seed);
     let data = tempfile::tempdir().expect("tempdir");

@@ -2,8 +2,11 @@
 //! raw Kafka client that sends one encoded request at a time.
 #![allow(dead_code)]
 
+pub mod cluster_processes;
 pub mod consumer_groups;
+pub mod counter_log;
 pub mod groups;
+pub mod seeded_rng;
 pub mod sim;
 
 use std::net::SocketAddr;
@@ -365,6 +368,19 @@ impl Client {
 /// Encodes one batch whose record values are the given strings (keys null), with
 /// CreateTime timestamps `timestamp`, `timestamp + 1`, ...
 pub fn batch_of_values(values: &[String], timestamp: i64) -> Bytes {
+    batch_of_values_from(values, None, timestamp)
+}
+
+/// Like [`batch_of_values`], from an idempotent producer: `(producer_id, producer_epoch,
+/// base_sequence)`.
+pub fn batch_of_values_from(
+    values: &[String],
+    producer: Option<(i64, i16, i32)>,
+    timestamp: i64,
+) -> Bytes {
+    // offset - sequence must be the same for every record of one batch; without a
+    // producer, base sequence -1 (no idempotence), as Kafka's producers send it.
+    let (producer_id, producer_epoch, base_sequence) = producer.unwrap_or((-1, -1, -1));
     let records: Vec<Record> = values
         .iter()
         .enumerate()
@@ -372,13 +388,11 @@ pub fn batch_of_values(values: &[String], timestamp: i64) -> Bytes {
             transactional: false,
             control: false,
             partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
+            producer_id,
+            producer_epoch,
             timestamp_type: TimestampType::Creation,
             offset: i as i64,
-            // offset - sequence must be the same for every record of one batch; this
-            // makes the base sequence -1 (no idempotence), as Kafka's producers send it.
-            sequence: i as i32 - 1,
+            sequence: base_sequence + i as i32,
             timestamp: timestamp + i as i64,
             key: None,
             value: Some(Bytes::from(value.clone())),

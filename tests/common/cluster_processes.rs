@@ -1,0 +1,194 @@
+//! Three combined nodes as real processes (the shipped `config/cluster/node-*.toml` on free
+//! ports and temporary directories, with a short broker session), and the client calls that
+//! observe them. Each node's log goes to `<dir>/node-N.log` (to the test's stderr with
+//! `HIGHWATER_CLUSTER_LOG=1`); a test that fails keeps the directory and says where.
+
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kafka_protocol::messages::{
+    DescribeClusterRequest, DescribeClusterResponse, MetadataRequest, MetadataResponse,
+};
+
+use super::Client;
+
+/// The broker session of these tests (Kafka's default is 9000 ms).
+pub const SESSION_MS: u64 = 2000;
+/// How long a condition may take to appear before a test fails.
+pub const WAIT: Duration = Duration::from_secs(30);
+
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("addr").port()
+}
+
+/// `highwater serve --config FILE` with the quorum in `voters`, a short broker session and
+/// election timeout; stdout discarded.
+pub fn serve(config_file: &str, voters: &str) -> Command {
+    let config = format!(
+        "{}/config/cluster/{config_file}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut command = Command::new(env!("CARGO_BIN_EXE_highwater"));
+    command
+        .args(["serve", "--config", &config])
+        .args(["--set", &format!("controller.quorum.voters={voters}")])
+        .args(["--set", &format!("broker.session.timeout.ms={SESSION_MS}")])
+        .args(["--set", "broker.heartbeat.interval.ms=200"])
+        .args(["--set", "controller.quorum.election.timeout.ms=500"])
+        .stdout(Stdio::null());
+    command
+}
+
+/// Three combined nodes; every process is killed when the cluster is dropped.
+pub struct Cluster {
+    pub dir: tempfile::TempDir,
+    pub client_ports: Vec<u16>,
+    pub controller_ports: Vec<u16>,
+    pub children: Vec<Option<Child>>,
+    /// `KEY=VALUE` settings every node starts with, besides those of [`serve`].
+    settings: Vec<String>,
+}
+
+impl Cluster {
+    pub fn start() -> Cluster {
+        Cluster::start_with(&[])
+    }
+
+    /// Starts the three nodes with `settings` (`KEY=VALUE`) added to each.
+    pub fn start_with(settings: &[&str]) -> Cluster {
+        let mut cluster = Cluster {
+            dir: tempfile::tempdir().expect("tempdir"),
+            client_ports: (0..3).map(|_| free_port()).collect(),
+            controller_ports: (0..3).map(|_| free_port()).collect(),
+            children: vec![None, None, None],
+            settings: settings.iter().map(|s| (*s).to_string()).collect(),
+        };
+        for node in 1..=3 {
+            cluster.spawn(node);
+        }
+        cluster
+    }
+
+    pub fn voters(&self) -> String {
+        let voters: Vec<String> = self
+            .controller_ports
+            .iter()
+            .enumerate()
+            .map(|(i, port)| format!("{}@127.0.0.1:{port}", i + 1))
+            .collect();
+        voters.join(",")
+    }
+
+    /// The data directory of `node` (its `log.dirs`).
+    pub fn data_dir(&self, node: usize) -> std::path::PathBuf {
+        self.dir.path().join(format!("node-{node}"))
+    }
+
+    pub fn command(&self, node: usize, node_id: usize) -> Command {
+        let listeners = format!(
+            "PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:{}",
+            self.client_ports[node - 1],
+            self.controller_ports[node - 1]
+        );
+        let data = self.data_dir(node);
+        let mut command = serve(&format!("node-{node}.toml"), &self.voters());
+        command
+            .args(["--listeners", &listeners])
+            .args(["--node-id", &node_id.to_string()])
+            .args(["--log-dirs", &data.display().to_string()]);
+        for setting in &self.settings {
+            command.args(["--set", setting]);
+        }
+        if std::env::var_os("HIGHWATER_CLUSTER_LOG").is_none() {
+            let log = self.dir.path().join(format!("node-{node}.log"));
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(log)
+                .expect("node log file");
+            command.stderr(file);
+        }
+        command
+    }
+
+    pub fn spawn(&mut self, node: usize) {
+        let child = self.command(node, node).spawn().expect("spawn highwater");
+        self.children[node - 1] = Some(child);
+    }
+
+    pub fn signal(&self, node: usize, name: &str) {
+        let child = self.children[node - 1].as_ref().expect("running");
+        let status = Command::new("kill")
+            .args([name, &child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(status.success(), "kill {name}");
+    }
+
+    /// kill -9 of `node`, reaped.
+    pub fn kill(&mut self, node: usize) {
+        if let Some(mut child) = self.children[node - 1].take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    pub fn addr(&self, node: usize) -> SocketAddr {
+        format!("127.0.0.1:{}", self.client_ports[node - 1])
+            .parse()
+            .expect("addr")
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for node in 1..=3 {
+            if let Some(child) = &self.children[node - 1] {
+                // A stopped process must be continued to die of SIGKILL promptly.
+                let _ = Command::new("kill")
+                    .args(["-CONT", &child.id().to_string()])
+                    .status();
+            }
+            self.kill(node);
+        }
+        if std::thread::panicking() {
+            let empty = tempfile::tempdir().expect("tempdir");
+            let kept = std::mem::replace(&mut self.dir, empty).keep();
+            eprintln!("cluster data and node logs kept in {}", kept.display());
+        }
+    }
+}
+
+/// Metadata v12 from `addr` (all topics), or `None` if the node does not answer.
+pub async fn metadata(addr: SocketAddr) -> Option<MetadataResponse> {
+    let mut client = Client::try_connect(addr).await?;
+    let request = MetadataRequest::default()
+        .with_topics(None)
+        .with_allow_auto_topic_creation(false);
+    client.try_call(&request, 12).await
+}
+
+/// DescribeCluster v2 from `addr`, fenced brokers included.
+pub async fn describe_cluster(addr: SocketAddr) -> Option<DescribeClusterResponse> {
+    let mut client = Client::try_connect(addr).await?;
+    let request = DescribeClusterRequest::default().with_include_fenced_brokers(true);
+    client.try_call(&request, 2).await
+}
+
+/// Polls `probe` until it returns `Some`, failing after [`WAIT`].
+pub async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Some(found) = probe().await {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
