@@ -133,6 +133,13 @@ impl Broker {
             let Ok(partition) = self.replicas.partition(&tp.topic, tp.partition) else {
                 continue;
             };
+            // As Kafka's leader does (KIP-841): a fenced broker is not proposed; it is
+            // proposed again once the metadata shows it unfenced.
+            let fenced = |r: &i32| image.broker(*r).is_none_or(|b| b.fenced);
+            if change.isr.iter().any(fenced) {
+                partition.complete_isr_change(None, change.partition_epoch);
+                continue;
+            }
             let request = ControllerRequest::AlterPartition(AlterPartition {
                 node_id,
                 broker_epoch,
