@@ -115,7 +115,38 @@ java_admin_sees_the_new_leaders() {
     java -Dcluster.brokers=2 "-Dcluster.topic=$topic" "-Dcluster.absent=$killed"
 }
 
+start_node() {
+    local node="$1"
+    (cd "$root" && exec "$bin" serve --config "config/cluster/node-$node.toml" \
+        --listeners "PLAINTEXT://127.0.0.1:${client_ports[node]},CONTROLLER://127.0.0.1:${controller_ports[node]}" \
+        --log-dirs "$data/node-$node" \
+        --set "controller.quorum.voters=$voters" \
+        --set broker.session.timeout.ms=2000 --set broker.heartbeat.interval.ms=200 \
+        --set controller.quorum.election.timeout.ms=500) >>"$data/node-$node.log" 2>&1 &
+    pids[node]=$!
+}
+
+librdkafka_consumes_across_a_leader_change() {
+    local out
+    out="$(CLUSTER_PIDS="1:${pids[1]},2:${pids[2]},3:${pids[3]}" \
+        "$root/compat/.venv/bin/python" "$here/consume_across_failover.py" "$bootstrap" \
+        "$topic-failover")"
+    echo "$out"
+    local node
+    node="$(sed -n 's/^killed node \([123]\)$/\1/p' <<<"$out")"
+    [[ -n "$node" ]] && start_node "$node"
+    grep -q "^consumed 4000 records in order" <<<"$out"
+    # The restarted node rejoins before the next test kills a leader.
+    for _ in $(seq 1 150); do
+        timeout 30 kcat -b "$bootstrap" -L -m 10 2>/dev/null | grep -q " 3 brokers:" && return 0
+        sleep 0.2
+    done
+    return 1
+}
+
 run_test "kcat sees three brokers and a leader everywhere" kcat_sees_three_brokers_and_a_leader_everywhere
+run_test "librdkafka consumes across a leader change without loss or duplicates" \
+    librdkafka_consumes_across_a_leader_change
 run_test "Java AdminClient sees the cluster" java_admin_sees_the_cluster
 run_test "kcat sees new leaders after a kill -9" kcat_sees_new_leaders_after_a_kill
 run_test "Java AdminClient sees the new leaders" java_admin_sees_the_new_leaders
