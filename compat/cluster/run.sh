@@ -126,15 +126,24 @@ start_node() {
     pids[node]=$!
 }
 
+# Starts again every node whose process a test killed.
+restart_dead_nodes() {
+    local node
+    for node in 1 2 3; do
+        if ! kill -0 "${pids[node]}" 2>/dev/null; then
+            wait "${pids[node]}" 2>/dev/null || true
+            start_node "$node"
+        fi
+    done
+}
+
 librdkafka_consumes_across_a_leader_change() {
     local out
     out="$(CLUSTER_PIDS="1:${pids[1]},2:${pids[2]},3:${pids[3]}" \
         "$root/compat/.venv/bin/python" "$here/consume_across_failover.py" "$bootstrap" \
         "$topic-failover")"
     echo "$out"
-    local node
-    node="$(sed -n 's/^killed node \([123]\)$/\1/p' <<<"$out")"
-    [[ -n "$node" ]] && start_node "$node"
+    restart_dead_nodes
     grep -q "^consumed 4000 records in order" <<<"$out"
     # The restarted node rejoins before the next test kills a leader.
     for _ in $(seq 1 150); do
@@ -147,7 +156,26 @@ librdkafka_consumes_across_a_leader_change() {
 run_test "kcat sees three brokers and a leader everywhere" kcat_sees_three_brokers_and_a_leader_everywhere
 run_test "librdkafka consumes across a leader change without loss or duplicates" \
     librdkafka_consumes_across_a_leader_change
+java_consumes_across_a_leader_change() {
+    local out
+    local rc=0
+    out="$(mvn -B -q --no-transfer-progress -f "$root/compat/java/pom.xml" test \
+        -Dtest=FailoverConsumeTest -Dsurefire.failIfNoSpecifiedTests=false \
+        "-Dbootstrap=$bootstrap" "-Dcluster.pids=1:${pids[1]},2:${pids[2]},3:${pids[3]}" 2>&1)" ||
+        rc=$?
+    echo "$out" | tail -20
+    restart_dead_nodes
+    ((rc == 0)) || return 1
+    for _ in $(seq 1 150); do
+        timeout 30 kcat -b "$bootstrap" -L -m 10 2>/dev/null | grep -q " 3 brokers:" && return 0
+        sleep 0.2
+    done
+    return 1
+}
+
 run_test "Java AdminClient sees the cluster" java_admin_sees_the_cluster
+run_test "a Java consumer consumes across a leader change without loss or duplicates" \
+    java_consumes_across_a_leader_change
 run_test "kcat sees new leaders after a kill -9" kcat_sees_new_leaders_after_a_kill
 run_test "Java AdminClient sees the new leaders" java_admin_sees_the_new_leaders
 # The closing line .ci/run adds up, as compat/run-all.sh prints one.
