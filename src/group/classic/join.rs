@@ -188,16 +188,19 @@ impl ClassicGroup {
             instance: instance.clone(),
             member: old_id.to_string(),
         });
-        let unchanged = member.protocols == request.protocols;
         member.member_id = new_id.clone();
         member.client_id = request.client_id.clone();
         member.client_host = request.client_host.clone();
+        member.protocols = request.protocols.clone();
         member.refresh_session(now);
         self.static_members.insert(instance, new_id.clone());
         if self.leader.as_deref() == Some(old_id) {
             self.leader = Some(new_id.clone());
         }
         tracing::info!(group = %self.id, old_id, new_id, "static member rejoined");
+        // Kafka's rule: a stable group rebalances only if the protocol it would select
+        // changes (new subscription metadata alone does not trigger one).
+        let unchanged = self.select_protocol() == self.protocol_name;
         if self.state == State::Stable && unchanged {
             self.persist();
             let mut response = self.join_response(&new_id);
