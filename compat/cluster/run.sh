@@ -6,7 +6,8 @@
 # describeTopics agree (compat/java/.../ClusterTest.java); after kill -9 of a broker that
 # leads a partition, both show two brokers and new leaders, none of them the killed one.
 # Usage: compat/cluster/run.sh [ignored]   (it makes its own cluster)
-# Environment: HIGHWATER_BIN (default ./target/release/highwater).
+# Environment: HIGHWATER_BIN (default ./target/release/highwater); COMPAT_KEEP_DATA=1 keeps the
+# nodes' data and logs.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -25,32 +26,52 @@ print(s.getsockname()[1])'
 }
 
 data="$(mktemp -d "${TMPDIR:-/tmp}/highwater-cluster.XXXXXX")"
-declare -a client_ports controller_ports pids
+declare -a client_ports controller_ports
 for node in 1 2 3; do
     client_ports[node]="$(free_port)"
     controller_ports[node]="$(free_port)"
 done
 voters="1@127.0.0.1:${controller_ports[1]},2@127.0.0.1:${controller_ports[2]},3@127.0.0.1:${controller_ports[3]}"
 
+# A node's pid lives in a file: tests run in subshells, where a variable set is lost, and a
+# test may restart a node it killed.
+pid_of() {
+    cat "$data/node-$1.pid" 2>/dev/null
+}
+
 # shellcheck disable=SC2317 # run from the EXIT trap
 stop_cluster() {
+    local pid
     for node in 1 2 3; do
-        [[ -n "${pids[node]:-}" ]] && kill -KILL "${pids[node]}" 2>/dev/null || true
+        pid="$(pid_of "$node")" && kill -KILL "$pid" 2>/dev/null || true
     done
     wait 2>/dev/null || true
-    rm -rf "$data" "$test_tmp"
+    if [[ -n "${COMPAT_KEEP_DATA:-}" ]]; then
+        echo "cluster data and logs kept in $data"
+    else
+        rm -rf "$data"
+    fi
+    rm -rf "$test_tmp"
 }
 trap stop_cluster EXIT
 
-for node in 1 2 3; do
+start_node() {
+    local node="$1"
     (cd "$root" && exec "$bin" serve --config "config/cluster/node-$node.toml" \
         --listeners "PLAINTEXT://127.0.0.1:${client_ports[node]},CONTROLLER://127.0.0.1:${controller_ports[node]}" \
         --log-dirs "$data/node-$node" \
         --set "controller.quorum.voters=$voters" \
         --set broker.session.timeout.ms=2000 --set broker.heartbeat.interval.ms=200 \
-        --set controller.quorum.election.timeout.ms=500) >"$data/node-$node.log" 2>&1 &
-    pids[node]=$!
+        --set controller.quorum.election.timeout.ms=500) >>"$data/node-$node.log" 2>&1 &
+    echo $! >"$data/node-$node.pid"
+}
+
+for node in 1 2 3; do
+    start_node "$node"
 done
+cluster_pids() {
+    echo "1:$(pid_of 1),2:$(pid_of 2),3:$(pid_of 3)"
+}
 
 bootstrap="127.0.0.1:${client_ports[1]},127.0.0.1:${client_ports[2]},127.0.0.1:${client_ports[3]}"
 topic="compat-cluster-$RANDOM$RANDOM"
@@ -104,7 +125,7 @@ java_admin_sees_the_cluster() {
 kcat_sees_new_leaders_after_a_kill() {
     leader="$(metadata | sed -n 's/.*partition 0, leader \([0-9]\),.*/\1/p')"
     [[ -n "$leader" ]]
-    kill -KILL "${pids[leader]}"
+    kill -KILL "$(pid_of "$leader")"
     echo "$leader" >"$data/killed"
     wait_for " 2 brokers:" "leader $leader,"
     metadata
@@ -115,23 +136,11 @@ java_admin_sees_the_new_leaders() {
     java -Dcluster.brokers=2 "-Dcluster.topic=$topic" "-Dcluster.absent=$killed"
 }
 
-start_node() {
-    local node="$1"
-    (cd "$root" && exec "$bin" serve --config "config/cluster/node-$node.toml" \
-        --listeners "PLAINTEXT://127.0.0.1:${client_ports[node]},CONTROLLER://127.0.0.1:${controller_ports[node]}" \
-        --log-dirs "$data/node-$node" \
-        --set "controller.quorum.voters=$voters" \
-        --set broker.session.timeout.ms=2000 --set broker.heartbeat.interval.ms=200 \
-        --set controller.quorum.election.timeout.ms=500) >>"$data/node-$node.log" 2>&1 &
-    pids[node]=$!
-}
-
 # Starts again every node whose process a test killed.
 restart_dead_nodes() {
     local node
     for node in 1 2 3; do
-        if ! kill -0 "${pids[node]}" 2>/dev/null; then
-            wait "${pids[node]}" 2>/dev/null || true
+        if ! kill -0 "$(pid_of "$node")" 2>/dev/null; then
             start_node "$node"
         fi
     done
@@ -139,7 +148,7 @@ restart_dead_nodes() {
 
 librdkafka_consumes_across_a_leader_change() {
     local out
-    out="$(CLUSTER_PIDS="1:${pids[1]},2:${pids[2]},3:${pids[3]}" \
+    out="$(CLUSTER_PIDS="$(cluster_pids)" \
         "$root/compat/.venv/bin/python" "$here/consume_across_failover.py" "$bootstrap" \
         "$topic-failover")"
     echo "$out"
@@ -161,7 +170,7 @@ java_consumes_across_a_leader_change() {
     local rc=0
     out="$(mvn -B -q --no-transfer-progress -f "$root/compat/java/pom.xml" test \
         -Dtest=FailoverConsumeTest -Dsurefire.failIfNoSpecifiedTests=false \
-        "-Dbootstrap=$bootstrap" "-Dcluster.pids=1:${pids[1]},2:${pids[2]},3:${pids[3]}" 2>&1)" ||
+        "-Dbootstrap=$bootstrap" "-Dcluster.pids=$(cluster_pids)" 2>&1)" ||
         rc=$?
     echo "$out" | tail -20
     restart_dead_nodes

@@ -26,31 +26,31 @@ fn is_duplicate(error: &ControllerError) -> bool {
 }
 
 impl Controller {
-    /// Registers this broker, starts its heartbeats and waits until it is unfenced. A
-    /// registration refused because another live process holds this node id is retried
-    /// for two session timeouts (a restart after a crash waits for the old session to
-    /// expire), then returned as an error; so is a stale incarnation.
+    /// Registers this broker, starts its heartbeats and waits until it is unfenced. As
+    /// Kafka's BrokerLifecycleManager does, a failed registration is retried (a quorum
+    /// electing, a controller that just lost leadership), except two refusals: a stale
+    /// incarnation at once, and another live process holding this node id once two
+    /// session timeouts have passed (a restart after a crash waits for the old session to
+    /// expire).
     pub async fn start_broker(self: &Arc<Self>) -> Result<(), ControllerError> {
         let session = Duration::from_millis(self.config.broker_session_timeout_ms);
         let give_up = Instant::now() + session * 2;
+        let pause = Duration::from_millis(self.config.broker_heartbeat_interval_ms);
         loop {
             match self.register().await {
                 Ok(()) => break,
                 Err(error) if is_duplicate(&error) && Instant::now() < give_up => {
                     tracing::warn!(%error, "registration refused; retrying until the other session expires");
-                    tokio::time::sleep(Duration::from_millis(
-                        self.config.broker_heartbeat_interval_ms,
-                    ))
-                    .await;
                 }
-                Err(error) if error.kind() == ErrorKind::ControllerUnavailable => {
-                    tracing::warn!(%error, "no active controller yet; still trying to register");
-                }
-                Err(error) => {
+                Err(error) if is_duplicate(&error) || error.kind() == ErrorKind::StaleBroker => {
                     tracing::error!(%error, "broker registration refused");
                     return Err(error);
                 }
+                Err(error) => {
+                    tracing::warn!(%error, "registration failed; retrying");
+                }
             }
+            tokio::time::sleep(pause).await;
         }
         let weak = Arc::downgrade(self);
         let task = tokio::spawn(heartbeat_loop(weak));
