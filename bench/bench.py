@@ -119,10 +119,12 @@ class Plan:
     # Which parts run: "single" (the two single-node phases), "rf3" (RF=3 vs RF=1 on three
     # nodes per broker). Defaults: what results written before the RF=3 section hold.
     sections: tuple[str, ...] = ("single",)
-    rf3_brokers: tuple[str, ...] = ("highwater", "kafka")
+    rf3_brokers: tuple[str, ...] = ("kafka", "highwater")
     rf3_rounds: int = 0
     rf3_records: int = 0  # 100 B records per unthrottled run
-    rf3_rate: int = 0  # records/s of the fixed-rate runs, the same for every broker and RF
+    # records/s of the fixed-rate runs, the same for both brokers and RFs of a round; 0:
+    # half of the median of Kafka's RF=3 unthrottled rates measured so far in this run
+    rf3_rate: int = 0
     rf3_fixed_seconds: float = 0.0
 
 
@@ -139,7 +141,7 @@ PLANS = {
         broker_warmup_records=1_000_000,
         end_to_end=((100, "1"), (100, "all")), end_to_end_records=2_000,
         settle_s=3.0, tool_timeout_s=300.0, kafka_references=True,
-        sections=("single", "rf3"), rf3_rounds=3, rf3_records=1_000_000, rf3_rate=50_000,
+        sections=("single", "rf3"), rf3_rounds=3, rf3_records=1_000_000, rf3_rate=0,
         rf3_fixed_seconds=6.0),
     "smoke": Plan(
         mode="smoke", rounds=1,
@@ -1058,10 +1060,23 @@ def rf3_workload() -> Workload:
     return Workload(100, "all", RF3_WORKLOAD_PARTITIONS)
 
 
-def run_rf3_session(ctx: Context, kind: str, round_no: int) -> dict:
+def rf3_fixed_rate(plan: Plan, sessions: list[dict]) -> int:
+    """The fixed rate of a round: plan.rf3_rate if set, else half of the median of Kafka's
+    RF=3 unthrottled records/s in `sessions` (Kafka runs first in every round)."""
+    if plan.rf3_rate:
+        return plan.rf3_rate
+    kafka = [r["records_per_s"] for s in sessions if s["broker"] == "kafka"
+             for r in s["runs"] if r["kind"] == "unthrottled" and r["rf"] == 3]
+    if not kafka:
+        raise BenchError("no Kafka RF=3 rate to derive the fixed rate from (use --rf3-rate)")
+    return max(1, int(statistics.median(kafka) / 2))
+
+
+def run_rf3_session(ctx: Context, kind: str, round_no: int, earlier: list[dict]) -> dict:
     """One three-node cluster of `kind`: ProducerPerformance (100 B, acks=all, 6 partitions)
-    unthrottled and at plan.rf3_rate, to an RF=3 and an RF=1 topic of the same cluster (the
-    order of the two swaps every round); broker CPU summed over the three nodes."""
+    unthrottled and at the round's fixed rate (rf3_fixed_rate over the `earlier` sessions
+    and this one), to an RF=3 and an RF=1 topic of the same cluster (the order of the two
+    swaps every round); broker CPU summed over the three nodes."""
     plan = ctx.plan
     session_dir = ctx.work / f"rf3-r{round_no}-{kind}"
     session_dir.mkdir()
@@ -1085,8 +1100,8 @@ def run_rf3_session(ctx: Context, kind: str, round_no: int) -> dict:
             record["runs"].append(run)
             ctx.log(f"  {kind} RF={rf} unthrottled: {run['mb_per_s']:.1f} MB/s, "
                     f"brokers' CPU {run['broker_cpu_s']:.2f} s")
+        rate = rf3_fixed_rate(plan, [*earlier, record])
         for rf in rfs:
-            rate = plan.rf3_rate
             run = producer_performance(ctx, cluster, rf3_topic(rf, "l"), w,
                                        max(1, int(rate * plan.rf3_fixed_seconds)), rate,
                                        int(rate * plan.warmup_seconds))
@@ -1107,7 +1122,7 @@ def run_rf3(ctx: Context) -> list[dict]:
     sessions = []
     for round_no in range(1, ctx.plan.rf3_rounds + 1):
         for kind in ctx.plan.rf3_brokers:
-            sessions.append(run_rf3_session(ctx, kind, round_no))
+            sessions.append(run_rf3_session(ctx, kind, round_no, sessions))
     return sessions
 
 
@@ -1144,6 +1159,24 @@ def ratio_of(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None or b == 0 else a / b
 
 
+def rf3_rates(sessions: list[dict]) -> list[int]:
+    """The fixed rate of each round, in order."""
+    rates: dict[int, int] = {}
+    for s in sessions:
+        for run in s["runs"]:
+            if run["kind"] == "fixed":
+                rates.setdefault(s["round"], run["target_rate"])
+    return [rates[r] for r in sorted(rates)]
+
+
+def rf3_rate_label(sessions: list[dict]) -> str:
+    """"50,000" when every round ran at one rate, else "29,104–30,511"."""
+    rates = rf3_rates(sessions) or [0]
+    if min(rates) == max(rates):
+        return f"{rates[0]:,}"
+    return f"{min(rates):,}–{max(rates):,}"
+
+
 def collect_rf3(sessions: list[dict], plan: Plan) -> list[Rf3Row]:
     rows: list[Rf3Row] = []
 
@@ -1166,12 +1199,13 @@ def collect_rf3(sessions: list[dict], plan: Plan) -> list[Rf3Row]:
         "lower", "unthrottled", lambda r: r["p99_ms"])
     add("rf3.unthrottled.cpu_s_per_gb", "unthrottled: CPU of the 3 brokers per GB", "s/GB",
         "lower", "unthrottled", cpu)
+    at = f"at {rf3_rate_label(sessions)} rec/s"
     for field, name in (("p50_ms", "p50"), ("p99_ms", "p99"), ("p999_ms", "p99.9")):
-        add(f"rf3.fixed.{field}", f"at {plan.rf3_rate:,} rec/s: {name}", "ms", "lower",
+        add(f"rf3.fixed.{field}", f"{at}: {name}", "ms", "lower",
             "fixed", lambda r, f=field: r[f])
-    add("rf3.fixed.records_per_s", f"at {plan.rf3_rate:,} rec/s: rate achieved", "rec/s",
+    add("rf3.fixed.records_per_s", f"{at}: rate achieved", "rec/s",
         "higher", "fixed", lambda r: r["records_per_s"])
-    add("rf3.fixed.cpu_s_per_gb", f"at {plan.rf3_rate:,} rec/s: CPU of the 3 brokers per GB",
+    add("rf3.fixed.cpu_s_per_gb", f"{at}: CPU of the 3 brokers per GB",
         "s/GB", "lower", "fixed", cpu)
     starts: dict[str, dict[str, list[float]]] = {}
     for s in sessions:
@@ -1197,6 +1231,14 @@ def plain_ratio(ratio: float | None) -> str:
     return "—" if ratio is None else f"{ratio:.2f}×"
 
 
+def rf3_rate_description(results: dict, plan: Plan) -> str:
+    rates = ", ".join(f"{r:,}" for r in rf3_rates(results.get("rf3_sessions", [])))
+    if plan.rf3_rate:
+        return f"{plan.rf3_rate:,} records/s"
+    return ("half of the median of Kafka's RF=3 unthrottled rates measured up to the round "
+            f"(records/s by round: {rates})")
+
+
 def rf3_markdown(results: dict, plan: Plan, rows: list[Rf3Row]) -> list[str]:
     """The "RF=3 vs RF=1" section (its own H2, so that the README copy demotes it too)."""
     if not rows:
@@ -1208,14 +1250,15 @@ def rf3_markdown(results: dict, plan: Plan, rows: list[Rf3Row]) -> list[str]:
         f"{RF3_WORKLOAD_PARTITIONS} partitions)", "",
         f"- Per broker kind, a cluster of three combined broker+controller nodes on this one "
         f"machine, started fresh for each of {rounds} round(s)"
-        + (" (highwater, then Kafka, alternating)" if len(brokers) == 2 else
+        + (" (Kafka, then highwater)" if len(brokers) == 2 else
            f" ({brokers[0]} only)") + "; an RF=3 and an RF=1 topic "
         f"({RF3_WORKLOAD_PARTITIONS} partitions, leaders spread over the three) on the same "
         "cluster, their order swapped every round. highwater: config/cluster/node-N.toml with "
         "free ports and temp data dirs; Kafka: start.sh's properties with a static quorum of "
         "the three controllers and -Xmx1G each.",
-        f"- Fixed rate: {plan.rf3_rate:,} records/s for {plan.rf3_fixed_seconds:g} s after a "
-        f"{plan.warmup_seconds:g} s warm-up, the same for both brokers and both RFs. "
+        f"- Fixed rate: {rf3_rate_description(results, plan)}, for "
+        f"{plan.rf3_fixed_seconds:g} s after a {plan.warmup_seconds:g} s warm-up, the same "
+        "for both brokers and both RFs of a round. "
         "Unthrottled: a warm-up of a quarter of the records in the same JVM first. "
         "CPU: utime+stime of the three broker processes summed, per 10^9 payload bytes.",
         "- Ratios are of the medians. RF=3/RF=1 is the cost of replication on each broker; "
@@ -1753,7 +1796,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rf3-rounds", type=int,
                         help="rounds of the RF=3 section (default: the mode's)")
     parser.add_argument("--rf3-rate", type=int,
-                        help="records/s of the RF=3 section's fixed-rate runs")
+                        help="records/s of the RF=3 section's fixed-rate runs (default: half of "
+                        "Kafka's RF=3 unthrottled rate)")
     parser.add_argument("--out", type=Path,
                         help="where to write <date>.md/.json/.png (full: bench/results; "
                              "smoke: a temporary dir, deleted)")
