@@ -59,11 +59,13 @@ impl Broker {
         let replicas = ReplicaManager::open(Arc::clone(&config))
             .map_err(|source| ControllerError::Storage { source })?;
         let cluster_id = controller.wait_for_cluster_id().await;
-        crate::replica::checkpoints::ensure_meta_properties(
+        // A first meta.properties is written (two fsyncs) while the broker registers.
+        let meta_properties = crate::replica::checkpoints::check_meta_properties(
             &config.log_dir,
             config.node_id,
             &cluster_id,
-        )?;
+        )?
+        .map(|write| tokio::task::spawn_blocking(move || write.write()));
         let group_config = GroupConfig::from_broker(&config)?;
         let groups = GroupCoordinator::new(group_config, config.node_id);
         if config.roles.broker {
@@ -71,6 +73,14 @@ impl Broker {
             controller.start_broker().await?;
             replicas.apply_image(&controller.image())?;
             groups.on_image(&controller.image());
+        }
+        if let Some(written) = meta_properties {
+            written
+                .await
+                .map_err(|e| ReplicaError::InconsistentLogDir {
+                    path: config.log_dir.clone(),
+                    reason: format!("writing meta.properties failed: {e}"),
+                })??;
         }
         Ok(Broker {
             config,

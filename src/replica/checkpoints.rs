@@ -5,7 +5,7 @@
 //! and `meta.properties` (node id, cluster id, directory id).
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::error::ReplicaError;
 use super::partition::TopicPartition;
@@ -64,13 +64,14 @@ pub fn write_offsets(path: &Path, offsets: &[(TopicPartition, i64)]) -> Result<(
     checkpoint::write(path, &lines)
 }
 
-/// Writes `meta.properties` on first start; afterwards refuses to start with another node
-/// id or cluster id than the directory was made for (as Kafka does).
-pub fn ensure_meta_properties(
+/// Checks `meta.properties`: refuses another node id or cluster id than the directory
+/// was made for (as Kafka does). On first start (no file yet) returns the write that makes
+/// it, which the caller may run while it does other work.
+pub fn check_meta_properties(
     dir: &Path,
     node_id: i32,
     cluster_id: &str,
-) -> Result<(), ReplicaError> {
+) -> Result<Option<MetaPropertiesWrite>, ReplicaError> {
     let path = dir.join(META_PROPERTIES_FILE);
     let inconsistent = |reason: String| ReplicaError::InconsistentLogDir {
         path: path.clone(),
@@ -90,17 +91,35 @@ pub fn ensure_meta_properties(
                     "made for cluster {cluster}, metadata says {cluster_id}"
                 )));
             }
-            Ok(())
+            Ok(None)
         }
         Ok(None) => {
             let directory_id = crate::controller::base64url(uuid::Uuid::new_v4());
             let text = format!(
                 "#\n#Written by highwater\nversion=1\nnode.id={node_id}\ncluster.id={cluster_id}\ndirectory.id={directory_id}\n"
             );
-            checkpoint::write_atomically(&path, text.as_bytes())
-                .map_err(|e| inconsistent(e.to_string()))
+            Ok(Some(MetaPropertiesWrite { path, text }))
         }
         Err(e) => Err(inconsistent(e.to_string())),
+    }
+}
+
+/// The first `meta.properties` of a log directory, still to be written.
+#[derive(Debug)]
+pub struct MetaPropertiesWrite {
+    path: PathBuf,
+    text: String,
+}
+
+impl MetaPropertiesWrite {
+    /// Writes the file atomically (fsynced, then renamed into place).
+    pub fn write(self) -> Result<(), ReplicaError> {
+        checkpoint::write_atomically(&self.path, self.text.as_bytes()).map_err(|e| {
+            ReplicaError::InconsistentLogDir {
+                path: self.path.clone(),
+                reason: e.to_string(),
+            }
+        })
     }
 }
 
@@ -127,9 +146,11 @@ mod tests {
     #[test]
     fn meta_properties_refuse_another_node() {
         let dir = tempfile::tempdir().expect("tempdir");
-        ensure_meta_properties(dir.path(), 1, "abc").expect("first start");
-        ensure_meta_properties(dir.path(), 1, "abc").expect("same node");
-        assert!(ensure_meta_properties(dir.path(), 2, "abc").is_err());
-        assert!(ensure_meta_properties(dir.path(), 1, "xyz").is_err());
+        let first = check_meta_properties(dir.path(), 1, "abc").expect("first start");
+        first.expect("a file to write").write().expect("written");
+        let again = check_meta_properties(dir.path(), 1, "abc").expect("same node");
+        assert!(again.is_none());
+        assert!(check_meta_properties(dir.path(), 2, "abc").is_err());
+        assert!(check_meta_properties(dir.path(), 1, "xyz").is_err());
     }
 }
