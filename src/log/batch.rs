@@ -154,7 +154,8 @@ pub fn check_crc(bytes: &[u8], header: &BatchHeader) -> Result<(), LogError> {
 /// cover these fields, so it stays valid.
 pub fn patch(bytes: &mut [u8], base_offset: i64, partition_leader_epoch: i32) {
     bytes[0..8].copy_from_slice(&base_offset.to_be_bytes());
-    bytes[12..16].copy_from_slice(&partition_leader_epoch.to_be_bytes());
+    bytes[PARTITION_LEADER_EPOCH_AT..PARTITION_LEADER_EPOCH_AT + 4]
+        .copy_from_slice(&partition_leader_epoch.to_be_bytes());
 }
 
 /// Iterates the complete batches of a byte range, stopping at the first incomplete one.

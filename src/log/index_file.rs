@@ -66,13 +66,13 @@ impl<const ENTRY_BYTES: usize> IndexFile<ENTRY_BYTES> {
     }
 
     /// Appends an entry; returns false when the index is full.
-    pub fn push(&mut self, raw: &[u8; ENTRY_BYTES]) -> bool {
+    pub fn push(&mut self, raw: &[u8; ENTRY_BYTES]) -> Result<bool, LogError> {
         if self.is_full() {
-            return false;
+            return Ok(false);
         }
-        self.file.write_at(self.entries * ENTRY_BYTES, raw);
+        self.file.write_at(self.entries * ENTRY_BYTES, &[raw])?;
         self.entries += 1;
-        true
+        Ok(true)
     }
 
     /// The number of entries for which `below` holds, assuming it holds for a prefix
@@ -102,7 +102,7 @@ impl<const ENTRY_BYTES: usize> IndexFile<ENTRY_BYTES> {
 
     /// Flushes the entries to disk.
     pub fn flush(&self) -> Result<(), LogError> {
-        self.file.flush(self.entries * ENTRY_BYTES)
+        self.file.flush()
     }
 }
 

@@ -1,6 +1,11 @@
 //! The one place with `unsafe`: a file mapped into memory with a fixed capacity, written
 //! by one writer and read by many.
 //!
+//! Writes go through the file (pwrite), reads through the map: both see the same page
+//! cache. Writing through the map instead would fault in each fresh page of the sparse
+//! file first, which the kernel zero-fills (with read-ahead, in large folios) before the
+//! copy overwrites it: that zeroing was most of the broker's CPU under produce load.
+//!
 //! Thread safety: the owner of a segment or index (under the partition's write lock) is
 //! the only writer and writes only past the length it has published; readers only read
 //! below a published length. Published bytes are never rewritten while readers may hold
@@ -9,12 +14,13 @@
 
 use memmap2::{MmapOptions, MmapRaw};
 use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::error::LogError;
 
-/// A file of `capacity` bytes mapped read-write into memory.
+/// A file of `capacity` bytes, mapped read-only into memory and written through the file.
 #[derive(Debug)]
 pub struct MappedFile {
     path: PathBuf,
@@ -25,7 +31,8 @@ pub struct MappedFile {
 }
 
 impl MappedFile {
-    /// Opens (creating if needed) `path`, grows it to at least `capacity` bytes and maps it.
+    /// Opens (creating if needed) `path`, grows it to at least `capacity` bytes and maps it
+    /// for reading.
     pub fn open(path: &Path, capacity: usize) -> Result<MappedFile, LogError> {
         let io = |e| LogError::io(path, e);
         let file = OpenOptions::new()
@@ -45,7 +52,7 @@ impl MappedFile {
             _ => Some(
                 MmapOptions::new()
                     .len(capacity)
-                    .map_raw(&file)
+                    .map_raw_read_only(&file)
                     .map_err(io)?,
             ),
         };
@@ -68,21 +75,24 @@ impl MappedFile {
         self.capacity
     }
 
-    /// Copies `bytes` into the map at `position`.
+    /// Writes `parts`, one after the other, at `position` (pwrite; the map sees them).
     ///
     /// The caller must be the single writer and `position` must be at or past every length
-    /// it has published to readers.
-    pub fn write_at(&self, position: usize, bytes: &[u8]) {
-        let end = position + bytes.len();
-        assert!(end <= self.capacity, "write past the mapped capacity");
-        let Some(map) = &self.map else { return };
-        // SAFETY: the range lies inside the mapping (asserted above). Only the single writer
-        // touches bytes past the published length, and no reader holds a slice of them, so
-        // nothing aliases the region while it is written.
-        unsafe {
-            let target = map.as_mut_ptr().add(position);
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), target, bytes.len());
+    /// it has published to readers (no reader holds a slice of the bytes written).
+    pub fn write_at(&self, position: usize, parts: &[&[u8]]) -> Result<(), LogError> {
+        let length: usize = parts.iter().map(|p| p.len()).sum();
+        assert!(
+            position + length <= self.capacity,
+            "write past the mapped capacity"
+        );
+        let mut at = position as u64;
+        for part in parts {
+            self.file
+                .write_all_at(part, at)
+                .map_err(|e| LogError::io(&self.path, e))?;
+            at += part.len() as u64;
         }
+        Ok(())
     }
 
     /// The bytes in `[start, end)`, which the caller has published (or is the writer).
@@ -97,13 +107,12 @@ impl MappedFile {
         unsafe { std::slice::from_raw_parts(map.as_ptr().add(start), end - start) }
     }
 
-    /// Writes the dirty pages of `[0, length)` to disk (msync) and fsyncs the file.
-    pub fn flush(&self, length: usize) -> Result<(), LogError> {
-        let io = |e| LogError::io(&self.path, e);
-        if let Some(map) = self.map.as_ref().filter(|_| length > 0) {
-            map.flush_range(0, length.min(self.capacity)).map_err(io)?;
-        }
-        self.file.sync_data().map_err(io)
+    /// Writes the file's dirty pages to disk (fdatasync; nothing is written through the
+    /// map, so there is nothing to msync).
+    pub fn flush(&self) -> Result<(), LogError> {
+        self.file
+            .sync_data()
+            .map_err(|e| LogError::io(&self.path, e))
     }
 
     /// Cuts the file to `length` bytes and grows it back to its capacity, so that everything
@@ -118,7 +127,7 @@ impl MappedFile {
     /// Shrinks the file on disk to `length` bytes. The mapping keeps its size; bytes past
     /// `length` must never be read again.
     pub fn trim(&self, length: usize) -> Result<(), LogError> {
-        self.flush(length)?;
+        self.flush()?;
         self.file
             .set_len(length as u64)
             .map_err(|e| LogError::io(&self.path, e))

@@ -59,19 +59,23 @@ impl OffsetIndex {
 
     /// Appends an entry if it keeps the index increasing and the index has room; returns
     /// whether it did.
-    pub fn maybe_append(&mut self, offset: RelativeOffset, position: FilePosition) -> bool {
+    pub fn maybe_append(
+        &mut self,
+        offset: RelativeOffset,
+        position: FilePosition,
+    ) -> Result<bool, LogError> {
         if let Some(n) = self.len().checked_sub(1) {
             let (last_offset, last_position) = self.entry(n);
             if offset <= last_offset || position <= last_position {
-                return false;
+                return Ok(false);
             }
         }
         let mut raw = [0u8; ENTRY_BYTES];
         raw[..4].copy_from_slice(&offset.0.to_be_bytes());
         raw[4..].copy_from_slice(&position.0.to_be_bytes());
-        let appended = self.file.push(&raw);
+        let appended = self.file.push(&raw)?;
         self.check_invariants();
-        appended
+        Ok(appended)
     }
 
     /// The position of the greatest entry whose offset is at most `target`, or 0.
@@ -118,8 +122,12 @@ mod tests {
     fn lookup_finds_the_greatest_entry_at_or_below() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut index = OffsetIndex::open(&dir.path().join("0.index"), 1024, false).expect("open");
-        assert!(index.maybe_append(RelativeOffset(10), FilePosition(100)));
-        assert!(index.maybe_append(RelativeOffset(20), FilePosition(200)));
+        assert!(index
+            .maybe_append(RelativeOffset(10), FilePosition(100))
+            .expect("write"));
+        assert!(index
+            .maybe_append(RelativeOffset(20), FilePosition(200))
+            .expect("write"));
         assert_eq!(index.lookup(RelativeOffset(5)), FilePosition(0));
         assert_eq!(index.lookup(RelativeOffset(10)), FilePosition(100));
         assert_eq!(index.lookup(RelativeOffset(19)), FilePosition(100));
@@ -133,7 +141,9 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("0.index");
         let mut index = OffsetIndex::open(&path, 1024, false).expect("open");
-        index.maybe_append(RelativeOffset(3), FilePosition(64));
+        index
+            .maybe_append(RelativeOffset(3), FilePosition(64))
+            .expect("write");
         index.trim().expect("trim");
         drop(index);
         assert_eq!(std::fs::metadata(&path).expect("meta").len(), 8);
@@ -156,7 +166,7 @@ mod tests {
             for (d_offset, d_position) in steps {
                 offset += d_offset;
                 position += d_position;
-                index.maybe_append(RelativeOffset(offset), FilePosition(position));
+                index.maybe_append(RelativeOffset(offset), FilePosition(position)).expect("write");
                 model.push((offset, position));
             }
             let expected = model.iter().rev().find(|(o, _)| *o <= target).map_or(0, |e| e.1);

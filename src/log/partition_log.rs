@@ -267,7 +267,7 @@ impl Log {
             .segments
             .last_mut()
             .expect("a log always has an active segment");
-        let written = segment.append(records, base_offset, leader_epoch);
+        let written = segment.append(records, base_offset, leader_epoch)?;
         self.producers().update(&written);
         self.unflushed_messages += i64::from(written.record_count);
         if self.unflushed_messages >= self.config.flush_messages {

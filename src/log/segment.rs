@@ -248,7 +248,7 @@ impl Segment {
             self.log.truncate_and_regrow(valid)?;
         }
         for (position, header) in entries {
-            self.record_append(position, &header);
+            self.record_append(position, &header)?;
         }
         Ok(truncated)
     }
@@ -305,27 +305,29 @@ impl Segment {
     }
 
     /// Updates sizes, offsets, timestamps and indexes for a batch written at `position`.
-    fn record_append(&mut self, position: usize, header: &BatchHeader) {
+    fn record_append(&mut self, position: usize, header: &BatchHeader) -> Result<(), LogError> {
         self.track_timestamp(header);
         self.first_batch_timestamp
             .get_or_insert(header.max_timestamp);
         if self.bytes_since_last_index_entry > self.index_interval_bytes {
             let relative = RelativeOffset((header.last_offset() - self.base_offset) as u32);
             self.index
-                .maybe_append(relative, FilePosition(position as u32));
-            self.maybe_time_index();
+                .maybe_append(relative, FilePosition(position as u32))?;
+            self.maybe_time_index()?;
             self.bytes_since_last_index_entry = 0;
         }
         self.bytes_since_last_index_entry += header.size;
         self.size = position + header.size;
         self.next_offset = header.last_offset() + 1;
+        Ok(())
     }
 
-    fn maybe_time_index(&mut self) {
+    fn maybe_time_index(&mut self) -> Result<(), LogError> {
         if self.max_timestamp >= 0 {
             let relative = RelativeOffset((self.offset_of_max_timestamp - self.base_offset) as u32);
-            self.time_index.maybe_append(self.max_timestamp, relative);
+            self.time_index.maybe_append(self.max_timestamp, relative)?;
         }
+        Ok(())
     }
 
     /// The segment's first offset.
@@ -384,19 +386,21 @@ impl Segment {
     }
 
     /// Appends one validated batch, patched with `base_offset` and `leader_epoch`.
-    pub fn append(&mut self, bytes: &[u8], base_offset: i64, leader_epoch: i32) -> BatchHeader {
+    pub fn append(
+        &mut self,
+        bytes: &[u8],
+        base_offset: i64,
+        leader_epoch: i32,
+    ) -> Result<BatchHeader, LogError> {
         assert_eq!(base_offset, self.next_offset, "appends must be contiguous");
         let position = self.size;
-        self.log.write_at(position, bytes);
-        self.log.write_at(position, &base_offset.to_be_bytes());
-        self.log.write_at(
-            position + batch::PARTITION_LEADER_EPOCH_AT,
-            &leader_epoch.to_be_bytes(),
-        );
-        let written = self.log.slice(position, position + bytes.len());
-        let header = BatchHeader::parse(written).expect("validated batch has a header");
-        self.record_append(position, &header);
-        header
+        let (head, rest) = bytes.split_at(batch::HEADER_BYTES);
+        let mut head: [u8; batch::HEADER_BYTES] = head.try_into().expect("split at its length");
+        batch::patch(&mut head, base_offset, leader_epoch);
+        self.log.write_at(position, &[&head, rest])?;
+        let header = BatchHeader::parse(&head).expect("validated batch has a header");
+        self.record_append(position, &header)?;
+        Ok(header)
     }
 
     /// Appends a batch exactly as it is (one the log cleaner rewrote, or a follower got
@@ -419,8 +423,8 @@ impl Segment {
             });
         }
         let position = self.size;
-        self.log.write_at(position, bytes);
-        self.record_append(position, &header);
+        self.log.write_at(position, &[bytes])?;
+        self.record_append(position, &header)?;
         Ok(header)
     }
 
@@ -515,7 +519,7 @@ impl Segment {
     /// Adds the final time index entry and trims all three files to their contents (on
     /// roll and clean close), flushing them to disk.
     pub fn seal(&mut self) -> Result<(), LogError> {
-        self.maybe_time_index();
+        self.maybe_time_index()?;
         self.log.trim(self.size)?;
         self.index.trim()?;
         self.time_index.trim()
@@ -523,7 +527,7 @@ impl Segment {
 
     /// Writes the segment's dirty pages to disk.
     pub fn flush(&self) -> Result<(), LogError> {
-        self.log.flush(self.size)?;
+        self.log.flush()?;
         self.index.flush()?;
         self.time_index.flush()
     }

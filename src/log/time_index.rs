@@ -56,18 +56,22 @@ impl TimeIndex {
 
     /// Appends (timestamp, offset) if the timestamp is greater than the last entry's;
     /// returns whether it did.
-    pub fn maybe_append(&mut self, timestamp: i64, offset: RelativeOffset) -> bool {
+    pub fn maybe_append(
+        &mut self,
+        timestamp: i64,
+        offset: RelativeOffset,
+    ) -> Result<bool, LogError> {
         if let Some((last_timestamp, last_offset)) = self.last_entry() {
             if timestamp <= last_timestamp || offset < last_offset {
-                return false;
+                return Ok(false);
             }
         }
         let mut raw = [0u8; ENTRY_BYTES];
         raw[..8].copy_from_slice(&timestamp.to_be_bytes());
         raw[8..].copy_from_slice(&offset.0.to_be_bytes());
-        let appended = self.file.push(&raw);
+        let appended = self.file.push(&raw)?;
         self.check_invariants();
-        appended
+        Ok(appended)
     }
 
     /// The greatest entry whose timestamp is at most `target`; its offset is where a scan
@@ -110,12 +114,12 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut index =
             TimeIndex::open(&dir.path().join("0.timeindex"), 1200, false).expect("open");
-        assert!(index.maybe_append(100, RelativeOffset(5)));
+        assert!(index.maybe_append(100, RelativeOffset(5)).expect("write"));
         assert!(
-            !index.maybe_append(100, RelativeOffset(9)),
+            !index.maybe_append(100, RelativeOffset(9)).expect("write"),
             "timestamps must grow"
         );
-        assert!(index.maybe_append(200, RelativeOffset(9)));
+        assert!(index.maybe_append(200, RelativeOffset(9)).expect("write"));
         assert_eq!(index.lookup(50), RelativeOffset(0));
         assert_eq!(index.lookup(150), RelativeOffset(5));
         assert_eq!(index.lookup(250), RelativeOffset(9));
