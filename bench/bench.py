@@ -13,10 +13,10 @@ broker freshly started on an empty data dir under the same work dir:
    ProducerPerformance (100 B, acks=all, 6 partitions) to an RF=3 and an RF=1 topic,
    unthrottled and at a fixed rate, with the CPU time of the three brokers summed.
 
-Kafka's ConsumerPerformance always subscribes (a consumer group) and EndToEndLatency sets
-group.id and calls commitSync() when done; highwater has no group coordinator yet, so both
-are measured with bench/java/BenchTool.java (same client settings, assign()) against both
-brokers. In full mode Kafka's own two tools also run against Kafka, as a calibration row.
+Consumption and end-to-end latency are measured with bench/java/BenchTool.java (assign(),
+no consumer group: the figures of the first runs, before highwater had groups) and, in full
+mode, with Kafka's own ConsumerPerformance (a consumer group) and EndToEndLatency (group.id,
+commitSync() when done), against both brokers.
 
 Writes <out>/<stem>.md, .json and .png (highwater/Kafka ratios of the medians) and prints
 the table. Every process this script starts is killed when it ends, however it ends.
@@ -860,7 +860,7 @@ def consume(ctx: Context, broker: Broker, topic: str, records: int) -> dict:
 
 def consumer_performance_reference(ctx: Context, broker: Broker, topic: str,
                                    records: int) -> dict:
-    """Kafka's own ConsumerPerformance (subscribe, a consumer group); Kafka only."""
+    """Kafka's own ConsumerPerformance (subscribe, a consumer group)."""
     args = ["--bootstrap-server", broker.bootstrap, "--topic", topic, "--messages",
             str(records), "--group", f"bench-{topic}", "--timeout", "30000", "--hide-header"]
     out = run_tool(java_cmd("org.apache.kafka.tools.ConsumerPerformance", args,
@@ -890,7 +890,7 @@ def end_to_end(ctx: Context, broker: Broker, topic: str, size: int, acks: str) -
 
 def end_to_end_reference(ctx: Context, broker: Broker, topic: str, size: int,
                          acks: str) -> dict:
-    """Kafka's own EndToEndLatency (group.id set, commitSync() at the end); Kafka only."""
+    """Kafka's own EndToEndLatency (group.id set, commitSync() at the end)."""
     records = ctx.plan.end_to_end_records
     out = run_tool(java_cmd("org.apache.kafka.tools.EndToEndLatency",
                             [broker.bootstrap, topic, str(records), acks, str(size)],
@@ -965,7 +965,7 @@ def throughput_runs(ctx: Context, broker: Broker) -> list[dict]:
         records = stored_records(plan, w)
         runs.append(consume(ctx, broker, w.topic("t"), records))
         ctx.log(f"  {broker.name} consume {w.topic('t')}: {runs[-1]['mb_per_s']:.1f} MB/s")
-        if plan.kafka_references and broker.name == "kafka":
+        if plan.kafka_references:
             runs.append(consumer_performance_reference(ctx, broker, w.topic("t"), records))
     return runs
 
@@ -974,7 +974,7 @@ def latency_runs(ctx: Context, broker: Broker, rates: dict[str, int]) -> list[di
     plan = ctx.plan
     topics = [(w.topic("l"), w.partitions) for w in plan.workloads]
     topics += [(e2e_topic(size, acks), 1) for size, acks in plan.end_to_end]
-    if plan.kafka_references and broker.name == "kafka":
+    if plan.kafka_references:
         topics += [(e2e_topic(size, acks, True), 1) for size, acks in plan.end_to_end]
     create_topics(ctx, broker, topics + warmup_topics(plan))
     runs = warm_up_broker(ctx, broker)
@@ -990,7 +990,7 @@ def latency_runs(ctx: Context, broker: Broker, rates: dict[str, int]) -> list[di
         runs.append(end_to_end(ctx, broker, e2e_topic(size, acks), size, acks))
         ctx.log(f"  {broker.name} end-to-end {size} B acks={acks}: p50/p99 "
                 f"{runs[-1]['p50_ms']:.2f}/{runs[-1]['p99_ms']:.2f} ms")
-        if plan.kafka_references and broker.name == "kafka":
+        if plan.kafka_references:
             runs.append(end_to_end_reference(ctx, broker, e2e_topic(size, acks, True),
                                              size, acks))
     return runs
@@ -1690,14 +1690,13 @@ def run_phases(ctx: Context) -> tuple[list[dict], dict[str, int]]:
 
 
 NOTES = [
-    "ConsumerPerformance 4.1.1 always subscribe()s (a consumer group), which highwater "
-    "does not have yet: consumption is measured on both brokers with bench/java/BenchTool "
-    "`consume` (assign() and seekToBeginning, ConsumerPerformance's consumer settings, no "
-    "group.id). Kafka's own ConsumerPerformance runs against Kafka only, as a check.",
-    "EndToEndLatency 4.1.1 assign()s but sets group.id and calls commitSync() after its "
-    "loop, which needs a group coordinator: end-to-end latency is measured on both with "
-    "BenchTool `end-to-end`, a port without group.id and commit, in microseconds. Kafka's "
-    "own EndToEndLatency runs against Kafka only, as a check.",
+    "Consumption is measured on both brokers twice: with bench/java/BenchTool `consume` "
+    "(assign() and seekToBeginning, ConsumerPerformance's consumer settings, no group.id) "
+    "and with Kafka's own ConsumerPerformance 4.1.1 (subscribe(), a consumer group; its "
+    "fetch.MB.sec, which leaves out the rebalance).",
+    "End-to-end latency likewise: BenchTool `end-to-end` (assign(), no group.id, in "
+    "microseconds) and Kafka's own EndToEndLatency 4.1.1 (group.id set, commitSync() after "
+    "its loop; whole milliseconds).",
     "Start-up is timed from just before the broker's process is spawned to the first "
     "Metadata v1 response listing the broker (a raw-socket probe polling every 0.1 ms, "
     "then 2 ms after the first second). Kafka's storage is formatted before that "
@@ -1721,8 +1720,7 @@ def check_smoke(metrics: list[Metric]) -> None:
     """Smoke mode: every figure is there for both brokers and is plausible."""
     problems = []
     for m in metrics:
-        kafka_only = ".reference" in m.key
-        for broker in ("kafka",) if kafka_only else ("highwater", "kafka"):
+        for broker in ("highwater", "kafka"):
             values = m.values.get(broker) or []
             if not values:
                 problems.append(f"{m.key}: no value for {broker}")
