@@ -516,6 +516,22 @@ class Highwater(Broker):
         return env
 
 
+# What every Kafka node of the suite shares: start.sh's single-node settings for the
+# internal topics, and groups that form at once.
+KAFKA_COMMON_PROPERTIES = """num.partitions=1
+default.replication.factor=1
+auto.create.topics.enable=true
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=4
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=4
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+"""
+
+
 class Kafka(Broker):
     name = "kafka"
 
@@ -539,18 +555,7 @@ controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 controller.quorum.bootstrap.servers=127.0.0.1:{self.controller_port}
 log.dirs={data}
-num.partitions=1
-default.replication.factor=1
-auto.create.topics.enable=true
-offsets.topic.replication.factor=1
-offsets.topic.num.partitions=4
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-transaction.state.log.num.partitions=4
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
-group.initial.rebalance.delay.ms=0
-""")
+""" + KAFKA_COMMON_PROPERTIES)
         began = time.monotonic()
         run_tool(java_cmd("kafka.tools.StorageTool",
                           ["format", "--standalone", "-t", kafka_cluster_id(),
@@ -739,18 +744,7 @@ controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 controller.quorum.voters={self.voters()}
 log.dirs={node_dir / "data"}
-num.partitions=1
-default.replication.factor=1
-auto.create.topics.enable=true
-offsets.topic.replication.factor=1
-offsets.topic.num.partitions=4
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-transaction.state.log.num.partitions=4
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
-group.initial.rebalance.delay.ms=0
-""")
+""" + KAFKA_COMMON_PROPERTIES)
             run_tool(java_cmd("kafka.tools.StorageTool",
                               ["format", "-t", cluster_id, "-c", str(self.props(node))],
                               self.ctx.kafka_classpath, ["-Xmx256M"]),

@@ -7,14 +7,13 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use common::{fetch, name, produce, Client, TestBroker};
+use highwater::log::batch_encode::{encode_batch, plain_record};
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::CreateTopicsRequest;
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::{Compression, RecordBatchDecoder};
 
 const TOPIC: &str = "compacted";
 
@@ -39,28 +38,13 @@ async fn create_compacted_topic(client: &mut Client, configs: &[(&str, &str)]) -
 
 /// One batch of one record; `None` key or value is null.
 fn record(key: Option<&str>, value: Option<&str>, compression: Compression) -> Bytes {
-    let record = Record {
-        transactional: false,
-        control: false,
-        partition_leader_epoch: -1,
-        producer_id: -1,
-        producer_epoch: -1,
-        timestamp_type: TimestampType::Creation,
-        offset: 0,
-        sequence: -1,
-        timestamp: common::now_ms(),
-        key: key.map(|k| Bytes::from(k.to_string())),
-        value: value.map(|v| Bytes::from(v.to_string())),
-        headers: Default::default(),
-        delete_horizon: false,
-    };
-    let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions {
-        version: 2,
-        compression,
-    };
-    RecordBatchEncoder::encode(&mut buf, &[record], &options).expect("encode");
-    buf.freeze()
+    let record = plain_record(
+        0,
+        common::now_ms(),
+        key.map(|k| Bytes::from(k.to_string())),
+        value.map(|v| Bytes::from(v.to_string())),
+    );
+    encode_batch(&[record], compression).expect("encode")
 }
 
 type Stored = (i64, String, Option<String>);

@@ -7,38 +7,15 @@
 
 mod common;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use common::sim::SimCluster;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::RecordBatchDecoder;
 
 const A: i32 = 1;
 const B: i32 = 2;
 
 fn record_batch(value: &str) -> Bytes {
-    let record = Record {
-        transactional: false,
-        control: false,
-        partition_leader_epoch: -1,
-        producer_id: -1,
-        producer_epoch: -1,
-        timestamp_type: TimestampType::Creation,
-        offset: 0,
-        sequence: -1,
-        timestamp: common::now_ms(),
-        key: None,
-        value: Some(Bytes::from(value.to_string())),
-        headers: Default::default(),
-        delete_horizon: false,
-    };
-    let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions {
-        version: 2,
-        compression: Compression::None,
-    };
-    RecordBatchEncoder::encode(&mut buf, [&record], &options).expect("encode");
-    buf.freeze()
+    common::batch_of_values(&[value.to_string()], common::now_ms())
 }
 
 fn produce(cluster: &SimCluster, leader: i32, value: &str) -> i64 {

@@ -97,13 +97,20 @@ wait_for() {
     return 1
 }
 
+# three_brokers_up: until the cluster's Metadata lists three (unfenced) brokers, for up to
+# 30 s; fails if it never does.
+three_brokers_up() {
+    for _ in $(seq 1 150); do
+        timeout 30 kcat -b "$bootstrap" -L -m 10 2>/dev/null | grep -q " 3 brokers:" && return 0
+        sleep 0.2
+    done
+    return 1
+}
+
 kcat_sees_three_brokers_and_a_leader_everywhere() {
     # Every broker is up and unfenced before the topic is made, so that its three replicas
     # find three brokers.
-    for _ in $(seq 1 150); do
-        timeout 30 kcat -b "$bootstrap" -L -m 10 2>/dev/null | grep -q " 3 brokers:" && break
-        sleep 0.2
-    done
+    three_brokers_up || true
     echo hello | timeout 30 kcat -b "$bootstrap" -P -t "$topic"
     wait_for " 3 brokers:"
     out="$(metadata)"
@@ -155,11 +162,7 @@ librdkafka_consumes_across_a_leader_change() {
     restart_dead_nodes
     grep -q "^consumed 4000 records in order" <<<"$out"
     # The restarted node rejoins before the next test kills a leader.
-    for _ in $(seq 1 150); do
-        timeout 30 kcat -b "$bootstrap" -L -m 10 2>/dev/null | grep -q " 3 brokers:" && return 0
-        sleep 0.2
-    done
-    return 1
+    three_brokers_up
 }
 
 run_test "kcat sees three brokers and a leader everywhere" kcat_sees_three_brokers_and_a_leader_everywhere
@@ -175,11 +178,7 @@ java_consumes_across_a_leader_change() {
     echo "$out" | tail -20
     restart_dead_nodes
     ((rc == 0)) || return 1
-    for _ in $(seq 1 150); do
-        timeout 30 kcat -b "$bootstrap" -L -m 10 2>/dev/null | grep -q " 3 brokers:" && return 0
-        sleep 0.2
-    done
-    return 1
+    three_brokers_up
 }
 
 run_test "Java AdminClient sees the cluster" java_admin_sees_the_cluster

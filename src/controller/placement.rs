@@ -96,12 +96,20 @@ pub fn move_away_from(
     usable: &dyn Fn(i32) -> bool,
     unclean_default: bool,
 ) -> Vec<PartitionChange> {
+    changes_where(state, |topic, partition| {
+        without_broker(topic, partition, gone, usable, unclean_default)
+    })
+}
+
+/// A change for every partition to which `change` gives a new (leader, ISR).
+fn changes_where(
+    state: &ClusterState,
+    change: impl Fn(&TopicImage, &PartitionImage) -> Option<(i32, Vec<i32>)>,
+) -> Vec<PartitionChange> {
     let mut changes = Vec::new();
     for topic in state.topics.values() {
         for (index, partition) in topic.partitions.iter().enumerate() {
-            if let Some((leader, isr)) =
-                without_broker(topic, partition, gone, usable, unclean_default)
-            {
+            if let Some((leader, isr)) = change(topic, partition) {
                 changes.push(PartitionChange {
                     topic: topic.name.clone(),
                     partition: index as i32,
@@ -165,21 +173,9 @@ pub fn elect_leaders(
     usable: &dyn Fn(i32) -> bool,
     election: Election,
 ) -> Vec<PartitionChange> {
-    let mut changes = Vec::new();
-    for topic in state.topics.values() {
-        for (index, p) in topic.partitions.iter().enumerate() {
-            let wanted = wanted_leader(topic, p, usable, election);
-            if let Some((leader, isr)) = wanted.filter(|(l, _)| *l != p.leader) {
-                changes.push(PartitionChange {
-                    topic: topic.name.clone(),
-                    partition: index as i32,
-                    leader,
-                    isr,
-                });
-            }
-        }
-    }
-    changes
+    changes_where(state, |topic, p| {
+        wanted_leader(topic, p, usable, election).filter(|(l, _)| *l != p.leader)
+    })
 }
 
 /// What a requested election (the ElectLeaders API) did to one partition.

@@ -5,15 +5,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use bytes::Bytes;
+use kafka_protocol::records::{Compression, Record, RecordBatchDecoder};
 
 use super::error::GroupError;
 use super::records::CoordinatorRecord;
 use super::OFFSETS_TOPIC;
 use crate::log::batch::BatchIter;
+use crate::log::batch_encode::{encode_batch, plain_record};
 use crate::replica::{Partition, ReplicaManager};
 
 /// Bytes read from the log per step while loading.
@@ -80,35 +79,14 @@ fn encode(records: &[CoordinatorRecord]) -> Bytes {
         .enumerate()
         .map(|(i, record)| {
             let (key, value) = record.encode();
-            Record {
-                transactional: false,
-                control: false,
-                partition_leader_epoch: -1,
-                producer_id: -1,
-                producer_epoch: -1,
-                timestamp_type: TimestampType::Creation,
-                offset: i as i64,
-                // The encoder keeps records in one batch while offset - sequence stays
-                // the same; this makes the batch's base sequence -1 (no producer).
-                sequence: i as i32 - 1,
-                timestamp,
-                key: Some(key),
-                value,
-                headers: Default::default(),
-                delete_horizon: false,
-            }
+            plain_record(i as i64, timestamp, Some(key), value)
         })
         .collect();
-    let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions {
-        version: 2,
-        compression: Compression::None,
-    };
     // Encoding into memory without compression cannot fail.
-    if let Err(error) = RecordBatchEncoder::encode(&mut buf, &records, &options) {
+    encode_batch(&records, Compression::None).unwrap_or_else(|error| {
         tracing::error!(%error, "cannot encode group coordinator records");
-    }
-    buf.freeze()
+        Bytes::new()
+    })
 }
 
 /// Every record of `__consumer_offsets-{partition}` below its high watermark, in order.

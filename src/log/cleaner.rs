@@ -456,12 +456,10 @@ impl Log {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::log::batch_encode::{encode_batch, plain_record};
     use crate::log::partition_log::{test_config, OpenOptions};
-    use bytes::{Bytes, BytesMut};
-    use kafka_protocol::records::{
-        Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions,
-        TimestampType,
-    };
+    use bytes::Bytes;
+    use kafka_protocol::records::{Compression, Record, RecordBatchDecoder};
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 
@@ -470,29 +468,18 @@ pub(crate) mod tests {
         let records: Vec<Record> = records
             .iter()
             .enumerate()
-            .map(|(i, (key, value))| Record {
-                transactional: false,
-                control: false,
-                partition_leader_epoch: -1,
-                producer_id: -1,
-                producer_epoch: -1,
-                timestamp_type: TimestampType::Creation,
-                offset: i as i64,
-                sequence: i as i32,
-                timestamp: 1000 + i as i64,
-                key: key.map(|k| Bytes::from(format!("k{k}"))),
-                value: value.map(|v| Bytes::from(format!("v{v}"))),
-                headers: Default::default(),
-                delete_horizon: false,
+            .map(|(i, (key, value))| {
+                plain_record(
+                    i as i64,
+                    1000 + i as i64,
+                    key.map(|k| Bytes::from(format!("k{k}"))),
+                    value.map(|v| Bytes::from(format!("v{v}"))),
+                )
             })
             .collect();
-        let mut buf = BytesMut::new();
-        let options = RecordEncodeOptions {
-            version: 2,
-            compression,
-        };
-        RecordBatchEncoder::encode(&mut buf, &records, &options).expect("encode");
-        buf.to_vec()
+        encode_batch(&records, compression)
+            .expect("encode")
+            .to_vec()
     }
 
     /// Every record of the log: (offset, key, value).

@@ -4,6 +4,7 @@
 //! Must not: know about the network, replication or Kafka error codes.
 
 pub mod batch;
+pub mod batch_encode;
 pub mod batch_rewrite;
 pub mod checkpoint;
 pub mod cleaner;
