@@ -249,3 +249,78 @@ async fn acks_all_times_out_without_the_follower_and_min_insync_refuses_a_lone_l
     assert_eq!(one.responses[0].partition_responses[0].error_code, 0);
     assert_eq!(values(&cluster, A), ["m0", "m2"]);
 }
+
+#[tokio::test]
+async fn a_follower_rejoins_after_an_epoch_it_led_without_appending() {
+    // Issue 11, failure 1: L leads epoch 0 (200 records); L dies and B leads epoch 1
+    // without appending; L returns and leads epoch 2 (B cut off, then following L) with
+    // `1 200` at B's log end. B must forget that empty epoch and catch up instead of
+    // truncating to its own log end for ever (catch_up panics if it does not settle).
+    const L: i32 = 1;
+    const C: i32 = 3;
+    let all = vec![L, B, C];
+    let mut cluster = SimCluster::new(&all).await;
+    cluster
+        .partition(L)
+        .make_leader(L, 0, 0, all.clone(), all.clone())
+        .expect("leader");
+    for id in [B, C] {
+        cluster
+            .partition(id)
+            .make_follower(L, 0, 0)
+            .expect("follower");
+    }
+    let first: Vec<String> = (0..200).map(|i| format!("a{i}")).collect();
+    for chunk in first.chunks(50) {
+        cluster
+            .partition(L)
+            .append_as_leader(&common::batch_of_values(chunk, common::now_ms()))
+            .expect("append");
+    }
+    cluster.catch_up(B, L).await;
+    cluster.catch_up(C, L).await;
+    cluster.crash(L);
+    cluster
+        .partition(B)
+        .make_leader(B, 1, 1, all.clone(), vec![B, C])
+        .expect("B leads epoch 1");
+    cluster
+        .partition(C)
+        .make_follower(B, 1, 1)
+        .expect("follower");
+    cluster.start(L, B).await;
+    cluster
+        .partition(L)
+        .make_leader(L, 2, 2, all.clone(), vec![L, C])
+        .expect("L leads epoch 2");
+    cluster
+        .partition(C)
+        .make_follower(L, 2, 2)
+        .expect("follower");
+    cluster
+        .partition(B)
+        .make_follower(L, 2, 2)
+        .expect("follower");
+    assert_eq!(
+        cluster.partition(B).log().epoch_cache().latest_epoch(),
+        Some(1),
+        "B's empty epoch is still at its log end"
+    );
+    let second: Vec<String> = (0..200).map(|i| format!("b{i}")).collect();
+    for chunk in second.chunks(50) {
+        cluster
+            .partition(L)
+            .append_as_leader(&common::batch_of_values(chunk, common::now_ms()))
+            .expect("append");
+    }
+    cluster.catch_up(B, L).await;
+    cluster.catch_up(C, L).await;
+    assert_eq!(cluster.partition(B).log().log_end_offset(), 400);
+    assert_eq!(values(&cluster, B), values(&cluster, L));
+    let epochs = |id| cluster.partition(id).log().epoch_cache().entries().to_vec();
+    assert_eq!(
+        epochs(B),
+        epochs(L),
+        "B forgot the epoch it led without records"
+    );
+}

@@ -28,6 +28,7 @@ pub fn log_error(error: &LogError) -> ResponseError {
         LogError::NullKeyInCompactedTopic { .. } => ResponseError::InvalidRecord,
         LogError::CleaningAborted { .. } => ResponseError::UnknownServerError,
         LogError::NonContiguousOffset { .. } => ResponseError::CorruptMessage,
+        LogError::StaleLeaderEpoch { .. } => ResponseError::FencedLeaderEpoch,
     }
 }
 

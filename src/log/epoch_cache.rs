@@ -64,11 +64,19 @@ impl EpochCache {
     }
 
     /// Records that `epoch` starts at `start_offset`, dropping entries it supersedes, and
-    /// persists the change. Returns whether anything changed.
+    /// persists the change. Returns whether anything changed. An epoch older than the
+    /// latest is refused: the history of epochs only grows at its end.
     pub fn maybe_assign(&mut self, epoch: i32, start_offset: i64) -> Result<bool, LogError> {
         if let Some(last) = self.entries.last() {
             if last.epoch == epoch && last.start_offset <= start_offset {
                 return Ok(false);
+            }
+            if epoch < last.epoch {
+                return Err(LogError::StaleLeaderEpoch {
+                    epoch,
+                    start_offset,
+                    latest: last.epoch,
+                });
             }
         }
         self.entries
@@ -171,6 +179,17 @@ mod tests {
                 start_offset: 7
             }
         );
+    }
+
+    #[test]
+    fn an_older_epoch_is_refused_and_changes_nothing() {
+        let (_dir, mut cache) = cache(&[(0, 0), (3, 10)]);
+        let refused = cache.maybe_assign(2, 12);
+        assert!(matches!(
+            refused,
+            Err(LogError::StaleLeaderEpoch { latest: 3, .. })
+        ));
+        assert_eq!(cache.entries().len(), 2);
     }
 
     #[test]

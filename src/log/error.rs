@@ -75,6 +75,14 @@ pub enum LogError {
     /// A file on disk that cannot be interpreted (bad name, bad checkpoint text).
     #[error("corrupt file {path}: {reason}")]
     CorruptFile { path: PathBuf, reason: String },
+    /// A leader epoch older than the latest one the epoch cache holds: recording it would
+    /// rewrite the history of epochs the log already has.
+    #[error("leader epoch {epoch} at offset {start_offset} is older than the latest {latest}")]
+    StaleLeaderEpoch {
+        epoch: i32,
+        start_offset: i64,
+        latest: i32,
+    },
 }
 
 impl LogError {

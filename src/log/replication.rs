@@ -108,10 +108,17 @@ impl Log {
 
     /// Removes every record at or after `offset` (and the batch holding `offset`, if it
     /// starts before it); the epoch cache forgets epochs starting there. Returns whether
-    /// anything was removed. Offsets below the log start are never removed.
+    /// any record was removed. Offsets below the log start are never removed.
+    ///
+    /// Even when no record goes, the epoch cache forgets the epochs that start at the log
+    /// end: a replica that led briefly without appending keeps such an entry, and fetching
+    /// with it as its last epoch would make the leader report the same divergence for ever
+    /// (Kafka's UnifiedLog.truncateTo does the same for this case).
     pub fn truncate_to(&mut self, offset: i64) -> Result<bool, LogError> {
         let offset = offset.max(self.log_start_offset());
         if offset >= self.log_end_offset() {
+            let end = self.log_end_offset();
+            self.epoch_cache_mut().truncate_from_end(end)?;
             return Ok(false);
         }
         let dir = self.dir().to_path_buf();
@@ -219,6 +226,21 @@ mod tests {
         let log = open(dir.path());
         assert_eq!(log.log_end_offset(), 32);
         assert_eq!(log.epoch_cache().end_offset_for(3, 32), (0, 30));
+    }
+
+    #[test]
+    fn truncation_at_the_log_end_forgets_an_epoch_that_holds_no_record() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut log = open(dir.path());
+        log.append_as_leader(&encode_batch(3, -1, -1, 0), 0)
+            .expect("append");
+        // Led at epoch 1 without appending: the epoch starts at the log end.
+        log.assign_leader_epoch(1, 3).expect("assign");
+        assert!(!log.truncate_to(3).expect("truncate"), "no record removed");
+        assert_eq!(log.epoch_cache().latest_epoch(), Some(0));
+        drop(log);
+        let log = open(dir.path());
+        assert_eq!(log.epoch_cache().latest_epoch(), Some(0), "persisted");
     }
 
     #[test]
