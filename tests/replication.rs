@@ -324,3 +324,42 @@ async fn a_follower_rejoins_after_an_epoch_it_led_without_appending() {
         "B forgot the epoch it led without records"
     );
 }
+
+#[tokio::test]
+async fn a_deposed_leader_never_appends_after_the_role_change() {
+    // Issue 11, item 3: appends race a leader change. Method: two threads append as fast
+    // as they can while the main thread makes the leader a follower; the log end offset
+    // seen right after the change must be the final one (no append at the old epoch lands
+    // later), over many rounds.
+    let cluster = SimCluster::new(&[A, B]).await;
+    let partition = cluster.partition(A);
+    let both = vec![A, B];
+    for round in 0..200 {
+        let epoch = 2 * round;
+        partition
+            .make_leader(A, epoch, epoch, both.clone(), vec![A])
+            .expect("leader");
+        let appenders: Vec<_> = (0..2)
+            .map(|_| {
+                let partition = std::sync::Arc::clone(&partition);
+                std::thread::spawn(move || {
+                    let batch = record_batch("x");
+                    while partition.append_as_leader(&batch).is_ok() {}
+                })
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_micros(200));
+        partition
+            .make_follower(B, epoch + 1, epoch + 1)
+            .expect("follower");
+        let at_change = partition.log().log_end_offset();
+        for appender in appenders {
+            appender.join().expect("appender");
+        }
+        assert_eq!(
+            partition.log().log_end_offset(),
+            at_change,
+            "round {round}: an append landed after the leader was deposed"
+        );
+    }
+}

@@ -91,7 +91,7 @@ pub async fn fetch_round<L: LeaderLink>(
     max_wait_ms: i32,
 ) -> Result<Round, LinkError> {
     let request = fetch_request(local_id, partitions, max_wait_ms);
-    let response = link.fetch(leader, request).await?;
+    let response = link.fetch(leader, request.clone()).await?;
     let mut round = Round::default();
     for topic in &response.responses {
         for data in &topic.partitions {
@@ -100,7 +100,8 @@ pub async fn fetch_round<L: LeaderLink>(
                     && p.topic_partition.partition == data.partition_index
             });
             let Some(partition) = found else { continue };
-            match apply(partition, data) {
+            let fetched_epoch = sent_epoch(&request, &topic.topic.0, data.partition_index);
+            match apply(partition, fetched_epoch, data) {
                 Ok(Applied::Appended(bytes)) => round.appended_bytes += bytes,
                 Ok(Applied::Truncated) => round.truncations += 1,
                 Err(error) => {
@@ -119,7 +120,22 @@ enum Applied {
     Truncated,
 }
 
-fn apply(partition: &Partition, data: &PartitionData) -> Result<Applied, FetchError> {
+/// The leader epoch a round's request carried for one partition (-1 if it was not asked).
+fn sent_epoch(request: &FetchRequest, topic: &str, partition: i32) -> i32 {
+    request
+        .topics
+        .iter()
+        .filter(|t| t.topic.0.as_str() == topic)
+        .flat_map(|t| &t.partitions)
+        .find(|p| p.partition == partition)
+        .map_or(-1, |p| p.current_leader_epoch)
+}
+
+fn apply(
+    partition: &Partition,
+    fetched_epoch: i32,
+    data: &PartitionData,
+) -> Result<Applied, FetchError> {
     if data.error_code != 0 {
         return Err(FetchError::Leader {
             code: data.error_code,
@@ -127,11 +143,20 @@ fn apply(partition: &Partition, data: &PartitionData) -> Result<Applied, FetchEr
     }
     let diverging = &data.diverging_epoch;
     if diverging.epoch >= 0 || diverging.end_offset >= 0 {
-        partition.truncate_for_diverging_epoch(diverging.epoch, diverging.end_offset)?;
+        partition.truncate_for_diverging_epoch(
+            fetched_epoch,
+            diverging.epoch,
+            diverging.end_offset,
+        )?;
         return Ok(Applied::Truncated);
     }
     let records = data.records.as_deref().unwrap_or_default();
-    partition.append_as_follower(records, data.high_watermark, data.log_start_offset)?;
+    partition.append_as_follower(
+        fetched_epoch,
+        records,
+        data.high_watermark,
+        data.log_start_offset,
+    )?;
     Ok(Applied::Appended(records.len()))
 }
 
@@ -151,6 +176,7 @@ impl Partition {
     /// asks again); if the leader knows nothing, to the high watermark.
     pub fn truncate_for_diverging_epoch(
         &self,
+        fetched_epoch: i32,
         epoch: i32,
         end_offset: i64,
     ) -> Result<bool, ReplicaError> {
@@ -171,7 +197,7 @@ impl Partition {
         };
         tracing::info!(partition = %self.topic_partition, epoch, end_offset, target,
             "leader reported a diverging epoch");
-        self.truncate_to(target)
+        self.truncate_to(fetched_epoch, target)
     }
 }
 

@@ -8,6 +8,13 @@
 //! its own log end offset (the protocol's rule).
 //! Invariant: log_start_offset <= high_watermark <= log_end_offset; the leader epoch never
 //! decreases; a leader's high watermark never decreases.
+//!
+//! Locking: `state` (role and epochs) and `log` are taken in that order and never the
+//! other way round. Whoever writes the log for a role (a leader's append, a follower's
+//! append or truncation) takes the log's write lock while holding `state`, after checking
+//! the role and epoch there; role changes hold `state` and take the log's write lock too.
+//! So no write of an old role lands after a role change. Neither lock is held across an
+//! await.
 
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -248,6 +255,10 @@ impl Partition {
 
     /// Appends a producer's batch as leader, then moves the high watermark as far as the
     /// ISR allows (at once when the leader is the only member).
+    ///
+    /// The log's write lock is taken while the role is still held (lock order: state, then
+    /// log), and a role change takes the same two locks, so a broker that has just lost
+    /// the leadership can never append at the old epoch.
     pub fn append_as_leader(&self, records: &[u8]) -> Result<AppendInfo, ReplicaError> {
         let state = self.state();
         let leader_epoch = match &state.role {
@@ -258,8 +269,8 @@ impl Partition {
                 return Err(self.not_leader(leader));
             }
         };
-        drop(state);
         let mut log = self.log_mut();
+        drop(state);
         let info = log
             .append_as_leader(records, leader_epoch)
             .map_err(|e| self.log_error(e))?;

@@ -116,14 +116,17 @@ impl Partition {
         let mut state = self.state();
         let unchanged = state.leader_epoch == leader_epoch
             && matches!(state.role, Role::Follower { leader: l } if l == leader);
+        // Waits for an append of the old role to finish (lock order: state, then log).
+        let log = self.log_mut_for_roles();
         *state = ReplicaState {
             leader_epoch,
             partition_epoch,
             role: Role::Follower { leader },
         };
+        drop(log);
         drop(state);
         if self.truncates_to_high_watermark() {
-            self.truncate_to(self.high_watermark())?;
+            self.truncate_to(leader_epoch, self.high_watermark())?;
         }
         if !unchanged {
             tracing::info!(partition = %self.topic_partition, leader, leader_epoch, "became follower");
@@ -268,13 +271,18 @@ impl Partition {
     /// As follower, appends batches from the leader and takes its high watermark, capped
     /// by the own log end offset (follower HW = min(leader HW, LEO)); the log start offset
     /// follows the leader's.
+    ///
+    /// `fetched_epoch` is the leader epoch the fetch was sent at: an answer that arrives
+    /// after this replica changed role or epoch is dropped (NOT_LEADER_OR_FOLLOWER), so a
+    /// new leader never appends its old leader's batches.
     pub fn append_as_follower(
         &self,
+        fetched_epoch: i32,
         records: &[u8],
         leader_high_watermark: i64,
         leader_log_start_offset: i64,
     ) -> Result<(), ReplicaError> {
-        let mut log = self.log_mut_for_roles();
+        let mut log = self.log_for_follower_write(fetched_epoch)?;
         log.append_as_follower(records)
             .map_err(|e| self.log_error(e))?;
         let log_end_offset = log.log_end_offset();
@@ -286,10 +294,31 @@ impl Partition {
         Ok(())
     }
 
+    /// The log's write lock for a follower's write of a fetch sent at `fetched_epoch`,
+    /// taken while the role is checked (lock order: state, then log).
+    fn log_for_follower_write(
+        &self,
+        fetched_epoch: i32,
+    ) -> Result<std::sync::RwLockWriteGuard<'_, crate::log::Log>, ReplicaError> {
+        let state = self.state();
+        let leader = match state.role {
+            Role::Follower { .. } if state.leader_epoch == fetched_epoch => {
+                return Ok(self.log_mut_for_roles());
+            }
+            Role::Follower { leader } => leader,
+            Role::Leader(ref leader) => leader.local_id,
+        };
+        drop(state);
+        tracing::debug!(partition = %self.topic_partition, fetched_epoch,
+            "fetch answer for an older role dropped");
+        Err(self.not_leader(leader))
+    }
+
     /// Truncates the log to `offset` (never below the log start) and lowers the high
-    /// watermark with it if needed (only a follower truncates).
-    pub fn truncate_to(&self, offset: i64) -> Result<bool, ReplicaError> {
-        let mut log = self.log_mut_for_roles();
+    /// watermark with it if needed (only a follower truncates, for a fetch sent at
+    /// `fetched_epoch`, or on becoming follower under the pre-KIP-101 test rule).
+    pub fn truncate_to(&self, fetched_epoch: i32, offset: i64) -> Result<bool, ReplicaError> {
+        let mut log = self.log_for_follower_write(fetched_epoch)?;
         let truncated = log.truncate_to(offset).map_err(|e| self.log_error(e))?;
         let log_end_offset = log.log_end_offset();
         drop(log);
