@@ -103,3 +103,67 @@ async fn the_binary_keeps_data_across_sigterm_and_sigkill() {
     signal(&child, "-TERM");
     assert!(child.wait().expect("wait").success());
 }
+
+#[test]
+fn security_settings_that_are_not_enforced_stop_the_start_with_the_key_named() {
+    // Goal (issue 15, fail closed): a SASL_SSL listener or a TLS/SASL/authorizer key is
+    // never served as plaintext: the process exits non-zero at once with one line naming
+    // the key, and nothing listens. Method: the real binary with a Kafka-style config file.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = free_port();
+    let cases = [
+        (
+            format!("listeners = \"SASL_SSL://127.0.0.1:{port}\"\n"),
+            "listeners",
+        ),
+        (
+            format!(
+                "listeners = \"PLAINTEXT://127.0.0.1:{port}\"\n\
+                 sasl.enabled.mechanisms = \"PLAIN\"\n"
+            ),
+            "sasl.enabled.mechanisms",
+        ),
+        (
+            format!(
+                "listeners = \"PLAINTEXT://127.0.0.1:{port}\"\n\
+                 authorizer.class.name = \
+                 \"org.apache.kafka.metadata.authorizer.StandardAuthorizer\"\n\
+                 super.users = \"User:admin\"\n"
+            ),
+            "authorizer.class.name",
+        ),
+        (
+            format!(
+                "listeners = \"PLAINTEXT://127.0.0.1:{port}\"\n\
+                 ssl.keystore.location = \"/etc/kafka/server.keystore.jks\"\n"
+            ),
+            "ssl.keystore.location",
+        ),
+    ];
+    for (config, key) in cases {
+        let file = dir.path().join("server.toml");
+        std::fs::write(
+            &file,
+            format!("{config}log.dirs = \"{}\"\n", dir.path().display()),
+        )
+        .expect("config");
+        let output = Command::new(env!("CARGO_BIN_EXE_highwater"))
+            .args(["serve", "--config", &file.display().to_string()])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run highwater");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{key}: refused, not served");
+        let refusal: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains("refusing to start"))
+            .collect();
+        assert_eq!(refusal.len(), 1, "{key}: one clear line in {stderr}");
+        assert!(refusal[0].contains(key), "{key} named in {}", refusal[0]);
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+        assert!(
+            std::net::TcpStream::connect(addr).is_err(),
+            "nothing listens"
+        );
+    }
+}

@@ -19,6 +19,15 @@ pub enum ConfigError {
     },
     #[error("invalid value {value:?} for {key}")]
     Invalid { key: &'static str, value: String },
+    #[error(
+        "refusing to start: {key} = {value:?} is a security setting highwater does not \
+         enforce ({reason}); remove it or use a PLAINTEXT listener"
+    )]
+    Unenforced {
+        key: String,
+        value: String,
+        reason: String,
+    },
     #[error("inconsistent quorum configuration: {reason}")]
     InconsistentQuorum { reason: String },
     #[error("unknown topic config {key}")]

@@ -5,6 +5,7 @@
 //! Must not: know about the network or the log's internals.
 
 pub mod error;
+pub mod security;
 pub mod topic;
 
 use std::collections::BTreeMap;
@@ -23,6 +24,10 @@ pub const BROKER_DEFAULTS: &[(&str, &str)] = &[
     ("process.roles", "broker,controller"),
     ("listeners", "PLAINTEXT://127.0.0.1:9092"),
     ("advertised.listeners", ""),
+    (
+        "listener.security.protocol.map",
+        security::DEFAULT_PROTOCOL_MAP,
+    ),
     ("controller.listener.names", "CONTROLLER"),
     ("controller.quorum.voters", ""),
     ("controller.quorum.election.timeout.ms", "1000"),
@@ -345,6 +350,14 @@ fn socket_addr(key: &'static str, host: &str, port: u16) -> Result<SocketAddr, C
         })
 }
 
+/// The listener names of `controller.listener.names`, upper case.
+fn controller_listener_names(values: &ConfigMap) -> Vec<String> {
+    values["controller.listener.names"]
+        .split(',')
+        .map(|n| n.trim().to_ascii_uppercase())
+        .collect()
+}
+
 /// The listeners of a node and the quorum they imply.
 struct Listeners {
     listener: SocketAddr,
@@ -355,10 +368,7 @@ struct Listeners {
 
 impl Listeners {
     fn from_values(values: &ConfigMap, node_id: i32, roles: Roles) -> Result<Self, ConfigError> {
-        let controller_names: Vec<String> = values["controller.listener.names"]
-            .split(',')
-            .map(|n| n.trim().to_ascii_uppercase())
-            .collect();
+        let controller_names = controller_listener_names(values);
         let listeners = parse_listeners("listeners", &values["listeners"])?;
         let (controllers, clients): (Vec<_>, Vec<_>) = listeners
             .into_iter()
@@ -405,12 +415,13 @@ impl BrokerConfig {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
+        values.extend(explicit.clone());
+        security::check_enforced(&values, &controller_listener_names(&values))?;
         for key in explicit.keys() {
-            if !values.contains_key(key) && !topic::is_topic_key(key) {
+            if !BROKER_DEFAULTS.iter().any(|(k, _)| k == key) && !topic::is_topic_key(key) {
                 tracing::warn!(key = %key, "unknown configuration key ignored");
             }
         }
-        values.extend(explicit.clone());
         let node_id = parse(&values, "node.id")?;
         let roles = parse_roles(&values["process.roles"])?;
         let listeners = Listeners::from_values(&values, node_id, roles)?;

@@ -1,0 +1,210 @@
+//! Fails closed on security settings highwater does not enforce yet (issue #15): a listener
+//! whose security protocol is not PLAINTEXT, or a TLS, SASL or authorization key, stops
+//! start-up with the key named, instead of being served as plaintext with no
+//! authentication and no authorization.
+//!
+//! Must not: accept a security setting it cannot honour. Each key is let through here
+//! only once the broker enforces it.
+
+use super::{ConfigError, ConfigMap};
+
+/// Kafka's default `listener.security.protocol.map`: every protocol is also the name of a
+/// listener that uses it.
+pub const DEFAULT_PROTOCOL_MAP: &str = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,\
+                                    SASL_SSL:SASL_SSL";
+
+/// The security protocols Kafka knows.
+const PROTOCOLS: &[&str] = &["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"];
+
+/// Key prefixes that configure TLS, SASL or per-listener security.
+const SECURITY_PREFIXES: &[&str] = &["ssl.", "sasl.", "listener.name.", "delegation.token."];
+
+/// Security keys that are harmless at these values (Kafka's defaults: no authorizer, a
+/// plaintext inter-broker protocol); any other value is refused.
+const SECURITY_KEYS: &[(&str, &[&str])] = &[
+    ("authorizer.class.name", &[""]),
+    ("super.users", &[""]),
+    ("allow.everyone.if.no.acl.found", &[]),
+    ("security.inter.broker.protocol", &["PLAINTEXT"]),
+    ("principal.builder.class", &[]),
+    ("security.providers", &[]),
+    ("connections.max.reauth.ms", &["0"]),
+];
+
+/// Refuses the first security setting of `values` that highwater does not enforce.
+/// `controller_names` are the listeners of `controller.listener.names`.
+pub fn check_enforced(values: &ConfigMap, controller_names: &[String]) -> Result<(), ConfigError> {
+    for (key, value) in values {
+        check_key(key, value)?;
+    }
+    let map = protocol_map(values)?;
+    for listener in ["listeners", "advertised.listeners"] {
+        let raw = values.get(listener).map(String::as_str).unwrap_or_default();
+        for name in listener_names(raw) {
+            let protocol = match map.iter().find(|(n, _)| *n == name) {
+                Some((_, protocol)) => protocol.clone(),
+                // KRaft: a controller listener missing from the map is PLAINTEXT.
+                None if controller_names.contains(&name) => "PLAINTEXT".to_string(),
+                None => {
+                    return Err(unenforced(
+                        listener,
+                        raw,
+                        format!("listener {name} has no security protocol in the map"),
+                    ))
+                }
+            };
+            if protocol != "PLAINTEXT" {
+                return Err(unenforced(
+                    listener,
+                    raw,
+                    format!("listener {name} uses {protocol}; only PLAINTEXT is served today"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_key(key: &str, value: &str) -> Result<(), ConfigError> {
+    if SECURITY_PREFIXES.iter().any(|p| key.starts_with(p)) {
+        return Err(unenforced(
+            key,
+            value,
+            "TLS and SASL are not enforced yet".into(),
+        ));
+    }
+    let Some((_, harmless)) = SECURITY_KEYS.iter().find(|(k, _)| *k == key) else {
+        return Ok(());
+    };
+    if harmless.contains(&value.trim()) {
+        return Ok(());
+    }
+    Err(unenforced(
+        key,
+        value,
+        "authorization and authentication are not enforced yet".into(),
+    ))
+}
+
+/// `listener.security.protocol.map` as (listener name, protocol) pairs, upper case.
+fn protocol_map(values: &ConfigMap) -> Result<Vec<(String, String)>, ConfigError> {
+    let key = "listener.security.protocol.map";
+    let raw = values.get(key).map_or(DEFAULT_PROTOCOL_MAP, String::as_str);
+    raw.split(',')
+        .map(str::trim)
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| {
+            let (name, protocol) = entry.split_once(':').ok_or_else(|| ConfigError::Invalid {
+                key,
+                value: raw.to_string(),
+            })?;
+            let protocol = protocol.trim().to_ascii_uppercase();
+            if !PROTOCOLS.contains(&protocol.as_str()) {
+                return Err(ConfigError::Invalid {
+                    key,
+                    value: raw.to_string(),
+                });
+            }
+            Ok((name.trim().to_ascii_uppercase(), protocol))
+        })
+        .collect()
+}
+
+/// The listener names of a `listeners`-style value (a bare `host:port` is PLAINTEXT).
+fn listener_names(raw: &str) -> impl Iterator<Item = String> + '_ {
+    raw.split(',')
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| l.split_once("://").map_or("PLAINTEXT", |(name, _)| name))
+        .map(|name| name.trim().to_ascii_uppercase())
+}
+
+fn unenforced(key: &str, value: &str, reason: String) -> ConfigError {
+    ConfigError::Unenforced {
+        key: key.to_string(),
+        value: value.to_string(),
+        reason,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(pairs: &[(&str, &str)]) -> Result<(), ConfigError> {
+        let values: ConfigMap = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        check_enforced(&values, &["CONTROLLER".to_string()])
+    }
+
+    fn refused_key(pairs: &[(&str, &str)]) -> String {
+        match check(pairs) {
+            Err(ConfigError::Unenforced { key, .. }) => key,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn plaintext_listeners_and_default_security_values_pass() {
+        let ok = check(&[
+            (
+                "listeners",
+                "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9192",
+            ),
+            ("authorizer.class.name", ""),
+            ("security.inter.broker.protocol", "PLAINTEXT"),
+            (
+                "listener.security.protocol.map",
+                "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            ),
+        ]);
+        assert!(ok.is_ok(), "{ok:?}");
+        assert!(check(&[("listeners", "127.0.0.1:9092")]).is_ok());
+    }
+
+    #[test]
+    fn a_sasl_ssl_listener_is_refused() {
+        let key = refused_key(&[("listeners", "SASL_SSL://127.0.0.1:9093")]);
+        assert_eq!(key, "listeners");
+    }
+
+    #[test]
+    fn a_listener_mapped_to_ssl_is_refused() {
+        let key = refused_key(&[
+            ("listeners", "EXTERNAL://127.0.0.1:9093"),
+            ("listener.security.protocol.map", "EXTERNAL:SSL"),
+        ]);
+        assert_eq!(key, "listeners");
+        let key = refused_key(&[("listeners", "EXTERNAL://127.0.0.1:9093")]);
+        assert_eq!(
+            key, "listeners",
+            "a listener missing from the map is refused"
+        );
+    }
+
+    #[test]
+    fn tls_sasl_and_authorizer_keys_are_refused_by_name() {
+        let plain = ("listeners", "PLAINTEXT://127.0.0.1:9092");
+        for key in [
+            "ssl.keystore.location",
+            "sasl.enabled.mechanisms",
+            "listener.name.external.plain.sasl.jaas.config",
+            "super.users",
+            "allow.everyone.if.no.acl.found",
+        ] {
+            assert_eq!(refused_key(&[plain, (key, "x")]), key);
+        }
+        let authorizer = (
+            "authorizer.class.name",
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        );
+        assert_eq!(refused_key(&[plain, authorizer]), "authorizer.class.name");
+        let inter = ("security.inter.broker.protocol", "SASL_SSL");
+        assert_eq!(
+            refused_key(&[plain, inter]),
+            "security.inter.broker.protocol"
+        );
+    }
+}
