@@ -711,3 +711,57 @@ async fn committed_offsets_and_acknowledged_records_survive_the_loss_of_their_le
         "every acknowledged record is on the new leader"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_active_controller_fences_no_broker_that_kept_running() {
+    // Goal (issue 11, 2b): when the active controller is paused beyond the election
+    // timeout, only the paused node is fenced; the brokers that kept running stay unfenced
+    // throughout, and the paused one fences nobody when it resumes. Method: 3 real
+    // processes, SIGSTOP of the active controller for three sessions, DescribeCluster
+    // polled on the survivors, then every node's log searched for a fencing of a survivor.
+    let cluster = Cluster::start();
+    with_brokers(&cluster, 1, 3).await;
+    assert_eq!(create_topic(&cluster, 1, "failover", 3).await, 0);
+    let active = active_controller(&cluster, 1).await as usize;
+    let survivors: Vec<usize> = (1..=3).filter(|n| *n != active).collect();
+    cluster.signal(active, "-STOP");
+    let paused_at = Instant::now();
+    let mut paused_fenced = false;
+    while paused_at.elapsed() < Duration::from_millis(3 * SESSION_MS) {
+        for &node in &survivors {
+            let Some(described) = describe_cluster(cluster.addr(node)).await else {
+                continue;
+            };
+            for broker in described.brokers.iter().filter(|b| b.is_fenced) {
+                let id = broker.broker_id.0 as usize;
+                assert_eq!(id, active, "broker {id} fenced while it kept running");
+                paused_fenced = true;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        paused_fenced,
+        "the paused node is fenced by the new controller"
+    );
+    cluster.signal(active, "-CONT");
+    eventually("every broker unfenced again", || async {
+        let described = describe_cluster(cluster.addr(survivors[0])).await?;
+        let unfenced =
+            described.brokers.len() == 3 && described.brokers.iter().all(|b| !b.is_fenced);
+        unfenced.then_some(())
+    })
+    .await;
+    for node in 1..=3 {
+        let path = cluster.dir.path().join(format!("node-{node}.log"));
+        let log = std::fs::read_to_string(&path).unwrap_or_default();
+        for survivor in &survivors {
+            let fenced = format!("broker fenced node_id={survivor} ");
+            let expired = format!("fencing it node_id={survivor}");
+            assert!(
+                !log.contains(&fenced) && !log.contains(&expired),
+                "node {node}'s log shows survivor {survivor} fenced"
+            );
+        }
+    }
+}

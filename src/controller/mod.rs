@@ -51,10 +51,30 @@ pub const LEGACY_SNAPSHOT_FILE: &str = "highwater-metadata.json";
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long one call to a remote controller may take.
 const RPC_TIMEOUT: Duration = Duration::from_secs(5);
+/// The least time a heartbeat or registration gives one controller to answer.
+const LIFECYCLE_RPC_TIMEOUT_MIN: Duration = Duration::from_millis(500);
 /// The longest pause between two attempts to reach the active controller.
 const RETRY_BACKOFF_MAX: Duration = Duration::from_millis(200);
 /// Idle connections kept per remote controller.
 const IDLE_CONNECTIONS_MAX: usize = 4;
+
+/// Where one request has tried to reach the active controller.
+#[derive(Debug)]
+struct Route {
+    /// Turns taken through the remote controllers.
+    rotation: usize,
+    /// The controller that last failed to answer (-1: none).
+    failed: i32,
+}
+
+impl Default for Route {
+    fn default() -> Self {
+        Route {
+            rotation: 0,
+            failed: -1,
+        }
+    }
+}
 
 /// A topic to create, as requested.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -241,20 +261,31 @@ impl Controller {
 
     /// Sends `request` to the active controller, wherever it is, retrying while none is
     /// known for up to [`REQUEST_TIMEOUT`].
+    ///
+    /// As Kafka's NodeToControllerChannelManager does, a controller that does not answer in
+    /// time (paused, cut off) is given up on at once and the active one found again: the
+    /// quorum's own view of its leader first (a controller node knows it from Raft), then
+    /// the last NOT_CONTROLLER hint, then the other controllers in turn. A broker's
+    /// heartbeats and registration give one controller at most a heartbeat interval, so
+    /// that a stale controller cannot hold them back past the broker's session.
     pub async fn request(
         &self,
         request: ControllerRequest,
     ) -> Result<ControllerReply, ControllerError> {
         let deadline = Instant::now() + REQUEST_TIMEOUT;
+        let attempt_timeout = self.attempt_timeout(&request);
         let mut backoff = Duration::from_millis(2);
-        let mut rotation = 0usize;
+        let mut route = Route::default();
         loop {
             let attempt = async {
                 match &self.active {
                     Some(active) if active.quorum.is_leader() => {
                         active.handle(request.clone()).await
                     }
-                    _ => self.call_remote(&request, &mut rotation).await,
+                    _ => {
+                        self.call_remote(&request, &mut route, attempt_timeout)
+                            .await
+                    }
                 }
             };
             let left = deadline.saturating_duration_since(Instant::now());
@@ -277,32 +308,62 @@ impl Controller {
         }
     }
 
+    /// How long one remote controller may take to answer `request`.
+    fn attempt_timeout(&self, request: &ControllerRequest) -> Duration {
+        match request {
+            ControllerRequest::BrokerHeartbeat { .. }
+            | ControllerRequest::RegisterBroker { .. } => {
+                let interval = Duration::from_millis(self.config.broker_heartbeat_interval_ms);
+                interval.clamp(LIFECYCLE_RPC_TIMEOUT_MIN, RPC_TIMEOUT)
+            }
+            _ => RPC_TIMEOUT,
+        }
+    }
+
+    /// The remote controller to try next: the leader the local quorum knows, else the last
+    /// hint, else the next in turn, never the one that just failed to answer.
+    fn next_controller(&self, route: &mut Route) -> (i32, String) {
+        let known = self.active.as_ref().and_then(|a| a.quorum.leader());
+        let hint = known.unwrap_or_else(|| self.leader_hint.load(Ordering::Relaxed));
+        if hint != route.failed {
+            if let Some(found) = self.remotes.iter().find(|(id, _)| *id == hint) {
+                return found.clone();
+            }
+        }
+        for _ in 0..self.remotes.len() {
+            route.rotation += 1;
+            let candidate = &self.remotes[route.rotation % self.remotes.len()];
+            if candidate.0 != route.failed || self.remotes.len() == 1 {
+                return candidate.clone();
+            }
+        }
+        self.remotes[route.rotation % self.remotes.len()].clone()
+    }
+
     async fn call_remote(
         &self,
         request: &ControllerRequest,
-        rotation: &mut usize,
+        route: &mut Route,
+        timeout: Duration,
     ) -> Result<ControllerReply, ControllerError> {
         if self.remotes.is_empty() {
             return Err(ControllerError::NotController { leader: None });
         }
-        let hint = self.leader_hint.load(Ordering::Relaxed);
-        let target = match self.remotes.iter().find(|(id, _)| *id == hint) {
-            Some((_, address)) => address.clone(),
-            None => {
-                *rotation += 1;
-                self.remotes[*rotation % self.remotes.len()].1.clone()
-            }
-        };
+        let (target_id, target) = self.next_controller(route);
         let mut client = self.take_client(&target);
         let call = RpcRequest::Controller(request.clone());
-        match client.call(&call, RPC_TIMEOUT).await {
+        match client.call(&call, timeout).await {
             Ok(RpcResponse::Controller(result)) => {
                 self.return_client(client);
+                route.failed = -1;
                 result.map_err(ControllerError::from)
             }
             Ok(_) => Err(ControllerError::NotController { leader: None }),
             Err(error) => {
-                tracing::debug!(controller = %target, %error, "controller unreachable");
+                tracing::debug!(controller = %target, %error,
+                    "controller did not answer; finding the active one again");
+                route.failed = target_id;
+                self.leader_hint.store(-1, Ordering::Relaxed);
                 Err(ControllerError::NotController { leader: None })
             }
         }

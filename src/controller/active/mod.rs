@@ -115,6 +115,20 @@ struct Sessions {
     leading_since: Instant,
     /// The last registration or heartbeat of each broker received in `term`.
     last_seen: HashMap<i32, Instant>,
+    /// When the sessions were last checked: a longer gap than half a session means this
+    /// process itself was not running (paused, starved), and cannot tell who was.
+    last_check: Instant,
+}
+
+impl Sessions {
+    /// Gives every broker a fresh session from `now` (Kafka's controller does this when it
+    /// becomes active): a broker is fenced only after a whole session not heard from by
+    /// a controller that was running all along.
+    fn restart(&mut self, term: u64, now: Instant) {
+        self.term = term;
+        self.leading_since = now;
+        self.last_seen.clear();
+    }
 }
 
 /// The active-controller logic of one controller node (acting only while it leads).
@@ -153,6 +167,7 @@ impl ActiveController {
                 term: 0,
                 leading_since: Instant::now(),
                 last_seen: HashMap::new(),
+                last_check: Instant::now(),
             }),
             init,
         }
@@ -332,12 +347,22 @@ impl ActiveController {
         let expired: Vec<(i32, i64)> = {
             let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
             let now = Instant::now();
-            if sessions.term != term {
-                sessions.term = term;
-                sessions.leading_since = now;
-                sessions.last_seen.clear();
-            }
             let timeout = Duration::from_millis(self.config.broker_session_timeout_ms);
+            let gap = now.duration_since(sessions.last_check);
+            sessions.last_check = now;
+            if sessions.term != term {
+                tracing::info!(
+                    term,
+                    "active controller: every broker starts a fresh session"
+                );
+                sessions.restart(term, now);
+            } else if gap > timeout / 2 {
+                tracing::warn!(
+                    gap_ms = gap.as_millis() as u64,
+                    "controller was not running; every broker starts a fresh session"
+                );
+                sessions.restart(term, now);
+            }
             brokers
                 .iter()
                 .filter(|(_, _, fenced)| !fenced)
