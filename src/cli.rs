@@ -198,7 +198,7 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             listener = %config.listener,
             controller_listener = ?config.controller_listener,
             roles = ?config.roles,
-            log_dir = %config.log_dir.display(),
+            log_dir = %config.metadata_log_dir.display(),
             node_id = config.node_id,
             partitions = broker.replicas.len(),
             "highwater started"

@@ -765,3 +765,119 @@ async fn a_paused_active_controller_fences_no_broker_that_kept_running() {
         }
     }
 }
+
+/// Produces acks=all batches to every partition of `topics` through its leader, as seen by
+/// `seen_from`, until `stop` is set; errors (leaders moving) are expected and ignored.
+async fn produce_load(
+    cluster_addrs: Vec<SocketAddr>,
+    seen_from: SocketAddr,
+    topics: Vec<&'static str>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> usize {
+    let mut acknowledged = 0;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let Some(seen) = metadata(seen_from).await else {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        };
+        for name in &topics {
+            let Some(found) = topic(&seen, name) else {
+                continue;
+            };
+            for p in &found.partitions {
+                let Some(addr) = cluster_addrs.get(p.leader_id.0 as usize - 1) else {
+                    continue;
+                };
+                let Some(mut client) = Client::try_connect(*addr).await else {
+                    continue;
+                };
+                let records = batch_of_values(&["v".to_string()], now_ms());
+                let request = produce_request(name, p.partition_index, records, -1);
+                let answer =
+                    tokio::time::timeout(Duration::from_secs(3), client.try_call(&request, 9))
+                        .await;
+                if let Ok(Some(response)) = answer {
+                    let code = response.responses[0].partition_responses[0].error_code;
+                    acknowledged += usize::from(code == 0);
+                }
+            }
+        }
+    }
+    acknowledged
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_restarted_after_kill_9_leads_again_only_at_a_new_epoch() {
+    // Goal (issue 11, 2c): after kill -9 and a restart under acks=all load, every partition
+    // the node led (replicated, and one where it is the only replica) has a higher leader
+    // epoch, and the restarted node never answers Metadata without itself while it
+    // serves. Method: 3 real processes, a produce loop, the restarted node's Metadata
+    // polled from the first moment it accepts connections.
+    let mut cluster = Cluster::start();
+    with_brokers(&cluster, 1, 3).await;
+    assert_eq!(create_topic(&cluster, 1, "replicated", 3).await, 0);
+    assert_eq!(create_topic(&cluster, 1, "single", 1).await, 0);
+    let active = active_controller(&cluster, 1).await as usize;
+    let victim = (1..=3).find(|n| *n != active).expect("a non-controller");
+    let before: Vec<(&str, Vec<(i32, i32)>)> = vec![
+        (
+            "replicated",
+            leaders(&led_topic(&cluster, active, "replicated").await),
+        ),
+        (
+            "single",
+            leaders(&led_topic(&cluster, active, "single").await),
+        ),
+    ];
+    let led_by_victim =
+        |l: &Vec<(i32, i32)>| l.iter().any(|(leader, _)| *leader as usize == victim);
+    assert!(
+        before.iter().all(|(_, l)| led_by_victim(l)),
+        "the victim leads in both topics"
+    );
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let addrs: Vec<SocketAddr> = (1..=3).map(|n| cluster.addr(n)).collect();
+    let load = tokio::spawn(produce_load(
+        addrs,
+        cluster.addr(active),
+        vec!["replicated", "single"],
+        std::sync::Arc::clone(&stop),
+    ));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    cluster.kill(victim);
+    cluster.spawn(victim);
+    let victim_addr = cluster.addr(victim);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "the restarted node never led again"
+        );
+        let Some(seen) = metadata(victim_addr).await else {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            continue;
+        };
+        assert!(
+            seen.brokers.iter().any(|b| b.node_id.0 as usize == victim),
+            "the restarted node answered Metadata without itself: {:?}",
+            seen.brokers
+        );
+        let grown = before.iter().all(|(name, old)| {
+            let Some(now) = topic(&seen, name).map(leaders) else {
+                return false;
+            };
+            old.iter()
+                .zip(&now)
+                .all(|((old_leader, old_epoch), (leader, epoch))| {
+                    *old_leader as usize != victim || (*leader >= 0 && epoch > old_epoch)
+                })
+        });
+        if grown {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let acknowledged = load.await.expect("load");
+    assert!(acknowledged > 0, "the load was acknowledged");
+}

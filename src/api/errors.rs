@@ -41,6 +41,7 @@ pub fn replica_error(error: &ReplicaError) -> ResponseError {
         ReplicaError::NotLeaderOrFollower { .. } => ResponseError::NotLeaderOrFollower,
         ReplicaError::Log { source, .. } => log_error(source),
         ReplicaError::InconsistentLogDir { .. } => ResponseError::KafkaStorageError,
+        ReplicaError::LogDirOffline { .. } => ResponseError::KafkaStorageError,
         ReplicaError::NotEnoughReplicas { .. } => ResponseError::NotEnoughReplicas,
         ReplicaError::NotEnoughReplicasAfterAppend { .. } => {
             ResponseError::NotEnoughReplicasAfterAppend

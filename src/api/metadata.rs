@@ -46,8 +46,8 @@ fn broker_ids(ids: &[i32]) -> Vec<BrokerId> {
 }
 
 /// Describes one topic of the image: a partition whose leader is not an unfenced broker
-/// gets LEADER_NOT_AVAILABLE and leader -1, and replicas on fenced or unknown brokers are
-/// listed as offline, as Kafka's metadata cache does.
+/// gets LEADER_NOT_AVAILABLE and leader -1, and replicas on fenced or unknown brokers or
+/// on a failed log directory are listed as offline, as Kafka's metadata cache does.
 pub fn describe_topic(
     version: i16,
     image: &MetadataImage,
@@ -60,7 +60,18 @@ pub fn describe_topic(
         .enumerate()
         .map(|(index, p)| {
             let leader = if alive(p.leader) { p.leader } else { NO_LEADER };
-            let offline: Vec<i32> = p.replicas.iter().copied().filter(|r| !alive(*r)).collect();
+            let on_failed_dir = |r: i32| {
+                image.broker(r).is_some_and(|b| {
+                    b.offline_replicas
+                        .contains(&(topic.name.clone(), index as i32))
+                })
+            };
+            let offline: Vec<i32> = p
+                .replicas
+                .iter()
+                .copied()
+                .filter(|r| !alive(*r) || on_failed_dir(*r))
+                .collect();
             let response = MetadataResponsePartition::default()
                 .with_partition_index(index as i32)
                 .with_leader_id(BrokerId(leader))

@@ -17,6 +17,7 @@ pub mod groups;
 pub mod init_producer_id;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offline_replicas;
 pub mod offset_for_leader_epoch;
 pub mod offsets;
 pub mod produce;
@@ -61,7 +62,7 @@ impl Broker {
         let cluster_id = controller.wait_for_cluster_id().await;
         // A first meta.properties is written (two fsyncs) while the broker registers.
         let meta_properties = crate::replica::checkpoints::check_meta_properties(
-            &config.log_dir,
+            &config.metadata_log_dir,
             config.node_id,
             &cluster_id,
         )?
@@ -69,7 +70,9 @@ impl Broker {
         let group_config = GroupConfig::from_broker(&config)?;
         let groups = GroupCoordinator::new(group_config, config.node_id);
         if config.roles.broker {
-            replicas.apply_image(&controller.image())?;
+            // Nothing is led or followed from the local, possibly stale, metadata: the
+            // partitions take their roles from the first image that shows this process
+            // registered and unfenced.
             controller.start_broker().await?;
             replicas.apply_image(&controller.image())?;
             groups.on_image(&controller.image());
@@ -78,7 +81,7 @@ impl Broker {
             written
                 .await
                 .map_err(|e| ReplicaError::InconsistentLogDir {
-                    path: config.log_dir.clone(),
+                    path: config.metadata_log_dir.clone(),
                     reason: format!("writing meta.properties failed: {e}"),
                 })??;
         }
@@ -126,6 +129,7 @@ impl Broker {
                 self.follow_metadata(),
                 self.replicas.run_fetchers(),
                 self.shrink_isrs(),
+                self.report_offline_replicas(),
                 self.groups.run(&self.replicas)
             );
         }

@@ -36,6 +36,7 @@ pub const BROKER_DEFAULTS: &[(&str, &str)] = &[
     ("auto.leader.rebalance.enable", "true"),
     ("leader.imbalance.check.interval.seconds", "300"),
     ("log.dirs", "./data"),
+    ("metadata.log.dir", ""),
     ("num.partitions", "1"),
     ("default.replication.factor", "1"),
     ("auto.create.topics.enable", "true"),
@@ -129,7 +130,12 @@ pub struct BrokerConfig {
     /// Host and port that clients are told to connect to (Metadata, DescribeCluster).
     pub advertised_host: String,
     pub advertised_port: u16,
-    pub log_dir: PathBuf,
+    /// `log.dirs`: where partitions live, each directory failing on its own (KIP-112).
+    pub log_dirs: Vec<PathBuf>,
+    /// `metadata.log.dir`, else the first of `log.dirs`: the metadata quorum's log,
+    /// `meta.properties`, the clean-shutdown marker of the node and the cleaner's
+    /// checkpoint.
+    pub metadata_log_dir: PathBuf,
     pub num_partitions: i32,
     pub auto_create_topics_enable: bool,
     pub socket_request_max_bytes: usize,
@@ -425,12 +431,22 @@ impl BrokerConfig {
         let node_id = parse(&values, "node.id")?;
         let roles = parse_roles(&values["process.roles"])?;
         let listeners = Listeners::from_values(&values, node_id, roles)?;
-        let log_dir = values["log.dirs"]
+        let log_dirs: Vec<PathBuf> = values["log.dirs"]
             .split(',')
-            .next()
-            .unwrap_or("./data")
-            .trim()
-            .into();
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .collect();
+        let Some(first_dir) = log_dirs.first().cloned() else {
+            return Err(ConfigError::Invalid {
+                key: "log.dirs",
+                value: values["log.dirs"].clone(),
+            });
+        };
+        let metadata_log_dir = match values.get("metadata.log.dir").map(|d| d.trim()) {
+            Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+            _ => first_dir,
+        };
         Ok(BrokerConfig {
             node_id,
             roles,
@@ -443,7 +459,8 @@ impl BrokerConfig {
             default_replication_factor: parse(&values, "default.replication.factor")?,
             advertised_host: listeners.advertised.0,
             advertised_port: listeners.advertised.1,
-            log_dir,
+            log_dirs,
+            metadata_log_dir,
             num_partitions: parse(&values, "num.partitions")?,
             auto_create_topics_enable: parse(&values, "auto.create.topics.enable")?,
             socket_request_max_bytes: parse(&values, "socket.request.max.bytes")?,

@@ -60,8 +60,15 @@ impl Controller {
             .push(task);
         let node_id = self.config.node_id;
         let mut images = self.subscribe();
+        // This process's own registration, not an older one the local metadata may still
+        // show unfenced after a restart.
+        let incarnation_id = self.incarnation_id;
         let _ = images
-            .wait_for(|image| image.broker(node_id).is_some_and(|b| !b.fenced))
+            .wait_for(|image| {
+                image
+                    .broker(node_id)
+                    .is_some_and(|b| b.incarnation_id == incarnation_id && !b.fenced)
+            })
             .await;
         tracing::info!(node_id, "broker unfenced");
         Ok(())

@@ -139,7 +139,7 @@ struct LegacyTopic {
 /// The first record of a new cluster: the cluster id (from `meta.properties` when the
 /// directory has one, else from a pre-Raft snapshot, else new) and the pre-Raft topics.
 fn initial_record(config: &BrokerConfig) -> Result<Record, ControllerError> {
-    let path = config.log_dir.join(LEGACY_SNAPSHOT_FILE);
+    let path = config.metadata_log_dir.join(LEGACY_SNAPSHOT_FILE);
     let legacy: LegacySnapshot = match std::fs::read(&path) {
         Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
             storage(LogError::CorruptFile {
@@ -150,7 +150,8 @@ fn initial_record(config: &BrokerConfig) -> Result<Record, ControllerError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => LegacySnapshot::default(),
         Err(e) => return Err(storage(LogError::io(&path, e))),
     };
-    let properties = read_properties(&config.log_dir.join("meta.properties")).map_err(storage)?;
+    let properties =
+        read_properties(&config.metadata_log_dir.join("meta.properties")).map_err(storage)?;
     let cluster_id = properties
         .and_then(|p| p.get("cluster.id").cloned())
         .filter(|id| !id.is_empty())
@@ -188,7 +189,8 @@ impl Controller {
         let publisher = Arc::new(Publisher::default());
         let mut tasks = Vec::new();
         let active = if config.roles.controller {
-            let quorum = Quorum::start(&config, &config.log_dir, Arc::clone(&publisher)).await?;
+            let quorum =
+                Quorum::start(&config, &config.metadata_log_dir, Arc::clone(&publisher)).await?;
             let init = initial_record(&config)?;
             let active = Arc::new(ActiveController::new(
                 Arc::clone(&config),

@@ -83,10 +83,12 @@ fn without_broker(
             return Some((leader, vec![leader]));
         }
     }
-    // No one else may lead: the partition stays with its last leader (unavailable while it
-    // is fenced) rather than losing its ISR, so that it resumes, at the same epoch, when
-    // that broker comes back.
-    (isr != partition.isr).then_some((partition.leader, isr))
+    // No one else may lead: the partition goes offline (no leader, a new leader epoch) and
+    // keeps that broker as its last ISR member, so that it is elected again, at a newer
+    // epoch, when it comes back. It never resumes at the epoch it had: after a crash it may
+    // have lost its unflushed tail, and only a new epoch lets followers that hold more of
+    // the old one find the divergence (KIP-101).
+    Some((NO_LEADER, isr))
 }
 
 /// Every change that moves leadership and ISR membership away from broker `gone`.
@@ -96,23 +98,47 @@ pub fn move_away_from(
     usable: &dyn Fn(i32) -> bool,
     unclean_default: bool,
 ) -> Vec<PartitionChange> {
-    changes_where(state, |topic, partition| {
+    changes_where(state, usable, |topic, _, partition, usable| {
         without_broker(topic, partition, gone, usable, unclean_default)
     })
 }
 
-/// A change for every partition to which `change` gives a new (leader, ISR).
+/// Every change that moves leadership and ISR membership of `partitions` away from broker
+/// `gone` (its replicas there went offline with a log directory).
+pub fn move_replicas_away(
+    state: &ClusterState,
+    gone: i32,
+    partitions: &[(String, i32)],
+    usable: &dyn Fn(i32) -> bool,
+    unclean_default: bool,
+) -> Vec<PartitionChange> {
+    changes_where(state, usable, |topic, index, partition, usable| {
+        let listed = partitions
+            .iter()
+            .any(|(t, i)| *t == topic.name && *i == index);
+        listed
+            .then(|| without_broker(topic, partition, gone, usable, unclean_default))
+            .flatten()
+    })
+}
+
+/// A change for every partition to which `change` gives a new (leader, ISR). `change` is
+/// handed `usable` narrowed to the brokers whose replica of that partition is not offline,
+/// so no election picks a replica on a failed log directory.
 fn changes_where(
     state: &ClusterState,
-    change: impl Fn(&TopicImage, &PartitionImage) -> Option<(i32, Vec<i32>)>,
+    usable: &dyn Fn(i32) -> bool,
+    change: impl Fn(&TopicImage, i32, &PartitionImage, &dyn Fn(i32) -> bool) -> Option<(i32, Vec<i32>)>,
 ) -> Vec<PartitionChange> {
     let mut changes = Vec::new();
     for topic in state.topics.values() {
         for (index, partition) in topic.partitions.iter().enumerate() {
-            if let Some((leader, isr)) = change(topic, partition) {
+            let index = index as i32;
+            let here = |b: i32| usable(b) && !state.replica_offline(b, &topic.name, index);
+            if let Some((leader, isr)) = change(topic, index, partition, &here) {
                 changes.push(PartitionChange {
                     topic: topic.name.clone(),
-                    partition: index as i32,
+                    partition: index,
                     leader,
                     isr,
                 });
@@ -173,7 +199,7 @@ pub fn elect_leaders(
     usable: &dyn Fn(i32) -> bool,
     election: Election,
 ) -> Vec<PartitionChange> {
-    changes_where(state, |topic, p| {
+    changes_where(state, usable, |topic, _, p, usable| {
         wanted_leader(topic, p, usable, election).filter(|(l, _)| *l != p.leader)
     })
 }
@@ -266,8 +292,24 @@ mod tests {
 
     #[test]
     fn without_an_isr_candidate_only_an_unclean_topic_elects_outside_it() {
+        // A clean topic goes offline, keeping its last ISR member for when it returns.
         let clean = state_with(&[1, 2], &[1], 1, false);
-        assert!(move_away_from(&clean, 1, &|b| b != 1, false).is_empty());
+        let offline = move_away_from(&clean, 1, &|b| b != 1, false);
+        assert_eq!(
+            (offline[0].leader, offline[0].isr.clone()),
+            (NO_LEADER, vec![1])
+        );
+        let gone = state_with(&[1, 2], &[1], NO_LEADER, false);
+        assert!(
+            move_away_from(&gone, 1, &|b| b != 1, false).is_empty(),
+            "an offline partition is not changed again"
+        );
+        let back = elect_leaders(&gone, &|_| true, PLAIN);
+        assert_eq!(
+            (back[0].leader, back[0].isr.clone()),
+            (1, vec![1]),
+            "elected on return"
+        );
         let unclean = state_with(&[1, 2], &[1], 1, true);
         let changes = move_away_from(&unclean, 1, &|b| b != 1, false);
         assert_eq!((changes[0].leader, changes[0].isr.clone()), (2, vec![2]));

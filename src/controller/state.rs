@@ -59,6 +59,12 @@ pub enum Record {
         node_id: i32,
         broker_epoch: i64,
     },
+    /// The broker's replicas of these partitions are on a failed log directory.
+    ReplicasOffline {
+        node_id: i32,
+        broker_epoch: i64,
+        partitions: Vec<(String, i32)>,
+    },
     CreateTopic(TopicImage),
     DeleteTopic {
         name: String,
@@ -108,6 +114,16 @@ pub struct ClusterState {
     pub past_incarnations: BTreeMap<i32, Vec<Uuid>>,
 }
 
+impl ClusterState {
+    /// Whether broker `node_id` reported its replica of `topic`-`partition` offline.
+    pub fn replica_offline(&self, node_id: i32, topic: &str, partition: i32) -> bool {
+        self.brokers.get(&node_id).is_some_and(|b| {
+            !b.offline_replicas.is_empty()
+                && b.offline_replicas.contains(&(topic.to_string(), partition))
+        })
+    }
+}
+
 fn rejected(reason: impl Into<String>) -> RecordResult {
     RecordResult::Rejected {
         reason: reason.into(),
@@ -141,6 +157,13 @@ impl ClusterState {
                 node_id,
                 broker_epoch,
             } => self.with_broker(*node_id, *broker_epoch, |b| b.in_controlled_shutdown = true),
+            Record::ReplicasOffline {
+                node_id,
+                broker_epoch,
+                partitions,
+            } => self.with_broker(*node_id, *broker_epoch, |b| {
+                b.offline_replicas.extend(partitions.iter().cloned());
+            }),
             Record::CreateTopic(topic) => self.create_topic(topic),
             Record::DeleteTopic { name, topic_id } => self.delete_topic(name, *topic_id),
             Record::CreatePartitions { name, replicas } => self.create_partitions(name, replicas),
@@ -208,6 +231,7 @@ impl ClusterState {
                 broker_epoch,
                 fenced: true,
                 in_controlled_shutdown: false,
+                offline_replicas: Default::default(),
             },
         );
         RecordResult::Registered { broker_epoch }

@@ -27,6 +27,10 @@ pub struct BrokerImage {
     pub fenced: bool,
     /// Set by a controlled shutdown until the broker is fenced.
     pub in_controlled_shutdown: bool,
+    /// Replicas (topic, partition) this incarnation reported on a failed log directory
+    /// (KIP-112): they lead nothing and join no ISR until the broker registers again.
+    #[serde(default)]
+    pub offline_replicas: std::collections::BTreeSet<(String, i32)>,
 }
 
 /// One partition's assignment and leadership.

@@ -50,7 +50,9 @@ impl LogCleaner {
                 .and_then(|v| v.trim().parse::<u64>().ok())
                 .unwrap_or(default)
         };
-        let path = config.log_dir.join(checkpoints::CLEANER_OFFSET_FILE);
+        let path = config
+            .metadata_log_dir
+            .join(checkpoints::CLEANER_OFFSET_FILE);
         let first_dirty_offsets = checkpoints::read_offsets(&path)?;
         let buffer_bytes = number("log.cleaner.dedupe.buffer.size", 134_217_728) as usize;
         Ok(LogCleaner {
@@ -235,7 +237,8 @@ mod tests {
             topic: name.into(),
             partition: 0,
         };
-        Arc::new(Partition::new(tp, uuid::Uuid::nil(), (1, 0), log))
+        let log_dir = Arc::new(crate::replica::log_dirs::LogDir::standalone(&dir));
+        Arc::new(Partition::new(tp, uuid::Uuid::nil(), (1, 0), log, log_dir))
     }
 
     /// Goal: a partition whose cleaning fails is skipped afterwards and the others still

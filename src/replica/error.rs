@@ -49,6 +49,12 @@ pub enum ReplicaError {
         leader: i32,
         leader_epoch: i32,
     },
+    #[error("{topic}-{partition}: its log directory {log_dir} failed")]
+    LogDirOffline {
+        topic: String,
+        partition: i32,
+        log_dir: std::path::PathBuf,
+    },
     #[error("log directory file {path} does not fit this broker: {reason}")]
     InconsistentLogDir {
         path: std::path::PathBuf,

@@ -5,7 +5,6 @@
 //! each log's active segment is re-scanned. On a clean stop it closes every log and writes
 //! the marker again.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
@@ -14,6 +13,7 @@ use dashmap::DashMap;
 use super::checkpoints;
 use super::cleaner::LogCleaner;
 use super::error::ReplicaError;
+use super::log_dirs::{is_dir_failure, LogDir, LogDirs};
 use super::partition::{Partition, TopicPartition};
 use crate::config::{topic, BrokerConfig};
 use crate::controller::base64url;
@@ -33,13 +33,12 @@ pub const PARTITION_METADATA_FILE: &str = "partition.metadata";
 pub struct ReplicaManager {
     config: Arc<BrokerConfig>,
     partitions: DashMap<TopicPartition, Arc<Partition>>,
-    clean_start: bool,
-    /// Read from the checkpoint files at start, consumed as partitions are opened.
-    recovery_points: HashMap<TopicPartition, i64>,
-    log_start_offsets: HashMap<TopicPartition, i64>,
-    /// High watermarks from `replication-offset-checkpoint` at start: a follower starts
-    /// from its checkpointed high watermark (a leader recomputes its own).
-    high_watermarks: HashMap<TopicPartition, i64>,
+    /// `log.dirs`, with the checkpoints each held at start (a follower starts from its
+    /// checkpointed high watermark; a leader recomputes its own).
+    log_dirs: LogDirs,
+    /// Partitions assigned here whose log could not be opened because its directory had
+    /// failed: they answer KAFKA_STORAGE_ERROR like the offline replicas that were open.
+    unopened: DashMap<TopicPartition, Arc<LogDir>>,
     /// The image the hosted partitions were last brought in line with.
     pub(super) image: RwLock<Arc<MetadataImage>>,
     /// Serializes [`ReplicaManager::apply_image`] (called by request handlers and by the
@@ -97,33 +96,44 @@ fn partition_dir(log_dir: &Path, tp: &TopicPartition) -> PathBuf {
 impl ReplicaManager {
     /// Prepares the manager; partitions are opened by [`ReplicaManager::apply_image`].
     pub fn open(config: Arc<BrokerConfig>) -> Result<Self, LogError> {
-        let dir = &config.log_dir;
-        std::fs::create_dir_all(dir).map_err(|e| LogError::io(dir, e))?;
-        let marker = dir.join(CLEAN_SHUTDOWN_FILE);
-        let clean_start = marker.exists();
-        if clean_start {
-            std::fs::remove_file(&marker).map_err(|e| LogError::io(&marker, e))?;
-        } else {
-            tracing::info!(log_dir = %dir.display(), "no clean-shutdown marker: recovering logs");
-        }
-        let recovery_points =
-            checkpoints::read_offsets(&dir.join(checkpoints::RECOVERY_POINT_FILE))?;
-        let log_start_offsets =
-            checkpoints::read_offsets(&dir.join(checkpoints::LOG_START_OFFSET_FILE))?;
-        let high_watermarks =
-            checkpoints::read_offsets(&dir.join(checkpoints::HIGH_WATERMARK_FILE))?;
+        let log_dirs = LogDirs::open(&config.log_dirs)?;
         let cleaner = Arc::new(LogCleaner::open(&config)?);
         Ok(ReplicaManager {
             config,
             partitions: DashMap::new(),
-            clean_start,
-            recovery_points,
-            log_start_offsets,
-            high_watermarks,
+            log_dirs,
+            unopened: DashMap::new(),
             image: RwLock::new(Arc::new(MetadataImage::default())),
             applying: Mutex::new(()),
             cleaner,
         })
+    }
+
+    /// The broker's log directories.
+    pub fn log_dirs(&self) -> &LogDirs {
+        &self.log_dirs
+    }
+
+    /// Every partition assigned here whose replica is on the failed directory `dir`.
+    pub fn offline_partitions_in(&self, dir: &LogDir) -> Vec<TopicPartition> {
+        let open = self.partitions_in(dir).into_iter();
+        let unopened = self
+            .unopened
+            .iter()
+            .filter(|p| p.value().path == dir.path)
+            .map(|p| p.key().clone());
+        open.map(|p| p.topic_partition.clone())
+            .chain(unopened)
+            .collect()
+    }
+
+    /// The hosted partitions whose log directory is `dir`.
+    pub fn partitions_in(&self, dir: &LogDir) -> Vec<Arc<Partition>> {
+        self.partitions
+            .iter()
+            .filter(|p| p.value().log_dir().path == dir.path)
+            .map(|p| Arc::clone(p.value()))
+            .collect()
     }
 
     /// The partition `topic`-`partition`, if hosted here; a partition of the cluster hosted
@@ -134,7 +144,21 @@ impl ReplicaManager {
             topic: topic.to_string(),
             partition,
         };
+        if let Some(dir) = self.unopened.get(&tp) {
+            return Err(ReplicaError::LogDirOffline {
+                topic: tp.topic,
+                partition,
+                log_dir: dir.path.clone(),
+            });
+        }
         if let Some(found) = self.partitions.get(&tp) {
+            if found.is_offline() {
+                return Err(ReplicaError::LogDirOffline {
+                    topic: tp.topic,
+                    partition,
+                    log_dir: found.log_dir().path.clone(),
+                });
+            }
             return Ok(Arc::clone(found.value()));
         }
         let image = Arc::clone(&self.image.read().unwrap_or_else(PoisonError::into_inner));
@@ -208,6 +232,8 @@ impl ReplicaManager {
                     continue;
                 }
                 match self.partitions.get(&tp) {
+                    // A replica on a failed log directory takes no role until a restart.
+                    Some(hosted) if hosted.is_offline() => {}
                     Some(hosted) => {
                         if reconfigured {
                             hosted.set_log_config(config);
@@ -226,10 +252,11 @@ impl ReplicaManager {
         self.open_partitions(&missing)
     }
 
-    /// Every partition hosted here.
+    /// Every partition hosted here on a live log directory.
     pub fn hosted(&self) -> Vec<Arc<Partition>> {
         self.partitions
             .iter()
+            .filter(|p| !p.value().is_offline())
             .map(|p| Arc::clone(p.value()))
             .collect()
     }
@@ -251,8 +278,7 @@ impl ReplicaManager {
             .min(missing.len());
         if threads <= 1 {
             for (tp, topic_image) in missing {
-                let partition = self.open_partition(tp, topic_image)?;
-                self.partitions.insert(tp.clone(), Arc::new(partition));
+                self.open_and_host(tp, topic_image)?;
             }
             return Ok(());
         }
@@ -263,8 +289,7 @@ impl ReplicaManager {
                 .map(|part| {
                     scope.spawn(move || -> Result<(), ReplicaError> {
                         for (tp, topic_image) in part {
-                            let partition = self.open_partition(tp, topic_image)?;
-                            self.partitions.insert(tp.clone(), Arc::new(partition));
+                            self.open_and_host(tp, topic_image)?;
                         }
                         Ok(())
                     })
@@ -278,28 +303,72 @@ impl ReplicaManager {
         })
     }
 
+    /// Opens `tp` and hosts it; a partition whose log directory failed is left unopened
+    /// (and offline), any other failure to open is an error.
+    fn open_and_host(&self, tp: &TopicPartition, image: &TopicImage) -> Result<(), ReplicaError> {
+        if self.unopened.contains_key(tp) {
+            return Ok(());
+        }
+        let offline = |dir: &Arc<LogDir>, error: &ReplicaError| {
+            tracing::error!(partition = %tp, %error, "replica offline: its log directory failed");
+            self.unopened.insert(tp.clone(), Arc::clone(dir));
+        };
+        let log_dir = match self.log_dir_for(tp) {
+            Ok(dir) => dir,
+            Err(error) => {
+                let failed = self.log_dirs.holding(tp).or(self.log_dirs.all().first());
+                if let Some(dir) = failed {
+                    offline(dir, &error);
+                }
+                return Ok(());
+            }
+        };
+        match self.open_partition(tp, image, Arc::clone(&log_dir)) {
+            Ok(partition) => {
+                self.partitions.insert(tp.clone(), Arc::new(partition));
+                Ok(())
+            }
+            Err(error) if log_dir.is_offline() => {
+                offline(&log_dir, &error);
+                Ok(())
+            }
+            Err(error) => Err(error),
+        }
+    }
+
     fn open_partition(
         &self,
         tp: &TopicPartition,
         image: &TopicImage,
+        log_dir: Arc<LogDir>,
     ) -> Result<Partition, ReplicaError> {
-        let dir = partition_dir(&self.config.log_dir, tp);
-        let wrap = |source| ReplicaError::Log {
-            topic: tp.topic.clone(),
-            partition: tp.partition,
-            source,
+        let dir = partition_dir(&log_dir.path, tp);
+        let wrap = |source| {
+            if is_dir_failure(&source) {
+                log_dir.fail(&source);
+            }
+            ReplicaError::Log {
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+                source,
+            }
         };
-        let log = Log::open(&dir, log_config(&self.config, image), self.open_options(tp))
-            .map_err(wrap)?;
+        let options = OpenOptions {
+            clean: log_dir.clean_start,
+            recovery_point: log_dir.recovery_points.get(tp).copied(),
+            log_start_offset: log_dir.log_start_offsets.get(tp).copied(),
+        };
+        let log = Log::open(&dir, log_config(&self.config, image), options).map_err(wrap)?;
         let metadata_path = dir.join(PARTITION_METADATA_FILE);
         if !metadata_path.exists() {
             let text = format!("version: 0\ntopic_id: {}\n", base64url(image.topic_id));
             write_atomically(&metadata_path, text.as_bytes()).map_err(wrap)?;
         }
-        let high_watermark = self.high_watermarks.get(tp).copied();
+        let high_watermark = log_dir.high_watermarks.get(tp).copied();
         let wanted = image.partition(tp.partition);
         let (leader, leader_epoch) = wanted.map_or((-1, 0), |p| (p.leader, p.leader_epoch));
-        let partition = Partition::new(tp.clone(), image.topic_id, (leader, leader_epoch), log);
+        let role = (leader, leader_epoch);
+        let partition = Partition::new(tp.clone(), image.topic_id, role, log, log_dir);
         partition.restore_high_watermark(high_watermark);
         if let Some(wanted) = wanted {
             partition.apply_partition_image(self.config.node_id, wanted)?;
@@ -307,20 +376,45 @@ impl ReplicaManager {
         Ok(partition)
     }
 
-    fn open_options(&self, tp: &TopicPartition) -> OpenOptions {
-        OpenOptions {
-            clean: self.clean_start,
-            recovery_point: self.recovery_points.get(tp).copied(),
-            log_start_offset: self.log_start_offsets.get(tp).copied(),
+    /// The log directory of `tp`: the one holding its log, else the live one with the
+    /// fewest partitions. A log on a failed directory is not opened elsewhere.
+    fn log_dir_for(&self, tp: &TopicPartition) -> Result<Arc<LogDir>, ReplicaError> {
+        let chosen = match self.log_dirs.holding(tp) {
+            Some(dir) => Some(dir),
+            None => self
+                .log_dirs
+                .for_new_log(|dir| self.partitions_in(dir).len()),
+        };
+        match chosen {
+            Some(dir) if !dir.is_offline() => Ok(Arc::clone(dir)),
+            found => Err(ReplicaError::LogDirOffline {
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+                log_dir: found.map_or_else(PathBuf::new, |d| d.path.clone()),
+            }),
         }
     }
 
     /// Writes the recovery points, high watermarks and moved log start offsets of every
-    /// partition to their checkpoint files.
+    /// partition to the checkpoint files of its log directory; a directory whose files
+    /// cannot be written goes offline.
     pub fn write_checkpoints(&self) -> Result<(), LogError> {
+        let mut result = Ok(());
+        for dir in self.log_dirs.all().iter().filter(|d| !d.is_offline()) {
+            if let Err(error) = self.write_dir_checkpoints(dir) {
+                if is_dir_failure(&error) {
+                    dir.fail(&error);
+                }
+                result = Err(error);
+            }
+        }
+        result
+    }
+
+    fn write_dir_checkpoints(&self, dir: &LogDir) -> Result<(), LogError> {
         let (mut recovery, mut high_watermarks, mut starts) = (Vec::new(), Vec::new(), Vec::new());
-        for entry in self.partitions.iter() {
-            let (tp, partition) = (entry.key().clone(), entry.value());
+        for partition in self.partitions_in(dir) {
+            let tp = partition.topic_partition.clone();
             let log = partition.log();
             recovery.push((tp.clone(), log.recovery_point()));
             high_watermarks.push((tp.clone(), partition.high_watermark()));
@@ -332,13 +426,13 @@ impl ReplicaManager {
                 starts.push((tp, log.log_start_offset()));
             }
         }
-        let dir = &self.config.log_dir;
-        checkpoints::write_offsets(&dir.join(checkpoints::RECOVERY_POINT_FILE), &recovery)?;
+        let path = &dir.path;
+        checkpoints::write_offsets(&path.join(checkpoints::RECOVERY_POINT_FILE), &recovery)?;
         checkpoints::write_offsets(
-            &dir.join(checkpoints::HIGH_WATERMARK_FILE),
+            &path.join(checkpoints::HIGH_WATERMARK_FILE),
             &high_watermarks,
         )?;
-        checkpoints::write_offsets(&dir.join(checkpoints::LOG_START_OFFSET_FILE), &starts)
+        checkpoints::write_offsets(&path.join(checkpoints::LOG_START_OFFSET_FILE), &starts)
     }
 
     /// Runs retention, the flush policy, the checkpoints and the log cleaner on their
@@ -387,11 +481,7 @@ impl ReplicaManager {
     /// Starts one log cleaner round on a blocking thread (off the tokio workers).
     fn spawn_cleaning(&self) -> tokio::task::JoinHandle<()> {
         let cleaner = Arc::clone(&self.cleaner);
-        let partitions: Vec<Arc<Partition>> = self
-            .partitions
-            .iter()
-            .map(|p| Arc::clone(p.value()))
-            .collect();
+        let partitions = self.hosted();
         tokio::task::spawn_blocking(move || {
             cleaner.clean_filthiest(&partitions, crate::log::segment::now_ms());
         })
@@ -399,12 +489,7 @@ impl ReplicaManager {
 
     fn maintain_partitions(&self) {
         let now = crate::log::segment::now_ms();
-        let partitions: Vec<Arc<Partition>> = self
-            .partitions
-            .iter()
-            .map(|p| Arc::clone(p.value()))
-            .collect();
-        for partition in partitions {
+        for partition in self.hosted() {
             if let Err(error) = partition.maintain(now) {
                 let tp = &partition.topic_partition;
                 tracing::error!(topic = %tp.topic, partition = tp.partition, %error, "retention failed");
@@ -425,29 +510,33 @@ impl ReplicaManager {
         }
     }
 
-    /// Closes every log cleanly and writes the clean-shutdown marker.
+    /// Closes every log cleanly and writes the clean-shutdown marker in every live log
+    /// directory whose logs all closed.
     pub fn shutdown(&self) -> Result<(), ReplicaError> {
         self.cleaner.stop();
-        let mut clean = true;
-        for entry in self.partitions.iter() {
-            if let Err(error) = entry.value().close() {
-                tracing::error!(%error, "cannot close partition log cleanly");
-                clean = false;
-            }
-        }
-        if let Err(error) = self.write_checkpoints() {
+        let checkpointed = self.write_checkpoints();
+        if let Err(error) = &checkpointed {
             tracing::error!(%error, "cannot write checkpoints");
-            clean = false;
         }
-        if clean {
-            let marker = self.config.log_dir.join(CLEAN_SHUTDOWN_FILE);
-            write_atomically(&marker, br#"{"version":0,"brokerEpoch":0}"#).map_err(|source| {
-                ReplicaError::Log {
-                    topic: String::new(),
-                    partition: -1,
-                    source,
+        for dir in self.log_dirs.all().iter().filter(|d| !d.is_offline()) {
+            let mut clean = checkpointed.is_ok();
+            for partition in self.partitions_in(dir) {
+                if let Err(error) = partition.close() {
+                    tracing::error!(partition = %partition.topic_partition, %error,
+                        "cannot close partition log cleanly");
+                    clean = false;
                 }
-            })?;
+            }
+            if clean {
+                let marker = dir.path.join(CLEAN_SHUTDOWN_FILE);
+                write_atomically(&marker, br#"{"version":0,"brokerEpoch":0}"#).map_err(
+                    |source| ReplicaError::Log {
+                        topic: String::new(),
+                        partition: -1,
+                        source,
+                    },
+                )?;
+            }
         }
         Ok(())
     }

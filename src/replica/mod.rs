@@ -6,6 +6,7 @@ pub mod cleaner;
 pub mod error;
 pub mod fetcher;
 pub mod leader_state;
+pub mod log_dirs;
 pub mod manager;
 pub mod partition;
 pub mod replica_fetchers;

@@ -16,13 +16,14 @@
 //! So no write of an old role lands after a role change. Neither lock is held across an
 //! await.
 
-use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::error::ReplicaError;
 use super::leader_state::LeaderState;
+use super::log_dirs::{is_dir_failure, LogDir};
 use crate::log::cleaner::CleanedSegment;
 use crate::log::{AppendInfo, Log, LogError};
 
@@ -87,6 +88,8 @@ pub struct Partition {
     /// Test-only: follow the pre-KIP-101 rule (truncate to the high watermark on becoming
     /// follower, fetch without epochs), to show what the leader-epoch rule prevents.
     truncate_to_high_watermark: std::sync::atomic::AtomicBool,
+    /// The log directory holding the log: an I/O error takes it (and this replica) offline.
+    log_dir: Arc<LogDir>,
 }
 
 impl Partition {
@@ -97,6 +100,7 @@ impl Partition {
         topic_id: Uuid,
         (leader, leader_epoch): (i32, i32),
         log: Log,
+        log_dir: Arc<LogDir>,
     ) -> Self {
         let log_end_offset = log.log_end_offset();
         let (high_watermark, _) = watch::channel(log_end_offset);
@@ -114,7 +118,18 @@ impl Partition {
             high_watermark,
             log_end_offset,
             truncate_to_high_watermark: std::sync::atomic::AtomicBool::new(false),
+            log_dir,
         }
+    }
+
+    /// Whether this replica's log directory failed (KAFKA_STORAGE_ERROR for every use).
+    pub fn is_offline(&self) -> bool {
+        self.log_dir.is_offline()
+    }
+
+    /// The log directory holding this replica.
+    pub fn log_dir(&self) -> &Arc<LogDir> {
+        &self.log_dir
     }
 
     /// Sets the high watermark read from the checkpoint at start, within [log start, log
@@ -244,8 +259,12 @@ impl Partition {
         }
     }
 
-    /// Wraps a log error with this partition's name.
+    /// Wraps a log error with this partition's name; an I/O error takes the partition's
+    /// log directory offline (KIP-112), never to be written again by this process.
     pub fn log_error(&self, source: LogError) -> ReplicaError {
+        if is_dir_failure(&source) {
+            self.log_dir.fail(&source);
+        }
         ReplicaError::Log {
             topic: self.topic_partition.topic.clone(),
             partition: self.topic_partition.partition,

@@ -49,6 +49,8 @@ pub struct Cluster {
     pub children: Vec<Option<Child>>,
     /// `KEY=VALUE` settings every node starts with, besides those of [`serve`].
     settings: Vec<String>,
+    /// `KEY=VALUE` settings of one node (1-based), after the common ones.
+    node_settings: Vec<(usize, String)>,
 }
 
 impl Cluster {
@@ -58,12 +60,23 @@ impl Cluster {
 
     /// Starts the three nodes with `settings` (`KEY=VALUE`) added to each.
     pub fn start_with(settings: &[&str]) -> Cluster {
+        Cluster::start_with_nodes(tempfile::tempdir().expect("tempdir"), settings, &[])
+    }
+
+    /// Starts the three nodes in `dir` with `settings` added to each and `node_settings`
+    /// (node, `KEY=VALUE`) to one.
+    pub fn start_with_nodes(
+        dir: tempfile::TempDir,
+        settings: &[&str],
+        node_settings: &[(usize, String)],
+    ) -> Cluster {
         let mut cluster = Cluster {
-            dir: tempfile::tempdir().expect("tempdir"),
+            dir,
             client_ports: (0..3).map(|_| free_port()).collect(),
             controller_ports: (0..3).map(|_| free_port()).collect(),
             children: vec![None, None, None],
             settings: settings.iter().map(|s| (*s).to_string()).collect(),
+            node_settings: node_settings.to_vec(),
         };
         for node in 1..=3 {
             cluster.spawn(node);
@@ -99,6 +112,9 @@ impl Cluster {
             .args(["--node-id", &node_id.to_string()])
             .args(["--log-dirs", &data.display().to_string()]);
         for setting in &self.settings {
+            command.args(["--set", setting]);
+        }
+        for (_, setting) in self.node_settings.iter().filter(|(n, _)| *n == node) {
             command.args(["--set", setting]);
         }
         if std::env::var_os("HIGHWATER_CLUSTER_LOG").is_none() {

@@ -8,7 +8,7 @@ use uuid::Uuid;
 use super::{conflict, ActiveController, ControllerReply};
 use crate::controller::error::ControllerError;
 use crate::controller::placement::{
-    elect_leaders, elect_requested, move_away_from, Election, ElectionOutcome,
+    elect_leaders, elect_requested, move_away_from, move_replicas_away, Election, ElectionOutcome,
 };
 use crate::controller::state::{PartitionChange, Record, RecordResult};
 use crate::metadata::PartitionImage;
@@ -42,6 +42,9 @@ impl ActiveController {
                 });
             }
         }
+        if existing.is_some_and(|old| old.incarnation_id != incarnation_id) {
+            self.end_old_incarnation(node_id).await?;
+        }
         let record = Record::RegisterBroker {
             node_id,
             incarnation_id,
@@ -59,6 +62,34 @@ impl ActiveController {
                 reason: format!("registration refused: {other:?}"),
             }),
         }
+    }
+
+    /// A new process registering with a node id is the failure of the old one (Kafka's
+    /// controller handles a re-registration after an unclean shutdown so): its leaderships
+    /// move to other ISR members, or go offline at a new epoch where it was the last one,
+    /// and it leaves the ISRs it shared, so that it leads nothing at an old epoch and
+    /// rejoins every ISR only by catching up.
+    async fn end_old_incarnation(&self, node_id: i32) -> Result<(), ControllerError> {
+        tracing::info!(
+            node_id,
+            "broker restarted: its old incarnation's leaderships end"
+        );
+        self.move_away(node_id).await
+    }
+
+    /// Moves leadership and ISR membership away from `node_id` (see `move_away_from`).
+    async fn move_away(&self, node_id: i32) -> Result<(), ControllerError> {
+        let unclean = self.unclean_default();
+        let changes = self.state(|s| {
+            let usable = |b: i32| {
+                b != node_id
+                    && s.brokers
+                        .get(&b)
+                        .is_some_and(|b| !b.fenced && !b.in_controlled_shutdown)
+            };
+            move_away_from(s, node_id, &usable, unclean)
+        });
+        self.propose_changes(changes).await
     }
 
     pub(super) fn check_epoch(
@@ -100,21 +131,24 @@ impl ActiveController {
             });
         }
         if fenced && metadata_offset >= broker_epoch as u64 {
+            // The partitions this broker is now the one to lead are elected before it is
+            // unfenced, so that the first image showing it unfenced (on which it opens its
+            // listener) already has them led, at a new epoch.
+            let election = Election {
+                preferred: false,
+                unclean_default: self.unclean_default(),
+            };
+            let changes = self.state(|s| {
+                let usable = |b: i32| b == node_id || s.brokers.get(&b).is_some_and(|b| !b.fenced);
+                elect_leaders(s, &usable, election)
+            });
+            self.propose_changes(changes).await?;
             let record = Record::UnfenceBroker {
                 node_id,
                 broker_epoch,
             };
             conflict(self.propose(record).await?)?;
             tracing::info!(node_id, broker_epoch, "broker unfenced");
-            let election = Election {
-                preferred: false,
-                unclean_default: self.unclean_default(),
-            };
-            let changes = self.state(|s| {
-                let usable = |b: i32| s.brokers.get(&b).is_some_and(|b| !b.fenced);
-                elect_leaders(s, &usable, election)
-            });
-            self.propose_changes(changes).await?;
             return Ok(ControllerReply::Heartbeat {
                 fenced: false,
                 should_shut_down: false,
@@ -132,17 +166,7 @@ impl ActiveController {
         node_id: i32,
         broker_epoch: i64,
     ) -> Result<(), ControllerError> {
-        let unclean = self.unclean_default();
-        let changes = self.state(|s| {
-            let usable = |b: i32| {
-                b != node_id
-                    && s.brokers
-                        .get(&b)
-                        .is_some_and(|b| !b.fenced && !b.in_controlled_shutdown)
-            };
-            move_away_from(s, node_id, &usable, unclean)
-        });
-        self.propose_changes(changes).await?;
+        self.move_away(node_id).await?;
         let record = Record::FenceBroker {
             node_id,
             broker_epoch,
@@ -150,6 +174,41 @@ impl ActiveController {
         conflict(self.propose(record).await?)?;
         tracing::info!(node_id, broker_epoch, "broker fenced");
         Ok(())
+    }
+
+    /// Records that `node_id`'s replicas of `partitions` are on a failed log directory,
+    /// then moves their leaderships to other ISR members (or takes the partition offline
+    /// at a new epoch) and takes the broker out of their ISRs, at once rather than after
+    /// `replica.lag.time.max.ms`.
+    pub(super) async fn replicas_offline(
+        &self,
+        node_id: i32,
+        broker_epoch: i64,
+        partitions: Vec<(String, i32)>,
+    ) -> Result<ControllerReply, ControllerError> {
+        self.check_epoch(node_id, broker_epoch)?;
+        tracing::warn!(
+            node_id,
+            partitions = partitions.len(),
+            "replicas offline on a failed log dir"
+        );
+        let record = Record::ReplicasOffline {
+            node_id,
+            broker_epoch,
+            partitions: partitions.clone(),
+        };
+        conflict(self.propose(record).await?)?;
+        let unclean = self.unclean_default();
+        let changes = self.state(|s| {
+            let usable = |b: i32| {
+                s.brokers
+                    .get(&b)
+                    .is_some_and(|b| !b.fenced && !b.in_controlled_shutdown)
+            };
+            move_replicas_away(s, node_id, &partitions, &usable, unclean)
+        });
+        self.propose_changes(changes).await?;
+        Ok(ControllerReply::Done)
     }
 
     pub(super) async fn alter_partition(
@@ -163,10 +222,10 @@ impl ActiveController {
                 .get(&wanted.topic)
                 .and_then(|t| t.partition(wanted.partition))
                 .cloned();
-            let fenced = wanted
-                .isr
-                .iter()
-                .any(|r| s.brokers.get(r).is_none_or(|b| b.fenced));
+            let fenced = wanted.isr.iter().any(|r| {
+                s.brokers.get(r).is_none_or(|b| b.fenced)
+                    || s.replica_offline(*r, &wanted.topic, wanted.partition)
+            });
             (partition, fenced)
         });
         let current = current.ok_or_else(|| ControllerError::UnknownTopic {
@@ -232,8 +291,9 @@ impl ActiveController {
             let mut changes = Vec::new();
             for (topic, partition) in wanted {
                 let found = s.topics.get(&topic).and_then(|t| t.partition(partition));
+                let here = |b: i32| usable(b) && !s.replica_offline(b, &topic, partition);
                 let (outcome, change) = match found {
-                    Some(p) => elect_requested(p, &usable, unclean),
+                    Some(p) => elect_requested(p, &here, unclean),
                     None => (ElectionOutcome::UnknownPartition, None),
                 };
                 if let Some((leader, isr)) = change {
@@ -305,7 +365,9 @@ impl AlterPartition {
             return Err(invalid("the ISR must be a subset of the replicas"));
         }
         if fenced_members {
-            return Err(invalid("a fenced broker cannot join the ISR"));
+            return Err(invalid(
+                "a fenced broker or offline replica cannot join the ISR",
+            ));
         }
         Ok(())
     }

@@ -78,6 +78,13 @@ pub enum ControllerRequest {
     },
     /// An ISR change from a partition leader (KIP-497's AlterPartition).
     AlterPartition(AlterPartition),
+    /// The broker's replicas of these partitions went offline with a failed log directory
+    /// (KIP-112; Kafka's brokers report the directory in their heartbeats, KIP-858).
+    ReplicasOffline {
+        node_id: i32,
+        broker_epoch: i64,
+        partitions: Vec<(String, i32)>,
+    },
     /// Elects leaders of the given partitions (all when `None`): preferred, or unclean.
     ElectLeaders {
         unclean: bool,
@@ -283,6 +290,14 @@ impl ActiveController {
                     .await
             }
             ControllerRequest::AlterPartition(wanted) => self.alter_partition(wanted).await,
+            ControllerRequest::ReplicasOffline {
+                node_id,
+                broker_epoch,
+                partitions,
+            } => {
+                self.replicas_offline(node_id, broker_epoch, partitions)
+                    .await
+            }
             other => Err(ControllerError::Conflict {
                 reason: format!("not a broker request: {other:?}"),
             }),

@@ -1,0 +1,156 @@
+//! The broker's log directories (`log.dirs`), each of which fails on its own, as in Kafka
+//! (KIP-112): an I/O error on a directory takes it offline for the rest of the process.
+//! Its replicas then answer KAFKA_STORAGE_ERROR, are neither fetched nor led nor written,
+//! and are reported to the controller, which moves their leaderships and takes them out
+//! of their ISRs; replicas in the other directories are served as before. A restart with
+//! the disk mended brings the directory back.
+//!
+//! Each directory keeps its own checkpoints (recovery points, high watermarks, log start
+//! offsets) and clean-shutdown marker, read once at start.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use super::checkpoints;
+use super::manager::CLEAN_SHUTDOWN_FILE;
+use super::partition::TopicPartition;
+use crate::log::LogError;
+
+/// One log directory and whether it still works.
+#[derive(Debug)]
+pub struct LogDir {
+    pub path: PathBuf,
+    offline: AtomicBool,
+    /// Bumped (through the shared channel) when a directory goes offline.
+    failures: watch::Sender<u64>,
+    /// Whether the last stop left the clean-shutdown marker here.
+    pub clean_start: bool,
+    /// Read from this directory's checkpoint files at start.
+    pub recovery_points: HashMap<TopicPartition, i64>,
+    pub log_start_offsets: HashMap<TopicPartition, i64>,
+    pub high_watermarks: HashMap<TopicPartition, i64>,
+}
+
+impl LogDir {
+    /// Opens `path` (created if missing): its marker is consumed and its checkpoints read.
+    fn open(path: &Path, failures: watch::Sender<u64>) -> Result<LogDir, LogError> {
+        std::fs::create_dir_all(path).map_err(|e| LogError::io(path, e))?;
+        let marker = path.join(CLEAN_SHUTDOWN_FILE);
+        let clean_start = marker.exists();
+        if clean_start {
+            std::fs::remove_file(&marker).map_err(|e| LogError::io(&marker, e))?;
+        } else {
+            tracing::info!(log_dir = %path.display(), "no clean-shutdown marker: recovering logs");
+        }
+        let read = |name: &str| checkpoints::read_offsets(&path.join(name));
+        Ok(LogDir {
+            path: path.to_path_buf(),
+            offline: AtomicBool::new(false),
+            failures,
+            clean_start,
+            recovery_points: read(checkpoints::RECOVERY_POINT_FILE)?,
+            log_start_offsets: read(checkpoints::LOG_START_OFFSET_FILE)?,
+            high_watermarks: read(checkpoints::HIGH_WATERMARK_FILE)?,
+        })
+    }
+
+    /// A directory of its own, not part of a broker's set (tests, tools).
+    pub fn standalone(path: &Path) -> LogDir {
+        let (failures, _) = watch::channel(0);
+        LogDir::offline_or_not(path, failures, false)
+    }
+
+    fn offline_or_not(path: &Path, failures: watch::Sender<u64>, offline: bool) -> LogDir {
+        LogDir {
+            path: path.to_path_buf(),
+            offline: AtomicBool::new(offline),
+            failures,
+            clean_start: false,
+            recovery_points: HashMap::new(),
+            log_start_offsets: HashMap::new(),
+            high_watermarks: HashMap::new(),
+        }
+    }
+
+    /// Whether this directory failed.
+    pub fn is_offline(&self) -> bool {
+        self.offline.load(Ordering::Acquire)
+    }
+
+    /// Takes this directory offline after `error` (logged once, at the first failure).
+    pub fn fail(&self, error: &LogError) {
+        if self.offline.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        tracing::error!(log_dir = %self.path.display(), %error,
+            "log directory failed: its replicas go offline until a restart");
+        self.failures.send_modify(|n| *n += 1);
+    }
+}
+
+/// Whether `error` means the directory itself failed (as opposed to bad input).
+pub fn is_dir_failure(error: &LogError) -> bool {
+    matches!(error, LogError::Io { .. })
+}
+
+/// Every log directory of this broker.
+#[derive(Debug)]
+pub struct LogDirs {
+    dirs: Vec<Arc<LogDir>>,
+    failures: watch::Sender<u64>,
+}
+
+impl LogDirs {
+    /// Opens every directory of `paths`; one that cannot be opened starts offline, unless
+    /// none can (then the broker cannot start).
+    pub fn open(paths: &[PathBuf]) -> Result<LogDirs, LogError> {
+        let (failures, _) = watch::channel(0);
+        let mut dirs = Vec::with_capacity(paths.len());
+        let mut last_error = None;
+        for path in paths {
+            match LogDir::open(path, failures.clone()) {
+                Ok(dir) => dirs.push(Arc::new(dir)),
+                Err(error) => {
+                    tracing::error!(log_dir = %path.display(), %error,
+                        "log directory cannot be opened: offline");
+                    let offline = LogDir::offline_or_not(path, failures.clone(), true);
+                    dirs.push(Arc::new(offline));
+                    last_error = Some(error);
+                }
+            }
+        }
+        match (dirs.iter().any(|d| !d.is_offline()), last_error) {
+            (false, Some(error)) => Err(error),
+            _ => Ok(LogDirs { dirs, failures }),
+        }
+    }
+
+    /// Every directory, in `log.dirs` order.
+    pub fn all(&self) -> &[Arc<LogDir>] {
+        &self.dirs
+    }
+
+    /// A receiver that sees every directory failure.
+    pub fn subscribe_failures(&self) -> watch::Receiver<u64> {
+        self.failures.subscribe()
+    }
+
+    /// The directory holding `tp`'s log (`<dir>/<topic>-<partition>`), if one has it.
+    pub fn holding(&self, tp: &TopicPartition) -> Option<&Arc<LogDir>> {
+        let name = format!("{}-{}", tp.topic, tp.partition);
+        self.dirs.iter().find(|d| d.path.join(&name).is_dir())
+    }
+
+    /// The live directory for a new log: the one with the fewest partitions hosted
+    /// (`hosted(dir)`), the first of equals, as Kafka's LogManager chooses.
+    pub fn for_new_log(&self, hosted: impl Fn(&LogDir) -> usize) -> Option<&Arc<LogDir>> {
+        self.dirs
+            .iter()
+            .filter(|d| !d.is_offline())
+            .min_by_key(|d| hosted(d))
+    }
+}
