@@ -3,7 +3,7 @@ CONFIG ?= config/server.toml
 BOOTSTRAP ?= 127.0.0.1:9092
 CARGO ?= cargo
 
-.PHONY: build run cluster cluster-split test unit compat compat-cluster compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref fmt clippy fuzz
+.PHONY: build run cluster cluster-split test unit compat compat-cluster compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref fmt clippy fuzz simulate
 
 build:
 	$(CARGO) build --release
@@ -33,6 +33,14 @@ unit:
 
 compat-deps:
 	./compat/install-deps.sh
+
+# The seeded replication simulator (tests/simulator.rs) over SIM_SEEDS seeds from SIM_BASE
+# (make test runs seeds 0-199); a failing seed prints itself: replay it with
+# HIGHWATER_SIM_SEED=<seed> cargo test --test simulator -- --nocapture.
+SIM_SEEDS ?= 3000
+SIM_BASE ?= 0
+simulate:
+	HIGHWATER_SIM_SEEDS=$(SIM_SEEDS) HIGHWATER_SIM_BASE=$(SIM_BASE) $(CARGO) test --test simulator -- --nocapture
 
 # Starts a throwaway highwater on a free port with a temporary data dir and runs all suites.
 compat: build compat-deps

@@ -199,15 +199,7 @@ async fn a_follower_far_behind_converges_across_several_leader_changes() {
 }
 
 fn produce_request(value: &str, acks: i16) -> kafka_protocol::messages::ProduceRequest {
-    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-    kafka_protocol::messages::ProduceRequest::default()
-        .with_acks(acks)
-        .with_timeout_ms(2_000)
-        .with_topic_data(vec![TopicProduceData::default()
-            .with_name(common::name("t"))
-            .with_partition_data(vec![PartitionProduceData::default()
-                .with_index(0)
-                .with_records(Some(record_batch(value)))])])
+    common::produce_request("t", 0, record_batch(value), acks).with_timeout_ms(2_000)
 }
 
 #[tokio::test]
@@ -362,4 +354,57 @@ async fn a_deposed_leader_never_appends_after_the_role_change() {
             "round {round}: an append landed after the leader was deposed"
         );
     }
+}
+
+#[tokio::test]
+async fn an_acks_all_produce_waiting_across_a_leader_change_is_never_acknowledged() {
+    // Found by the simulator (seed 42): an acks=all produce parked on leader A must not be
+    // answered by a high watermark A reaches at a later epoch, after its record was
+    // truncated and another took its offset. Method: the produce waits on A; B leads and
+    // writes its own record; A follows (truncating), then leads again and the high
+    // watermark passes the offset: the parked produce gets NOT_LEADER_OR_FOLLOWER.
+    let cluster = std::sync::Arc::new(SimCluster::new(&[A, B]).await);
+    replicate_between(&cluster, A, B, 0);
+    let broker = cluster.broker(A).expect("up");
+    let parked = tokio::spawn(async move {
+        common::sim::call_on(&broker, &produce_request("lost", -1), 9).await
+    });
+    tokio::task::yield_now().await;
+    assert_eq!(cluster.partition(A).log().log_end_offset(), 1, "A appended");
+    let both = vec![A, B];
+    cluster
+        .partition(B)
+        .make_leader(B, 1, 1, both.clone(), both.clone())
+        .expect("B leads");
+    produce(&cluster, B, "kept");
+    cluster
+        .partition(A)
+        .make_follower(B, 1, 1)
+        .expect("A follows");
+    cluster.catch_up(A, B).await;
+    assert_eq!(values(&cluster, A), ["kept"], "A truncated its record");
+    cluster
+        .partition(A)
+        .make_leader(A, 2, 2, both.clone(), both)
+        .expect("A leads again");
+    cluster
+        .partition(B)
+        .make_follower(A, 2, 2)
+        .expect("B follows");
+    produce(&cluster, A, "later");
+    cluster.catch_up(B, A).await;
+    assert!(
+        cluster.partition(A).high_watermark() >= 1,
+        "the high watermark passed offset 0"
+    );
+    let response = tokio::time::timeout(std::time::Duration::from_secs(5), parked)
+        .await
+        .expect("answered")
+        .expect("task");
+    let code = response.responses[0].partition_responses[0].error_code;
+    assert_eq!(
+        code,
+        kafka_protocol::error::ResponseError::NotLeaderOrFollower.code(),
+        "the parked produce is refused, never acknowledged"
+    );
 }

@@ -32,6 +32,8 @@ struct Pending {
     partition: usize,
     target: Arc<Partition>,
     end_offset: i64,
+    /// The leader epoch of the append: the wait fails if the leadership changes first.
+    leader_epoch: i32,
 }
 
 fn append(
@@ -42,7 +44,7 @@ fn append(
     records: &[u8],
     acks: i16,
     leaders: &mut Vec<i32>,
-) -> (PartitionProduceResponse, Option<(Arc<Partition>, i64)>) {
+) -> (PartitionProduceResponse, Option<(Arc<Partition>, i64, i32)>) {
     let result = broker
         .replicas
         .leader_partition(topic, index)
@@ -59,7 +61,7 @@ fn append(
                 .with_base_offset(info.base_offset)
                 .with_log_append_time_ms(-1)
                 .with_log_start_offset(partition.offsets().log_start_offset);
-            let wait = (acks == -1).then(|| (partition, info.last_offset + 1));
+            let wait = (acks == -1).then(|| (partition, info.last_offset + 1, info.leader_epoch));
             (response, wait)
         }
         Err(error) => {
@@ -150,9 +152,10 @@ async fn await_replication(
     responses: &mut [TopicProduceResponse],
 ) {
     let timeout = std::time::Duration::from_millis(timeout_ms.max(0) as u64);
-    let waits = pending
-        .iter()
-        .map(|p| p.target.wait_for_high_watermark(p.end_offset, timeout));
+    let waits = pending.iter().map(|p| {
+        p.target
+            .wait_for_high_watermark(p.end_offset, p.leader_epoch, timeout)
+    });
     let results = futures_util::future::join_all(waits).await;
     for (p, result) in pending.iter().zip(results) {
         let result = result.and_then(|()| check_min_insync(broker, &p.target, true));
@@ -213,12 +216,13 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
                     body.acks,
                     &mut leaders,
                 );
-                if let Some((target, end_offset)) = wait {
+                if let Some((target, end_offset, leader_epoch)) = wait {
                     pending.push(Pending {
                         topic: topic_index,
                         partition: partition_index,
                         target,
                         end_offset,
+                        leader_epoch,
                     });
                 }
                 response

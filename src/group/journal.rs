@@ -24,6 +24,8 @@ pub struct Written {
     partition: Option<Arc<Partition>>,
     /// The offset after the last record written.
     end_offset: i64,
+    /// The leader epoch it was written at.
+    leader_epoch: i32,
 }
 
 impl Written {
@@ -34,7 +36,7 @@ impl Written {
             return Ok(());
         };
         match partition
-            .wait_for_high_watermark(self.end_offset, timeout)
+            .wait_for_high_watermark(self.end_offset, self.leader_epoch, timeout)
             .await
         {
             Ok(()) => Ok(()),
@@ -68,6 +70,7 @@ pub fn write(
     let info = target.append_as_leader(&batch).map_err(storage)?;
     Ok(Written {
         end_offset: info.base_offset + records.len() as i64,
+        leader_epoch: info.leader_epoch,
         partition: Some(target),
     })
 }

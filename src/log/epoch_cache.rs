@@ -35,10 +35,20 @@ impl EpochCache {
             let mut parts = line.split_whitespace().map(str::parse::<i64>);
             match (parts.next(), parts.next()) {
                 (Some(Ok(epoch)), Some(Ok(start_offset))) => {
-                    entries.push(EpochEntry {
-                        epoch: epoch as i32,
+                    let entry = EpochEntry {
+                        epoch: i32::try_from(epoch).unwrap_or(i32::MAX),
                         start_offset,
+                    };
+                    let follows = entries.last().is_none_or(|last: &EpochEntry| {
+                        last.epoch < entry.epoch && last.start_offset <= entry.start_offset
                     });
+                    if !follows || epoch < 0 || epoch > i64::from(i32::MAX) {
+                        return Err(LogError::CorruptFile {
+                            path,
+                            reason: format!("leader epoch entry {line:?} out of order"),
+                        });
+                    }
+                    entries.push(entry);
                 }
                 _ => {
                     return Err(LogError::CorruptFile {
@@ -190,6 +200,19 @@ mod tests {
             Err(LogError::StaleLeaderEpoch { latest: 3, .. })
         ));
         assert_eq!(cache.entries().len(), 2);
+    }
+
+    #[test]
+    fn a_checkpoint_with_epochs_out_of_order_is_refused_as_corrupt() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for body in ["0\n2\n3 10\n1 20\n", "0\n2\n1 10\n2 5\n", "0\n1\n-4 0\n"] {
+            std::fs::write(dir.path().join(FILE_NAME), body).expect("write");
+            let loaded = EpochCache::load(dir.path());
+            assert!(
+                matches!(loaded, Err(LogError::CorruptFile { .. })),
+                "{body:?}"
+            );
+        }
     }
 
     #[test]

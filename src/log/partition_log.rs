@@ -62,6 +62,8 @@ pub struct AppendInfo {
     pub last_offset: i64,
     /// True when the batch was a retry of one already in the log and nothing was written.
     pub duplicate: bool,
+    /// The leader epoch the append was made at (a follower's: its batches' epoch).
+    pub leader_epoch: i32,
 }
 
 /// One partition's log.
@@ -246,6 +248,7 @@ impl Log {
                 base_offset: original.first_offset,
                 last_offset: original.last_offset,
                 duplicate: true,
+                leader_epoch,
             });
         }
         if records.len() > self.config.segment.segment_bytes {
@@ -278,6 +281,7 @@ impl Log {
             base_offset,
             last_offset: written.last_offset(),
             duplicate: false,
+            leader_epoch,
         })
     }
 

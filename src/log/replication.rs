@@ -23,19 +23,21 @@ impl Log {
     /// Producer state follows the batches without sequence checks (the leader made them).
     pub fn append_as_follower(&mut self, records: &[u8]) -> Result<Option<AppendInfo>, LogError> {
         let mut first_offset = None;
-        let mut last_offset = -1;
+        let (mut last_offset, mut leader_epoch) = (-1, -1);
         for (position, header) in BatchIter::new(records) {
             let bytes = &records[position..position + header.size];
             self.check_follower_batch(bytes, &header)?;
             self.append_replicated_batch(bytes, &header)?;
             first_offset.get_or_insert(header.base_offset);
             last_offset = header.last_offset();
+            leader_epoch = header.partition_leader_epoch;
         }
         self.check_invariants();
         Ok(first_offset.map(|base_offset| AppendInfo {
             base_offset,
             last_offset,
             duplicate: false,
+            leader_epoch,
         }))
     }
 

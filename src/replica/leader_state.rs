@@ -173,17 +173,6 @@ impl LeaderState {
         let kept: Vec<i32> = self.isr.iter().copied().filter(|r| !lagging(r)).collect();
         (kept.len() < self.isr.len()).then_some(kept)
     }
-
-    /// Checks the invariants (debug builds).
-    pub fn check_invariants(&self) {
-        debug_assert!(
-            self.isr.contains(&self.local_id),
-            "the leader is in the ISR"
-        );
-        for r in &self.isr {
-            debug_assert!(self.replicas.contains(r), "ISR within the replicas");
-        }
-    }
 }
 
 #[cfg(test)]

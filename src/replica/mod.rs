@@ -5,6 +5,7 @@ pub mod checkpoints;
 pub mod cleaner;
 pub mod error;
 pub mod fetcher;
+pub mod invariants;
 pub mod leader_state;
 pub mod log_dirs;
 pub mod manager;

@@ -22,6 +22,7 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::error::ReplicaError;
+use super::invariants::{self, InvariantHistory};
 use super::leader_state::LeaderState;
 use super::log_dirs::{is_dir_failure, LogDir};
 use crate::log::cleaner::CleanedSegment;
@@ -90,6 +91,8 @@ pub struct Partition {
     truncate_to_high_watermark: std::sync::atomic::AtomicBool,
     /// The log directory holding the log: an I/O error takes it (and this replica) offline.
     log_dir: Arc<LogDir>,
+    /// What the invariant checks remember between two checks.
+    history: InvariantHistory,
 }
 
 impl Partition {
@@ -119,7 +122,13 @@ impl Partition {
             log_end_offset,
             truncate_to_high_watermark: std::sync::atomic::AtomicBool::new(false),
             log_dir,
+            history: InvariantHistory::default(),
         }
+    }
+
+    /// What the invariant checks remember (role changes reset it, under the role's lock).
+    pub(super) fn invariant_history(&self) -> &InvariantHistory {
+        &self.history
     }
 
     /// Whether this replica's log directory failed (KAFKA_STORAGE_ERROR for every use).
@@ -155,7 +164,16 @@ impl Partition {
 
     /// The role and epochs (never held across an await).
     pub fn state(&self) -> MutexGuard<'_, ReplicaState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state.lock().unwrap_or_else(|e| self.poisoned(e))
+    }
+
+    /// A lock of this partition was poisoned: a thread panicked halfway through a change,
+    /// so the state may break the invariants. Never ignored (release builds abort first).
+    fn poisoned<T>(&self, _: PoisonError<T>) -> T {
+        panic!(
+            "{}: partition lock poisoned by a panic",
+            self.topic_partition
+        )
     }
 
     /// The current leader epoch.
@@ -186,11 +204,11 @@ impl Partition {
 
     /// Read access to the log (never held across an await).
     pub fn log(&self) -> RwLockReadGuard<'_, Log> {
-        self.log.read().unwrap_or_else(PoisonError::into_inner)
+        self.log.read().unwrap_or_else(|e| self.poisoned(e))
     }
 
     fn log_mut(&self) -> RwLockWriteGuard<'_, Log> {
-        self.log.write().unwrap_or_else(PoisonError::into_inner)
+        self.log.write().unwrap_or_else(|e| self.poisoned(e))
     }
 
     /// Write access to the log for role changes and replication (same module tree).
@@ -210,6 +228,12 @@ impl Partition {
             *hw = high_watermark;
             changed
         });
+    }
+
+    /// Wakes whoever waits on the high watermark without moving it (a role change: acks=-1
+    /// waits check the epoch they were appended at).
+    pub(super) fn wake_high_watermark_waiters(&self) {
+        self.high_watermark.send_modify(|_| {});
     }
 
     /// The high watermark.
@@ -324,7 +348,11 @@ impl Partition {
             Role::Leader(leader) => leader.high_watermark_bound(log_end_offset),
             Role::Follower { .. } => return false,
         };
-        self.maybe_advance_high_watermark(bound.min(log_end_offset))
+        let moved = self.maybe_advance_high_watermark(bound.min(log_end_offset));
+        if moved {
+            self.check_invariants();
+        }
+        moved
     }
 
     /// Moves the high watermark forward to `offset`; returns whether it moved.
@@ -386,19 +414,9 @@ impl Partition {
         self.log_mut().close().map_err(|e| self.log_error(e))
     }
 
-    /// Checks the partition's invariants (debug builds).
+    /// Checks the replication invariants (`invariants`), in release builds too: a broken
+    /// one stops the process.
     pub fn check_invariants(&self) {
-        if !cfg!(debug_assertions) {
-            return;
-        }
-        let offsets = self.offsets();
-        debug_assert!(
-            offsets.log_start_offset <= offsets.high_watermark,
-            "start <= HW"
-        );
-        debug_assert!(
-            offsets.high_watermark <= offsets.log_end_offset,
-            "HW <= LEO"
-        );
+        invariants::check(self, &self.history);
     }
 }

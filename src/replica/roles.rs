@@ -98,9 +98,13 @@ impl Partition {
             partition_epoch,
             role: Role::Leader(LeaderState::new(local_id, replicas, isr, start, now)),
         };
+        self.invariant_history()
+            .start_leading(self.high_watermark());
         drop(state);
+        self.wake_high_watermark_waiters();
         tracing::info!(partition = %self.topic_partition, leader_epoch, "became leader");
         self.maybe_increment_high_watermark();
+        self.check_invariants();
         Ok(())
     }
 
@@ -123,14 +127,17 @@ impl Partition {
             partition_epoch,
             role: Role::Follower { leader },
         };
+        self.invariant_history().stop_leading();
         drop(log);
         drop(state);
+        self.wake_high_watermark_waiters();
         if self.truncates_to_high_watermark() {
             self.truncate_to(leader_epoch, self.high_watermark())?;
         }
         if !unchanged {
             tracing::info!(partition = %self.topic_partition, leader, leader_epoch, "became follower");
         }
+        self.check_invariants();
         Ok(())
     }
 
@@ -234,30 +241,54 @@ impl Partition {
                 leader.isr = isr;
             }
             leader.pending_isr = None;
-            leader.check_invariants();
         }
         state.partition_epoch = state.partition_epoch.max(partition_epoch);
         drop(state);
         self.maybe_increment_high_watermark();
+        self.check_invariants();
     }
 
-    /// Waits until the high watermark reaches `offset` (acks=-1), at most `timeout`.
+    /// Waits until the high watermark reaches `offset` (acks=-1) while this replica still
+    /// leads at `leader_epoch`, the epoch of the append, at most `timeout`. A role change
+    /// first is NOT_LEADER_OR_FOLLOWER, as Kafka completes its delayed produces on a
+    /// leader change: the records may have been truncated, and a high watermark seen at a
+    /// later epoch says nothing about them.
     pub async fn wait_for_high_watermark(
         &self,
         offset: i64,
+        leader_epoch: i32,
         timeout: std::time::Duration,
     ) -> Result<(), ReplicaError> {
         let mut high_watermark = self.subscribe();
-        let reached = async move { high_watermark.wait_for(|hw| *hw >= offset).await.is_ok() };
+        let reached = async move {
+            loop {
+                let passed = *high_watermark.borrow_and_update() >= offset;
+                if !self.leads_at(leader_epoch) {
+                    return Err(self.not_leader(self.leader()));
+                }
+                if passed {
+                    return Ok(());
+                }
+                if high_watermark.changed().await.is_err() {
+                    return Err(self.not_leader(-1));
+                }
+            }
+        };
         match tokio::time::timeout(timeout, reached).await {
-            Ok(true) => Ok(()),
-            _ => Err(ReplicaError::ReplicationTimeout {
+            Ok(answer) => answer,
+            Err(_) => Err(ReplicaError::ReplicationTimeout {
                 topic: self.topic_partition.topic.clone(),
                 partition: self.topic_partition.partition,
                 offset,
                 timeout_ms: timeout.as_millis() as u64,
             }),
         }
+    }
+
+    /// Whether this replica leads at `leader_epoch`.
+    pub fn leads_at(&self, leader_epoch: i32) -> bool {
+        let state = self.state();
+        matches!(state.role, Role::Leader(_)) && state.leader_epoch == leader_epoch
     }
 
     /// How many replicas `min.insync.replicas` may count now.
@@ -329,6 +360,7 @@ impl Partition {
                 self.set_follower_high_watermark(log_end_offset);
             }
         }
+        self.check_invariants();
         Ok(truncated)
     }
 

@@ -116,16 +116,22 @@ impl SimCluster {
     /// the metadata would give it: led by `leader` at epoch 0 (roles are set by the test
     /// after that), and connects it.
     pub async fn start(&mut self, id: i32, leader: i32) {
+        let mut replicas: Vec<i32> = self.dirs.keys().copied().collect();
+        replicas.sort_unstable();
+        let mut partition = PartitionImage::new(replicas);
+        partition.leader = leader;
+        self.start_as(id, partition).await;
+    }
+
+    /// Opens broker `id` on its directory (after a crash: recovery runs), hosting t-0 with
+    /// the role `partition` gives it, and connects it.
+    pub async fn start_as(&mut self, id: i32, partition: PartitionImage) {
         let dir = self.dirs[&id].path();
         let node = id.to_string();
         let mut keys: Vec<(&str, &str)> = vec![("node.id", node.as_str())];
         keys.extend(self.keys.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         let broker = Broker::open(config(dir, &keys)).await.expect("open");
         let mut image = (*broker.image()).clone();
-        let mut replicas: Vec<i32> = self.dirs.keys().copied().collect();
-        replicas.sort_unstable();
-        let mut partition = PartitionImage::new(replicas);
-        partition.leader = leader;
         let topic = TopicImage {
             name: "t".into(),
             topic_id: uuid::Uuid::from_u128(1),
@@ -163,6 +169,16 @@ impl SimCluster {
             .open(&log)
             .expect("open");
         file.set_len(bytes).expect("truncate");
+    }
+
+    /// Whether broker `id` is up.
+    pub fn is_up(&self, id: i32) -> bool {
+        self.net.brokers.lock().expect("lock").contains_key(&id)
+    }
+
+    /// The data directory of broker `id`.
+    pub fn dir(&self, id: i32) -> &std::path::Path {
+        self.dirs[&id].path()
     }
 
     /// Partition t-0 on broker `id`.
@@ -224,42 +240,49 @@ impl SimCluster {
         body: &R,
         version: i16,
     ) -> R::Response {
-        use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
-        use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
-        let broker = self
-            .net
-            .brokers
-            .lock()
-            .expect("lock")
-            .get(&id)
-            .cloned()
-            .expect("up");
-        let key = ApiKey::try_from(R::KEY).expect("key");
-        let header = RequestHeader::default()
-            .with_request_api_key(R::KEY)
-            .with_request_api_version(version)
-            .with_correlation_id(1);
-        let mut buf = bytes::BytesMut::new();
-        header
-            .encode(&mut buf, key.request_header_version(version))
-            .expect("header");
-        body.encode(&mut buf, version).expect("body");
-        let client = "127.0.0.1:1".parse().expect("addr");
-        let request =
-            highwater::server::connection::parse_request(buf.freeze(), client).expect("parse");
-        let Outcome::Respond(frame) = highwater::api::handle(&broker, &request)
-            .await
-            .expect("handled")
-        else {
-            panic!("no response");
-        };
-        let bytes: Vec<u8> = frame
-            .chunks
-            .iter()
-            .flat_map(|c| c.iter().copied())
-            .collect();
-        let mut bytes = bytes::Bytes::from(bytes).split_off(4);
-        ResponseHeader::decode(&mut bytes, R::Response::header_version(version)).expect("header");
-        R::Response::decode(&mut bytes, version).expect("response")
+        let broker = self.broker(id).expect("up");
+        call_on(&broker, body, version).await
     }
+
+    /// Broker `id`, if up.
+    pub fn broker(&self, id: i32) -> Option<Arc<Broker>> {
+        self.net.brokers.lock().expect("lock").get(&id).cloned()
+    }
+}
+
+/// Sends `body` at `version` to `broker`'s request handler and decodes the answer.
+pub async fn call_on<R: kafka_protocol::protocol::Request>(
+    broker: &Broker,
+    body: &R,
+    version: i16,
+) -> R::Response {
+    use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
+    use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
+    let key = ApiKey::try_from(R::KEY).expect("key");
+    let header = RequestHeader::default()
+        .with_request_api_key(R::KEY)
+        .with_request_api_version(version)
+        .with_correlation_id(1);
+    let mut buf = bytes::BytesMut::new();
+    header
+        .encode(&mut buf, key.request_header_version(version))
+        .expect("header");
+    body.encode(&mut buf, version).expect("body");
+    let client = "127.0.0.1:1".parse().expect("addr");
+    let request =
+        highwater::server::connection::parse_request(buf.freeze(), client).expect("parse");
+    let Outcome::Respond(frame) = highwater::api::handle(broker, &request)
+        .await
+        .expect("handled")
+    else {
+        panic!("no response");
+    };
+    let bytes: Vec<u8> = frame
+        .chunks
+        .iter()
+        .flat_map(|c| c.iter().copied())
+        .collect();
+    let mut bytes = bytes::Bytes::from(bytes).split_off(4);
+    ResponseHeader::decode(&mut bytes, R::Response::header_version(version)).expect("header");
+    R::Response::decode(&mut bytes, version).expect("response")
 }
