@@ -68,11 +68,6 @@ impl MemoryPool {
         })
     }
 
-    /// The bound, `None` when unbounded.
-    pub fn capacity(&self) -> Option<usize> {
-        self.capacity
-    }
-
     /// Bytes not held by any permit (`None` for an unbounded pool).
     pub fn available(&self) -> Option<usize> {
         self.capacity
@@ -191,6 +186,16 @@ mod tests {
         assert!(pool.try_acquire(1).is_none(), "nothing left");
         drop(whole);
         assert_eq!(pool.available(), Some(64 * MIB));
+    }
+
+    #[test]
+    fn a_connection_pool_has_no_reserve() {
+        // Goal: one connection's budget is plain: large frames fill it to the last byte.
+        let pool = MemoryPool::per_connection(16 * MIB);
+        let first = pool.try_acquire(10 * MIB).expect("empty");
+        let second = pool.try_acquire(6 * MIB).expect("fits exactly, no reserve");
+        assert!(pool.try_acquire(1).is_none(), "full");
+        drop((first, second));
     }
 
     #[test]
