@@ -262,3 +262,93 @@ async fn a_batch_larger_than_a_segment_is_refused() {
         0
     );
 }
+
+/// Polls until a fresh connection to `broker` is answered, or panics at the deadline.
+async fn wait_until_served(broker: &TestBroker) -> Client {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let mut client = broker.client().await;
+        if client
+            .try_call(&ApiVersionsRequest::default(), 3)
+            .await
+            .is_some()
+        {
+            return client;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no connection served in time"
+        );
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test]
+async fn a_connection_past_max_connections_per_ip_is_closed_and_earlier_ones_keep_working() {
+    // Goal: as Kafka's ConnectionQuotas, the connection past max.connections.per.ip is
+    // closed at once, the earlier ones are served, and a closed one frees its slot.
+    // Method: in-process broker with a limit of 3 for 127.0.0.1, raw clients.
+    let broker = TestBroker::start(&[("max.connections.per.ip", "3")]).await;
+    let mut earlier = Vec::new();
+    for _ in 0..3 {
+        let mut client = broker.client().await;
+        let answer = client.call(&ApiVersionsRequest::default(), 3).await;
+        assert_eq!(answer.error_code, 0);
+        earlier.push(client);
+    }
+    let mut refused = broker.client().await;
+    assert!(refused.is_closed().await, "the fourth connection is closed");
+    for client in &mut earlier {
+        let answer = client.call(&ApiVersionsRequest::default(), 3).await;
+        assert_eq!(answer.error_code, 0, "earlier connections keep working");
+    }
+    drop(earlier.pop());
+    let mut fresh = wait_until_served(&broker).await;
+    let metadata = fresh.call(&MetadataRequest::default(), 12).await;
+    assert_eq!(metadata.brokers.len(), 1);
+}
+
+#[tokio::test]
+async fn a_connection_past_max_connections_waits_until_one_closes() {
+    // Goal: as Kafka's acceptor, a connection past the listener's max.connections is not
+    // refused but waits, and is served as soon as another closes. Method: limit 2; the
+    // third client's request stays unanswered until the first client hangs up.
+    let broker = TestBroker::start(&[("max.connections", "2")]).await;
+    let mut first = broker.client().await;
+    assert_eq!(
+        first
+            .call(&ApiVersionsRequest::default(), 3)
+            .await
+            .error_code,
+        0
+    );
+    let mut second = broker.client().await;
+    assert_eq!(
+        second
+            .call(&ApiVersionsRequest::default(), 3)
+            .await
+            .error_code,
+        0
+    );
+    let mut third = broker.client().await;
+    let request = third.frame(&ApiVersionsRequest::default(), 3);
+    third.send_raw(&request).await;
+    let early = tokio::time::timeout(
+        std::time::Duration::from_millis(300),
+        tokio::io::AsyncReadExt::read_u32(&mut third.stream),
+    )
+    .await;
+    assert!(early.is_err(), "not served while the listener is full");
+    drop(first);
+    assert!(
+        third.read_frame().await.is_some(),
+        "served once a slot frees"
+    );
+    assert_eq!(
+        second
+            .call(&ApiVersionsRequest::default(), 3)
+            .await
+            .error_code,
+        0
+    );
+}

@@ -7,6 +7,8 @@ mod common;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -17,14 +19,24 @@ fn free_port() -> u16 {
 }
 
 fn spawn(dir: &Path, port: u16) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_highwater"))
+    spawn_with(dir, port, &[])
+}
+
+/// Starts the binary with `sets` as `--set key=value` overrides.
+fn spawn_with(dir: &Path, port: u16, sets: &[&str]) -> Child {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_highwater"));
+    command
         .args([
             "serve",
             "--config",
             concat!(env!("CARGO_MANIFEST_DIR"), "/config/server.toml"),
         ])
         .args(["--listeners", &format!("127.0.0.1:{port}")])
-        .args(["--log-dirs", &dir.display().to_string()])
+        .args(["--log-dirs", &dir.display().to_string()]);
+    for set in sets {
+        command.args(["--set", set]);
+    }
+    command
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -166,4 +178,125 @@ fn security_settings_that_are_not_enforced_stop_the_start_with_the_key_named() {
             "nothing listens"
         );
     }
+}
+
+/// A `/proc/<pid>/status` field in KiB (`VmRSS`, `VmHWM`).
+fn status_kib(child: &Child, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).expect("status");
+    let line = status
+        .lines()
+        .find(|l| l.starts_with(field))
+        .expect("field present");
+    line.split_whitespace()
+        .nth(1)
+        .and_then(|kib| kib.parse().ok())
+        .expect("a number of kB")
+}
+
+const MIB: usize = 1024 * 1024;
+/// Large frames in flight, each from its own connection.
+const HEAVY_CLIENTS: usize = 50;
+/// Body bytes each heavy client announces; it sends all but the last one and stalls.
+const HEAVY_FRAME_BYTES: usize = 16 * MIB;
+/// The broker-wide budget the test configures (`queued.max.request.bytes`).
+const BUDGET_BYTES: usize = 64 * MIB;
+
+/// Opens a connection that announces a frame of `HEAVY_FRAME_BYTES` and writes its body,
+/// but the last byte, in small chunks, counting the bytes the kernel took into `written`.
+async fn heavy_client(addr: SocketAddr, body: bytes::Bytes, written: Arc<AtomicUsize>) {
+    use tokio::io::AsyncWriteExt;
+    let Ok(mut stream) = tokio::net::TcpStream::connect(addr).await else {
+        return;
+    };
+    let length = (HEAVY_FRAME_BYTES as i32).to_be_bytes();
+    if stream.write_all(&length).await.is_err() {
+        return;
+    }
+    for chunk in body.chunks(64 * 1024) {
+        if stream.write_all(chunk).await.is_err() {
+            return;
+        }
+        written.fetch_add(chunk.len(), Ordering::Relaxed);
+    }
+    // Hold the connection open with the frame unfinished until the test aborts us.
+    std::future::pending::<()>().await;
+}
+
+/// Polls until the heavy clients make no progress for a while (the broker stopped reading
+/// and the kernel buffers are full) or have sent everything; returns the bytes sent.
+async fn wait_until_stalled(written: &AtomicUsize) -> usize {
+    let everything = HEAVY_CLIENTS * (HEAVY_FRAME_BYTES - 1);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut last = (usize::MAX, Instant::now());
+    loop {
+        let now = written.load(Ordering::Relaxed);
+        if now >= everything / 100 * 99 {
+            return now;
+        }
+        if now != last.0 {
+            last = (now, Instant::now());
+        } else if last.1.elapsed() > Duration::from_millis(700) {
+            return now;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "heavy clients neither stall nor finish"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn many_stalled_large_frames_keep_memory_bounded_and_other_clients_served() {
+    // Goal (issue 11, item 7): 50 connections each holding an unfinished 16 MiB frame make
+    // the broker hold about queued.max.request.bytes (64 MiB), not 800 MiB, and a fresh
+    // client still gets ApiVersions, CreateTopics, Produce and Metadata answered. Method:
+    // the real binary; its peak RSS (VmHWM) is read from /proc once the heavy clients
+    // stall (the broker stops reading them; their bytes wait in kernel socket buffers).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = free_port();
+    let socket_max = format!("socket.request.max.bytes={}", HEAVY_FRAME_BYTES + MIB);
+    let budget = format!("queued.max.request.bytes={BUDGET_BYTES}");
+    let mut child = spawn_with(dir.path(), port, &[&socket_max, &budget]);
+    let mut client = connect(port).await;
+    assert_eq!(create_topic(&mut client, "before", 1).await, 0);
+    let baseline_kib = status_kib(&child, "VmRSS:");
+
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    let body = bytes::Bytes::from(vec![7u8; HEAVY_FRAME_BYTES - 1]);
+    let written = Arc::new(AtomicUsize::new(0));
+    let heavy: Vec<_> = (0..HEAVY_CLIENTS)
+        .map(|_| tokio::spawn(heavy_client(addr, body.clone(), Arc::clone(&written))))
+        .collect();
+    let sent = wait_until_stalled(&written).await;
+
+    let mut fresh = Client::connect(addr).await;
+    let versions = fresh
+        .try_call(&kafka_protocol::messages::ApiVersionsRequest::default(), 3)
+        .await
+        .expect("ApiVersions answered while the heavy clients stall");
+    assert_eq!(versions.error_code, 0);
+    assert_eq!(create_topic(&mut fresh, "t", 1).await, 0);
+    let produced = produce(&mut fresh, "t", 0, batch(3, -1, -1, 0)).await;
+    assert_eq!((produced.error_code, produced.base_offset), (0, 0));
+    let metadata = fresh
+        .call(
+            &kafka_protocol::messages::MetadataRequest::default().with_topics(None),
+            12,
+        )
+        .await;
+    assert_eq!(metadata.topics.len(), 2, "both topics listed");
+
+    let growth_mib = (status_kib(&child, "VmHWM:").saturating_sub(baseline_kib)) / 1024;
+    for task in &heavy {
+        task.abort();
+    }
+    signal(&child, "-TERM");
+    assert!(child.wait().expect("wait").success());
+    assert!(
+        growth_mib < 2 * (BUDGET_BYTES / MIB) as u64,
+        "peak RSS grew {growth_mib} MiB (budget {} MiB; clients sent {} MiB)",
+        BUDGET_BYTES / MIB,
+        sent / MIB
+    );
 }

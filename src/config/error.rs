@@ -19,6 +19,12 @@ pub enum ConfigError {
     },
     #[error("invalid value {value:?} for {key}")]
     Invalid { key: &'static str, value: String },
+    #[error("invalid value {value:?} for {key}: {reason}")]
+    Conflict {
+        key: &'static str,
+        value: String,
+        reason: String,
+    },
     #[error(
         "refusing to start: {key} = {value:?} is a security setting highwater does not \
          enforce ({reason}); remove it or use a PLAINTEXT listener"

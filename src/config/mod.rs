@@ -4,6 +4,7 @@
 //!
 //! Must not: know about the network or the log's internals.
 
+pub mod connections;
 pub mod error;
 pub mod security;
 pub mod topic;
@@ -12,13 +13,15 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+pub use connections::ConnectionLimits;
 pub use error::ConfigError;
 
 /// A flat map of Kafka config keys to their string values.
 pub type ConfigMap = BTreeMap<String, String>;
 
 /// Broker-level keys highwater reads, with their defaults (as Apache Kafka 4.x ships them,
-/// except `listeners` and `log.dirs`, which default to a local single node).
+/// except `listeners` and `log.dirs`, which default to a local single node, and
+/// `queued.max.request.bytes`, which Kafka leaves unbounded (-1) and highwater bounds).
 pub const BROKER_DEFAULTS: &[(&str, &str)] = &[
     ("node.id", "1"),
     ("process.roles", "broker,controller"),
@@ -43,6 +46,10 @@ pub const BROKER_DEFAULTS: &[(&str, &str)] = &[
     ("delete.topic.enable", "true"),
     ("socket.request.max.bytes", "104857600"),
     ("queued.max.requests", "500"),
+    ("queued.max.request.bytes", "268435456"),
+    ("max.connections", "2147483647"),
+    ("max.connections.per.ip", "2147483647"),
+    ("max.connections.per.ip.overrides", ""),
     ("message.max.bytes", "1048588"),
     ("log.segment.bytes", "1073741824"),
     ("log.index.size.max.bytes", "10485760"),
@@ -142,6 +149,11 @@ pub struct BrokerConfig {
     /// Requests read from one connection but not yet answered (named after Kafka's
     /// broker-wide `queued.max.requests`; applied per connection here).
     pub queued_max_requests: usize,
+    /// Request bytes read from all connections but not yet answered
+    /// (`queued.max.request.bytes`); `None` when unbounded.
+    pub queued_max_request_bytes: Option<usize>,
+    /// `max.connections`, `max.connections.per.ip` and its overrides.
+    pub connection_limits: ConnectionLimits,
     /// Every broker key with its value, defaults included (DescribeConfigs, topic defaults).
     pub values: ConfigMap,
     /// The keys set explicitly by the file or flags (DescribeConfigs reports their source).
@@ -431,6 +443,7 @@ impl BrokerConfig {
         let node_id = parse(&values, "node.id")?;
         let roles = parse_roles(&values["process.roles"])?;
         let listeners = Listeners::from_values(&values, node_id, roles)?;
+        let socket_request_max_bytes = parse(&values, "socket.request.max.bytes")?;
         let log_dirs: Vec<PathBuf> = values["log.dirs"]
             .split(',')
             .map(str::trim)
@@ -463,8 +476,13 @@ impl BrokerConfig {
             metadata_log_dir,
             num_partitions: parse(&values, "num.partitions")?,
             auto_create_topics_enable: parse(&values, "auto.create.topics.enable")?,
-            socket_request_max_bytes: parse(&values, "socket.request.max.bytes")?,
+            socket_request_max_bytes,
             queued_max_requests: parse::<usize>(&values, "queued.max.requests")?.max(1),
+            queued_max_request_bytes: connections::queued_max_request_bytes(
+                &values,
+                socket_request_max_bytes,
+            )?,
+            connection_limits: connections::connection_limits(&values)?,
             values,
             explicit,
         })

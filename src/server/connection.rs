@@ -1,7 +1,13 @@
 //! One client connection: length-prefixed frames are read by a reader task into a bounded
-//! queue (at most `queued.max.requests` read but unanswered), handled one at a time in
-//! arrival order, and answered in that same order; responses are flushed when the queue
-//! is empty, so pipelined requests share socket writes.
+//! queue, handled one at a time in arrival order, and answered in that same order;
+//! responses are flushed when the queue is empty, so pipelined requests share socket
+//! writes.
+//!
+//! Read-ahead is bounded three ways: at most `queued.max.requests` frames, at most
+//! [`QUEUED_BYTES_PER_CONNECTION_MAX`] bytes (or one larger frame alone), and the
+//! broker-wide [`MemoryPool`] (`queued.max.request.bytes`). A frame's bytes are taken from
+//! both budgets after its 4-byte length is read and before its body is, and given back when
+//! it has been answered; while they cannot be, the socket is not read (Kafka mutes it).
 //!
 //! A frame that cannot be a request (negative or oversized length, truncated body, unknown
 //! API key, unsupported version, undecodable header or body) closes this connection with
@@ -10,19 +16,24 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader};
 use kafka_protocol::protocol::Decodable;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, BufWriter};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
+use super::memory_pool::{MemoryPool, PoolPermit};
 use crate::api::{self, Broker, Outcome, Request};
 
 /// Bytes of socket write buffering per connection.
 const WRITE_BUFFER_BYTES: usize = 64 * 1024;
 /// Bytes a frame needs before its header can be read (key, version, correlation id).
 const HEADER_BYTES_MIN: usize = 8;
+/// Request bytes one connection may have read but not answered; a single frame larger
+/// than this (up to `socket.request.max.bytes`) is admitted when it is the only one, so
+/// one client cannot take the broker-wide budget with a pipeline of large frames.
+pub const QUEUED_BYTES_PER_CONNECTION_MAX: usize = 16 * 1024 * 1024;
 
 /// Limits applied to every connection.
 #[derive(Debug, Clone, Copy)]
@@ -59,11 +70,11 @@ pub enum CloseReason {
     Io(#[from] std::io::Error),
 }
 
-/// Reads one frame; `Ok(None)` at a clean end of stream.
-async fn read_frame<R: AsyncRead + Unpin>(
+/// Reads a frame's length; `Ok(None)` at a clean end of stream.
+async fn read_length<R: AsyncRead + Unpin>(
     reader: &mut R,
     max: usize,
-) -> Result<Option<Bytes>, CloseReason> {
+) -> Result<Option<usize>, CloseReason> {
     let mut length = [0u8; 4];
     match reader.read_exact(&mut length).await {
         Ok(_) => {}
@@ -71,22 +82,93 @@ async fn read_frame<R: AsyncRead + Unpin>(
         Err(e) => return Err(e.into()),
     }
     let length = i32::from_be_bytes(length);
-    if length < 0 || length as usize > max {
-        return Err(CloseReason::FrameLength {
+    match usize::try_from(length) {
+        Ok(length) if length <= max => Ok(Some(length)),
+        _ => Err(CloseReason::FrameLength {
             length: i64::from(length),
             max,
-        });
+        }),
     }
-    let expected = length as usize;
-    let mut body = Vec::with_capacity(expected.min(WRITE_BUFFER_BYTES));
-    reader.take(expected as u64).read_to_end(&mut body).await?;
-    if body.len() != expected {
-        return Err(CloseReason::Truncated {
-            got: body.len(),
-            expected,
-        });
+}
+
+/// Reads a body of `expected` bytes, whose memory the caller has already reserved.
+async fn read_body<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    expected: usize,
+) -> Result<Bytes, CloseReason> {
+    let mut body = BytesMut::with_capacity(expected);
+    let mut limited = reader.take(expected as u64);
+    while body.len() < expected {
+        if limited.read_buf(&mut body).await? == 0 {
+            return Err(CloseReason::Truncated {
+                got: body.len(),
+                expected,
+            });
+        }
     }
-    Ok(Some(Bytes::from(body)))
+    Ok(body.freeze())
+}
+
+/// The two budgets a connection's read-ahead draws on.
+struct Budgets {
+    connection: Arc<MemoryPool>,
+    broker: Arc<MemoryPool>,
+}
+
+/// A frame read but not yet answered, with the budget it holds until then.
+struct QueuedFrame {
+    frame: Bytes,
+    held: (PoolPermit, PoolPermit),
+}
+
+impl Budgets {
+    /// Waits until `length` bytes fit in this connection's budget and then the broker's.
+    /// The connection's share is capped at its capacity: one larger frame goes alone.
+    async fn reserve(&self, length: usize, client: SocketAddr) -> (PoolPermit, PoolPermit) {
+        let own = length.min(QUEUED_BYTES_PER_CONNECTION_MAX);
+        let connection = self.connection.acquire(own).await;
+        let broker = match self.broker.try_acquire(length) {
+            Some(permit) => permit,
+            None => {
+                tracing::debug!(
+                    %client,
+                    frame_bytes = length,
+                    available_bytes = ?self.broker.available(),
+                    "queued.max.request.bytes reached; not reading from this client until \
+                     queued requests are answered"
+                );
+                self.broker.acquire(length).await
+            }
+        };
+        (connection, broker)
+    }
+}
+
+/// Reads frames into `frames` until the stream ends, a frame is refused, or the answering
+/// side is gone.
+async fn read_ahead<R: AsyncRead + Unpin>(
+    mut reader: R,
+    frame_bytes_max: usize,
+    budgets: Budgets,
+    frames: mpsc::Sender<Result<QueuedFrame, CloseReason>>,
+    client: SocketAddr,
+) {
+    loop {
+        let item = match read_length(&mut reader, frame_bytes_max).await {
+            Ok(None) => return,
+            Ok(Some(length)) => {
+                let held = budgets.reserve(length, client).await;
+                read_body(&mut reader, length)
+                    .await
+                    .map(|frame| QueuedFrame { frame, held })
+            }
+            Err(reason) => Err(reason),
+        };
+        let stop = item.is_err();
+        if frames.send(item).await.is_err() || stop {
+            return;
+        }
+    }
 }
 
 /// Splits a frame into its decoded header and body.
@@ -115,26 +197,29 @@ pub fn parse_request(mut frame: Bytes, client: SocketAddr) -> Result<Request, Cl
     })
 }
 
-/// Serves one connection until the client closes it or a frame is refused.
-pub async fn serve(broker: Arc<Broker>, stream: TcpStream, client: SocketAddr, limits: Limits) {
+/// Serves one connection until the client closes it or a frame is refused. `pool` is the
+/// broker-wide budget of request bytes (`queued.max.request.bytes`).
+pub async fn serve(
+    broker: Arc<Broker>,
+    stream: TcpStream,
+    client: SocketAddr,
+    limits: Limits,
+    pool: Arc<MemoryPool>,
+) {
     let _ = stream.set_nodelay(true);
-    let (mut read_half, write_half) = stream.into_split();
-    let (frames, mut queue) =
-        mpsc::channel::<Result<Bytes, CloseReason>>(limits.queued_requests_max);
-    let reader = tokio::spawn(async move {
-        loop {
-            let frame = read_frame(&mut read_half, limits.frame_bytes_max).await;
-            let stop = !matches!(frame, Ok(Some(_)));
-            let item = match frame {
-                Ok(Some(frame)) => Ok(frame),
-                Ok(None) => break,
-                Err(reason) => Err(reason),
-            };
-            if frames.send(item).await.is_err() || stop {
-                break;
-            }
-        }
-    });
+    let (read_half, write_half) = stream.into_split();
+    let (frames, mut queue) = mpsc::channel(limits.queued_requests_max);
+    let budgets = Budgets {
+        connection: MemoryPool::per_connection(QUEUED_BYTES_PER_CONNECTION_MAX),
+        broker: pool,
+    };
+    let reader = tokio::spawn(read_ahead(
+        read_half,
+        limits.frame_bytes_max,
+        budgets,
+        frames,
+        client,
+    ));
     let mut writer = BufWriter::with_capacity(WRITE_BUFFER_BYTES, write_half);
     let result = answer_all(&broker, &mut queue, &mut writer, client).await;
     reader.abort();
@@ -148,12 +233,13 @@ pub async fn serve(broker: Arc<Broker>, stream: TcpStream, client: SocketAddr, l
 
 async fn answer_all<W: tokio::io::AsyncWrite + Unpin>(
     broker: &Broker,
-    queue: &mut mpsc::Receiver<Result<Bytes, CloseReason>>,
+    queue: &mut mpsc::Receiver<Result<QueuedFrame, CloseReason>>,
     writer: &mut W,
     client: SocketAddr,
 ) -> Result<(), CloseReason> {
-    while let Some(frame) = queue.recv().await {
-        let request = parse_request(frame?, client)?;
+    while let Some(queued) = queue.recv().await {
+        let QueuedFrame { frame, held } = queued?;
+        let request = parse_request(frame, client)?;
         let outcome =
             api::handle(broker, &request)
                 .await
@@ -167,6 +253,8 @@ async fn answer_all<W: tokio::io::AsyncWrite + Unpin>(
                 writer.write_all(chunk).await?;
             }
         }
+        // Answered: its bytes go back to both budgets.
+        drop(held);
         if queue.is_empty() {
             writer.flush().await?;
         }

@@ -1,43 +1,67 @@
 //! The network layer: a tokio listener that accepts connections and serves each one in
 //! its own task until shutdown. Knows nothing of partitions.
+//!
+//! Bounds on what clients can make the broker hold: `max.connections` (the accept loop
+//! waits for a free slot), `max.connections.per.ip` (a connection past it is closed at
+//! once), and per-connection and broker-wide budgets of request bytes read but not
+//! answered (see `connection` and `memory_pool`).
 
 pub mod connection;
+pub mod connection_quotas;
+pub mod memory_pool;
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
 use crate::api::Broker;
 pub use connection::Limits;
+use connection_quotas::{ConnectionQuotas, ListenerSlot};
+use memory_pool::MemoryPool;
+
+/// Pause after a failed accept (e.g. out of file descriptors) before the next one.
+const ACCEPT_RETRY_MS: u64 = 10;
+
+/// What every connection of the listener shares.
+struct Shared {
+    broker: Arc<Broker>,
+    limits: Limits,
+    pool: Arc<MemoryPool>,
+    quotas: Arc<ConnectionQuotas>,
+}
 
 /// Accepts connections on `listener` until `shutdown` completes, then asks the controller
 /// for a controlled shutdown (leaderships move away), stops every connection task, closes
 /// the broker's logs cleanly and stops the metadata quorum.
 pub async fn run(broker: Arc<Broker>, listener: TcpListener, shutdown: impl Future<Output = ()>) {
-    let limits = Limits {
-        frame_bytes_max: broker.config.socket_request_max_bytes,
-        queued_requests_max: broker.config.queued_max_requests,
+    let shared = Shared {
+        limits: Limits {
+            frame_bytes_max: broker.config.socket_request_max_bytes,
+            queued_requests_max: broker.config.queued_max_requests,
+        },
+        pool: MemoryPool::new(broker.config.queued_max_request_bytes),
+        quotas: ConnectionQuotas::new(broker.config.connection_limits.clone()),
+        broker,
     };
     let mut connections = JoinSet::new();
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             () = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, client)) => {
-                    tracing::debug!(%client, "accepted connection");
-                    connections.spawn(connection::serve(Arc::clone(&broker), stream, client, limits));
-                }
+            (slot, accepted) = accept_within_quota(&listener, &shared.quotas) => match accepted {
+                Ok((stream, client)) => admit(&shared, &mut connections, slot, stream, client),
                 Err(error) => {
                     tracing::warn!(%error, "accept failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    tokio::time::sleep(std::time::Duration::from_millis(ACCEPT_RETRY_MS)).await;
                 }
             },
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
         }
     }
+    let broker = shared.broker;
     tracing::info!(connections = connections.len(), "shutting down");
     broker.controller.controlled_shutdown().await;
     connections.shutdown().await;
@@ -46,4 +70,48 @@ pub async fn run(broker: Arc<Broker>, listener: TcpListener, shutdown: impl Futu
         Err(error) => tracing::error!(%error, "logs not closed cleanly; next start recovers"),
     }
     broker.controller.shutdown().await;
+}
+
+/// Waits for a `max.connections` slot, then accepts (Kafka's acceptor also blocks while the
+/// listener is full). Cancel-safe: a slot taken before a cancelled accept is given back.
+async fn accept_within_quota(
+    listener: &TcpListener,
+    quotas: &ConnectionQuotas,
+) -> (ListenerSlot, std::io::Result<(TcpStream, SocketAddr)>) {
+    if quotas.listener_full() {
+        tracing::warn!("max.connections reached; new connections wait until one closes");
+    }
+    let slot = quotas.listener_slot().await;
+    (slot, listener.accept().await)
+}
+
+/// Starts serving an accepted connection, or closes it when its address is over
+/// `max.connections.per.ip`.
+fn admit(
+    shared: &Shared,
+    connections: &mut JoinSet<()>,
+    slot: ListenerSlot,
+    stream: TcpStream,
+    client: SocketAddr,
+) {
+    let ip_slot = match shared.quotas.ip_slot(client.ip()) {
+        Ok(ip_slot) => ip_slot,
+        Err(refused) => {
+            tracing::info!(%client, %refused, "rejected connection (max.connections.per.ip)");
+            drop(stream);
+            return;
+        }
+    };
+    tracing::debug!(%client, "accepted connection");
+    let serve = connection::serve(
+        Arc::clone(&shared.broker),
+        stream,
+        client,
+        shared.limits,
+        Arc::clone(&shared.pool),
+    );
+    connections.spawn(async move {
+        let _held = (slot, ip_slot);
+        serve.await;
+    });
 }
