@@ -3,7 +3,7 @@ CONFIG ?= config/server.toml
 BOOTSTRAP ?= 127.0.0.1:9092
 CARGO ?= cargo
 
-.PHONY: build run cluster cluster-split test unit compat compat-cluster compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref fmt clippy fuzz simulate
+.PHONY: build run cluster cluster-split test unit compat compat-cluster compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref fmt clippy fuzz simulate chaos
 
 build:
 	$(CARGO) build --release
@@ -33,6 +33,16 @@ unit:
 
 compat-deps:
 	./compat/install-deps.sh
+
+# The multi-process fault test (tests/chaos.rs) for CHAOS_SECS of faults (CHAOS_FAULTS:
+# kill, pause or both), replaying CHAOS_SEED if given; make test runs it for 120 s. Its
+# processes are stopped when it ends, and a failing run keeps their data and logs.
+CHAOS_SECS ?= 600
+CHAOS_FAULTS ?= kill,pause
+chaos:
+	HIGHWATER_CHAOS_SECS=$(CHAOS_SECS) HIGHWATER_CHAOS_FAULTS=$(CHAOS_FAULTS) \
+	$(if $(CHAOS_SEED),HIGHWATER_CHAOS_SEED=$(CHAOS_SEED)) \
+	$(CARGO) test --test chaos -- --nocapture
 
 # The seeded replication simulator (tests/simulator.rs) over SIM_SEEDS seeds from SIM_BASE
 # (make test runs seeds 0-199); a failing seed prints itself: replay it with

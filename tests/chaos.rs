@@ -1,8 +1,9 @@
 //! Issue #5's multi-process fault test: three combined nodes, a topic with one partition,
 //! three replicas and `min.insync.replicas=2`, an idempotent acks=all producer writing a
-//! counter and a read_uncommitted consumer, while the test kills -9 and restarts a random
-//! broker every few seconds (half the kills aim at the partition's leader; at most one
-//! broker is down at a time). Then everything heals, and the test asserts that:
+//! counter and a read_uncommitted consumer, while the test strikes a random broker every
+//! few seconds (half the faults aim at the partition's leader; at most one broker is down
+//! at a time) with kill -9 and a restart, or SIGSTOP beyond the broker session and SIGCONT
+//! (issue 11, item 8: a deposed leader that resumes must not acknowledge). Then everything heals, and the test asserts that:
 //! 1. every acknowledged record is in the log exactly once, in order, at the offset it was
 //!    acknowledged at;
 //! 2. the three replicas' logs hold the same batches, byte for byte and segment by segment,
@@ -10,9 +11,10 @@
 //! 3. no fetch returned an offset at or above the high watermark of its own response, and
 //!    everything consumed is still in the final log at the same offset and was acknowledged.
 //!
-//! `HIGHWATER_CHAOS_SECS` sets how long the kills go on (default 120),
-//! `HIGHWATER_CHAOS_SEED=<seed>` replays the same kill choices (their timing against the
-//! clients still varies), `HIGHWATER_CLUSTER_LOG=1` shows the nodes' logs; otherwise a failing
+//! `HIGHWATER_CHAOS_SECS` sets how long the faults go on (default 120),
+//! `HIGHWATER_CHAOS_FAULTS` which ones (`kill,pause`, the default, or either alone),
+//! `HIGHWATER_CHAOS_SEED=<seed>` replays the same fault choices (their timing against the
+//! clients still varies; `make chaos` sets all three), `HIGHWATER_CLUSTER_LOG=1` shows the nodes' logs; otherwise a failing
 //! run keeps them, with the data, in the directory it prints.
 
 mod common;
@@ -44,6 +46,10 @@ const UP_MS_MAX: u64 = 4000;
 /// How long a killed broker stays down before its restart.
 const DOWN_MS_MIN: u64 = 200;
 const DOWN_MS_MAX: u64 = 3000;
+/// How long a paused broker stays stopped: past its session (`SESSION_MS`), so that the
+/// controller fences it and moves its leaderships while it cannot tell.
+const PAUSE_MS_MIN: u64 = SESSION_MS + 500;
+const PAUSE_MS_MAX: u64 = SESSION_MS + 2500;
 /// Records per produced batch: 1 to this many.
 const RECORDS_PER_BATCH_MAX: u64 = 5;
 /// A pause between acknowledged batches, so that the log stays small.
@@ -493,8 +499,8 @@ fn read_replica(dir: &Path, high_watermark: i64) -> Result<ReplicaLog, String> {
 /// What the kills did.
 #[derive(Debug, Default)]
 struct ChaosReport {
-    /// (seconds since the start, node, whether it led the partition).
-    kills: Vec<(f64, usize, bool)>,
+    /// (seconds since the start, node, whether it led the partition, the fault).
+    kills: Vec<(f64, usize, bool, Fault)>,
     /// How many kills came while a produce request was in flight.
     aimed: usize,
 }
@@ -541,8 +547,30 @@ async fn aim_at_request_in_flight(in_flight: &AtomicBool, delay_us: u64) -> bool
     aimed
 }
 
-/// Kills -9 and restarts one broker after another until `duration` has passed (at least
-/// once): half the kills aim at the leader, the others at any broker, each while a
+/// What strikes a broker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    /// kill -9, then a restart.
+    Kill,
+    /// SIGSTOP past the broker session, then SIGCONT.
+    Pause,
+}
+
+/// The faults of `HIGHWATER_CHAOS_FAULTS` (`kill,pause` by default).
+fn chaos_faults() -> Vec<Fault> {
+    let wanted = std::env::var("HIGHWATER_CHAOS_FAULTS").unwrap_or_else(|_| "kill,pause".into());
+    wanted
+        .split(',')
+        .map(|f| match f.trim() {
+            "kill" => Fault::Kill,
+            "pause" => Fault::Pause,
+            other => panic!("HIGHWATER_CHAOS_FAULTS: unknown fault {other:?} (kill, pause)"),
+        })
+        .collect()
+}
+
+/// Strikes one broker after another until `duration` has passed (at least once), with a
+/// fault of `faults`: half aim at the leader, the others at any broker, each while a
 /// produce request is in flight if one comes soon.
 async fn run_chaos(
     cluster: &mut Cluster,
@@ -551,11 +579,17 @@ async fn run_chaos(
     in_flight: &AtomicBool,
 ) -> ChaosReport {
     let nodes: Vec<SocketAddr> = (1..=3).map(|n| cluster.addr(n)).collect();
+    let faults = chaos_faults();
     let started = Instant::now();
     let mut report = ChaosReport::default();
     loop {
         let up = Duration::from_millis(rng.between(UP_MS_MIN, UP_MS_MAX));
-        let down = Duration::from_millis(rng.between(DOWN_MS_MIN, DOWN_MS_MAX));
+        let fault = faults[rng.between(0, faults.len() as u64 - 1) as usize];
+        let down = match fault {
+            Fault::Kill => rng.between(DOWN_MS_MIN, DOWN_MS_MAX),
+            Fault::Pause => rng.between(PAUSE_MS_MIN, PAUSE_MS_MAX),
+        };
+        let down = Duration::from_millis(down);
         let aim_at_leader = rng.next().is_multiple_of(2);
         let any = rng.between(1, 3) as usize;
         let delay_us = rng.between(0, KILL_DELAY_US_MAX);
@@ -566,11 +600,19 @@ async fn run_chaos(
             _ => any,
         };
         report.aimed += usize::from(aim_at_request_in_flight(in_flight, delay_us).await);
-        cluster.kill(victim);
+        match fault {
+            Fault::Kill => cluster.kill(victim),
+            Fault::Pause => cluster.signal(victim, "-STOP"),
+        }
         let at = started.elapsed().as_secs_f64();
-        report.kills.push((at, victim, victim as i32 == leader));
+        report
+            .kills
+            .push((at, victim, victim as i32 == leader, fault));
         tokio::time::sleep(down).await;
-        cluster.spawn(victim);
+        match fault {
+            Fault::Kill => cluster.spawn(victim),
+            Fault::Pause => cluster.signal(victim, "-CONT"),
+        }
         wait_answering(nodes[victim - 1], victim, seed).await;
         if started.elapsed() >= duration {
             return report;
@@ -673,14 +715,18 @@ fn summary(
     high_watermark: i64,
 ) -> String {
     let leader_kills = chaos.kills.iter().filter(|k| k.2).count();
+    let pauses = chaos.kills.iter().filter(|k| k.3 == Fault::Pause).count();
     let acked = producer.batches.iter().filter(|b| b.acked_at.is_some());
     let kills: Vec<String> = chaos
         .kills
         .iter()
-        .map(|(at, node, led)| format!("{at:.1}s:{node}{}", if *led { "L" } else { "" }))
+        .map(|(at, node, led, fault)| {
+            let kind = if *fault == Fault::Pause { "P" } else { "" };
+            format!("{at:.1}s:{node}{}{kind}", if *led { "L" } else { "" })
+        })
         .collect();
     format!(
-        "{} kills ({leader_kills} of the leader, {} during a produce): {}\nproducer: {} batches acknowledged of {}, \
+        "{} faults ({pauses} pauses, {leader_kills} of the leader, {} during a produce): {}\nproducer: {} batches acknowledged of {}, \
          {} records; retries {:?}\nconsumer: {} fetches, {} records; errors {:?}\nfinal high \
          watermark {high_watermark}",
         chaos.kills.len(),
@@ -798,9 +844,10 @@ async fn final_log(nodes: Vec<SocketAddr>) -> Result<Vec<Log>, String> {
 type Log = (i64, String, String);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn acknowledged_records_survive_random_kill_9s_and_replicas_converge() {
+async fn acknowledged_records_survive_random_kills_and_pauses_and_replicas_converge() {
     // Goal: issue #5's acceptance under real crashes: with acks=all, min.insync.replicas=2
-    // and an idempotent producer, kill -9 of any broker (the leader included) loses no
+    // and an idempotent producer, kill -9 or a pause past the session of any broker (the
+    // leader included) loses no
     // acknowledged record, duplicates none, shows consumers nothing above the high
     // watermark, and the replicas end byte-identical. Method: 3 real processes, seeded
     // kills and restarts for HIGHWATER_CHAOS_SECS, raw-protocol producer and consumer,

@@ -62,10 +62,13 @@ async fn ensure_offsets_topic(broker: &Broker) -> Result<(), (ResponseError, &'s
 async fn find(broker: &Broker, key_type: i8, key: &str) -> Found {
     match key_type {
         KEY_TYPE_GROUP => {}
+        // Not COORDINATOR_NOT_AVAILABLE, which clients retry until their own timeout: a
+        // non-retriable error makes initTransactions fail at once (issue 12, "never a
+        // hang"), as InitProducerId with a transactional id already does.
         KEY_TYPE_TRANSACTION => {
             return Err((
-                ResponseError::CoordinatorNotAvailable,
-                "transaction coordinators are not implemented yet",
+                ResponseError::TransactionalIdAuthorizationFailed,
+                "transactions are not supported by highwater yet",
             ))
         }
         _ => {
