@@ -854,7 +854,7 @@ async fn acknowledged_records_survive_random_kills_and_pauses_and_replicas_conve
     // checks on the final log, the consumer's observations and every node's files.
     let seed = seed_from_env("HIGHWATER_CHAOS_SEED");
     let duration = chaos_duration();
-    println!("chaos seed {seed} (replay: HIGHWATER_CHAOS_SEED={seed}), {duration:?} of kills");
+    println!("chaos seed {seed} (replay: HIGHWATER_CHAOS_SEED={seed}), {duration:?} of faults");
     let mut rng = Rng(seed);
     let mut cluster = Cluster::start_with(&[
         &format!("replica.lag.time.max.ms={REPLICA_LAG_MS}"),

@@ -69,8 +69,7 @@ pub fn check(partition: &Partition, history: &InvariantHistory) {
     let log = partition.log();
     let (start, end) = (log.log_start_offset(), log.log_end_offset());
     let high_watermark = partition.high_watermark();
-    let entries = log.epoch_cache().entries().to_vec();
-    drop(log);
+    let entries = log.epoch_cache().entries();
     let offsets = || format!("start {start}, HW {high_watermark}, LEO {end}");
     require(partition, start <= high_watermark, || {
         format!("log start <= HW ({})", offsets())
@@ -123,6 +122,7 @@ pub fn check(partition: &Partition, history: &InvariantHistory) {
             },
         );
     }
+    drop(log);
     drop(state);
 }
 
