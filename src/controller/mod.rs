@@ -322,10 +322,15 @@ impl Controller {
         }
     }
 
-    /// The remote controller to try next: the leader the local quorum knows, else the last
-    /// hint, else the next in turn, never the one that just failed to answer.
+    /// The remote controller to try next: the active one the local quorum (or the followed
+    /// metadata) knows, else the last hint, else the next in turn, never the one that just
+    /// failed to answer.
     fn next_controller(&self, route: &mut Route) -> (i32, String) {
-        let known = self.active.as_ref().and_then(|a| a.quorum.leader());
+        // A broker-only node learns the active controller with the metadata it follows.
+        let known = match &self.active {
+            Some(active) => active.quorum.leader(),
+            None => Some(self.publisher.image().controller_id).filter(|id| *id >= 0),
+        };
         let hint = known.unwrap_or_else(|| self.leader_hint.load(Ordering::Relaxed));
         if hint != route.failed {
             if let Some(found) = self.remotes.iter().find(|(id, _)| *id == hint) {
