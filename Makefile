@@ -3,7 +3,7 @@ CONFIG ?= config/server.toml
 BOOTSTRAP ?= 127.0.0.1:9092
 CARGO ?= cargo
 
-.PHONY: build run cluster cluster-split test unit compat compat-cluster compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref fmt clippy fuzz simulate chaos
+.PHONY: build run cluster cluster-split test lint unit compat compat-cluster compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref fmt clippy fuzz simulate chaos
 
 build:
 	$(CARGO) build --release
@@ -11,10 +11,15 @@ build:
 run: build
 	./target/release/highwater serve --config $(CONFIG)
 
-# Unit and integration tests, then every compat suite against a freshly started highwater,
+# The style gate, unit and integration tests, then every compat suite against a freshly started highwater,
 # then Apache Kafka's DumpLogSegments over segments highwater wrote, then a one-minute run
 # of the benchmark machinery against both brokers.
-test: unit compat compat-cluster compat-storage bench-smoke
+test: lint unit compat compat-cluster compat-storage bench-smoke
+
+# The style gate (issue 17): formatting and every clippy lint, warnings as errors.
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --all-targets -- -D warnings
 
 # Three combined nodes (config/cluster/node-*.toml: clients on 127.0.0.1:9092-9094, the
 # quorum on 9192-9194, data under ./data/node-*), in the foreground; ctrl-c stops all.
