@@ -352,3 +352,28 @@ async fn a_connection_past_max_connections_waits_until_one_closes() {
         0
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fetch_posing_as_an_unknown_replica_is_refused_and_the_partition_keeps_serving() {
+    // Goal: a client that sends a follower Fetch with the replica id of no replica gets
+    // NOT_LEADER_OR_FOLLOWER, and the partition goes on serving produce and fetch (the
+    // refusal used to take the partition's role lock twice and deadlock it for good).
+    // Method: a raw Fetch v12 with replica_id 9 on a single node, then a produce, each
+    // bounded in time.
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "t", 1).await;
+    let mut impostor = broker.client().await;
+    let request =
+        fetch_request("t", 0, 0, 0, 0).with_replica_id(kafka_protocol::messages::BrokerId(9));
+    let wait = std::time::Duration::from_secs(10);
+    let answer = tokio::time::timeout(wait, impostor.call(&request, 12))
+        .await
+        .expect("the fetch is answered");
+    let code = answer.responses[0].partitions[0].error_code;
+    assert_eq!(code, ResponseError::NotLeaderOrFollower.code());
+    let produced = tokio::time::timeout(wait, produce(&mut client, "t", 0, batch(2, -1, -1, 0)))
+        .await
+        .expect("the partition still serves");
+    assert_eq!(produced.error_code, 0);
+}

@@ -327,11 +327,17 @@ impl Partition {
 
     /// NOT_LEADER_OR_FOLLOWER for this partition, naming the leader if known.
     pub fn not_leader(&self, leader: i32) -> ReplicaError {
+        self.not_leader_at(leader, self.leader_epoch())
+    }
+
+    /// NOT_LEADER_OR_FOLLOWER naming `leader` at `leader_epoch` (for callers that hold the
+    /// role's lock).
+    pub fn not_leader_at(&self, leader: i32, leader_epoch: i32) -> ReplicaError {
         ReplicaError::NotLeaderOrFollower {
             topic: self.topic_partition.topic.clone(),
             partition: self.topic_partition.partition,
             leader,
-            leader_epoch: self.leader_epoch(),
+            leader_epoch,
         }
     }
 

@@ -192,11 +192,15 @@ impl Partition {
         let now = crate::log::segment::now_ms();
         let mut state = self.state();
         let (leader_epoch, partition_epoch) = (state.leader_epoch, state.partition_epoch);
+        // The refusals are built from the guarded state: `not_leader` would take the lock
+        // again (and deadlock the partition on a fetch from an unknown replica).
         let Role::Leader(leader) = &mut state.role else {
-            return Err(self.not_leader(-1));
+            return Err(self.not_leader_at(-1, leader_epoch));
         };
         if !leader.record_fetch(replica, fetch_offset, leo, now) {
-            return Err(self.not_leader(leader.local_id));
+            tracing::warn!(partition = %self.topic_partition, replica,
+                "fetch from a replica outside the assignment refused");
+            return Err(self.not_leader_at(leader.local_id, leader_epoch));
         }
         let high_watermark = self.high_watermark();
         let change = leader
@@ -373,5 +377,166 @@ impl Partition {
             false => log.epoch_cache().latest_epoch().unwrap_or(-1),
         };
         (epoch, log.log_end_offset())
+    }
+}
+
+/// The partition state machine, one rule per test.
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::log::batch::tests::encode_batch;
+    use crate::log::partition_log::test_config;
+    use crate::log::{Log, OpenOptions};
+    use crate::replica::log_dirs::LogDir;
+    use crate::replica::TopicPartition;
+
+    fn partition(dir: &std::path::Path) -> Partition {
+        let log = Log::open(dir, test_config(1 << 20, 64), OpenOptions::default()).expect("open");
+        let tp = TopicPartition {
+            topic: "t".into(),
+            partition: 0,
+        };
+        let log_dir = Arc::new(LogDir::standalone(dir));
+        Partition::new(tp, uuid::Uuid::nil(), (-1, 0), log, log_dir)
+    }
+
+    fn fetch(replica_id: i32, fetch_offset: i64, last_fetched_epoch: i32) -> FollowerFetch {
+        FollowerFetch {
+            replica_id,
+            fetch_offset,
+            last_fetched_epoch,
+            current_leader_epoch: -1,
+            max_bytes: 1 << 20,
+        }
+    }
+
+    fn image(leader: i32, leader_epoch: i32, isr: &[i32]) -> PartitionImage {
+        PartitionImage {
+            replicas: vec![1, 2, 3],
+            isr: isr.to_vec(),
+            leader,
+            leader_epoch,
+            partition_epoch: leader_epoch,
+        }
+    }
+
+    #[test]
+    fn a_stale_image_is_ignored() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = partition(dir.path());
+        p.apply_partition_image(1, &image(1, 3, &[1, 2]))
+            .expect("leader");
+        p.apply_partition_image(1, &image(2, 2, &[2]))
+            .expect("stale");
+        assert!(p.is_leader());
+        assert_eq!(p.leader_epoch(), 3);
+    }
+
+    #[test]
+    fn the_same_epoch_only_refreshes_replicas_and_isr() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = partition(dir.path());
+        p.apply_partition_image(1, &image(1, 1, &[1, 2]))
+            .expect("leader");
+        p.append_as_leader(&encode_batch(2, -1, -1, 0))
+            .expect("append");
+        p.apply_partition_image(1, &image(1, 1, &[1]))
+            .expect("refresh");
+        assert_eq!(p.isr_len(), 1, "the ISR follows the image");
+        assert_eq!(
+            p.high_watermark(),
+            2,
+            "a lone leader's HW reaches its log end"
+        );
+        let entries = p.log().epoch_cache().entries().to_vec();
+        assert_eq!(entries.len(), 1, "no new epoch entry: {entries:?}");
+    }
+
+    #[test]
+    fn a_leaders_high_watermark_waits_for_every_isr_member() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = partition(dir.path());
+        p.make_leader(1, 0, 0, vec![1, 2], vec![1, 2])
+            .expect("leader");
+        p.append_as_leader(&encode_batch(3, -1, -1, 0))
+            .expect("append");
+        assert_eq!(p.high_watermark(), 0, "the follower has nothing yet");
+        p.fetch_for_follower(fetch(2, 0, -1)).expect("first fetch");
+        assert_eq!(
+            p.high_watermark(),
+            0,
+            "the follower's offset is learned one fetch late"
+        );
+        p.fetch_for_follower(fetch(2, 3, 0)).expect("second fetch");
+        assert_eq!(p.high_watermark(), 3);
+    }
+
+    #[test]
+    fn a_followers_high_watermark_is_capped_by_its_log_end() {
+        let leader_dir = tempfile::tempdir().expect("tempdir");
+        let leader = partition(leader_dir.path());
+        leader
+            .make_leader(1, 0, 0, vec![1], vec![1])
+            .expect("leader");
+        leader
+            .append_as_leader(&encode_batch(3, -1, -1, 0))
+            .expect("append");
+        let records = leader.log().read(0, 3, 1 << 20, true).expect("read");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let follower = partition(dir.path());
+        follower.make_follower(1, 0, 0).expect("follower");
+        follower
+            .append_as_follower(0, &records, 100, 0)
+            .expect("append");
+        assert_eq!(follower.high_watermark(), 3, "min(leader HW, own log end)");
+    }
+
+    #[test]
+    fn a_diverging_epoch_is_reported_when_the_followers_epoch_ends_earlier() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = partition(dir.path());
+        p.make_leader(1, 0, 0, vec![1, 2], vec![1]).expect("leader");
+        p.append_as_leader(&encode_batch(3, -1, -1, 0))
+            .expect("append");
+        p.make_leader(1, 2, 1, vec![1, 2], vec![1])
+            .expect("leader again");
+        p.append_as_leader(&encode_batch(2, -1, -1, 0))
+            .expect("append");
+        // The follower's last batch is of epoch 1, unknown here: epoch 0 ended at 3.
+        let (answer, _) = p.fetch_for_follower(fetch(2, 5, 1)).expect("fetch");
+        match answer {
+            FollowerFetchResult::Diverging { epoch, end_offset } => {
+                assert_eq!((epoch, end_offset), (0, 3));
+            }
+            other => panic!("expected a diverging epoch, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_fetch_from_a_replica_outside_the_assignment_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = partition(dir.path());
+        p.make_leader(1, 0, 0, vec![1, 2], vec![1, 2])
+            .expect("leader");
+        let refused = p.fetch_for_follower(fetch(9, 0, -1));
+        assert!(matches!(
+            refused,
+            Err(ReplicaError::NotLeaderOrFollower { .. })
+        ));
+    }
+
+    #[test]
+    fn a_fetch_answer_for_an_older_epoch_is_not_applied() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = partition(dir.path());
+        p.make_follower(1, 4, 4).expect("follower");
+        let refused = p.append_as_follower(3, &encode_batch(1, -1, -1, 0), 1, 0);
+        assert!(matches!(
+            refused,
+            Err(ReplicaError::NotLeaderOrFollower { .. })
+        ));
+        assert_eq!(p.log().log_end_offset(), 0, "nothing appended");
     }
 }
