@@ -242,6 +242,17 @@ async fn acks_all_times_out_without_the_follower_and_min_insync_refuses_a_lone_l
     assert_eq!(values(&cluster, A), ["m0", "m2"]);
 }
 
+/// Appends 200 values `{prefix}{i}` in batches of 50 on `leader`.
+fn append_values(cluster: &SimCluster, leader: i32, prefix: &str) {
+    let values: Vec<String> = (0..200).map(|i| format!("{prefix}{i}")).collect();
+    for chunk in values.chunks(50) {
+        cluster
+            .partition(leader)
+            .append_as_leader(&common::batch_of_values(chunk, common::now_ms()))
+            .expect("append");
+    }
+}
+
 #[tokio::test]
 async fn a_follower_rejoins_after_an_epoch_it_led_without_appending() {
     // Issue 11, failure 1: L leads epoch 0 (200 records); L dies and B leads epoch 1
@@ -262,13 +273,7 @@ async fn a_follower_rejoins_after_an_epoch_it_led_without_appending() {
             .make_follower(L, 0, 0)
             .expect("follower");
     }
-    let first: Vec<String> = (0..200).map(|i| format!("a{i}")).collect();
-    for chunk in first.chunks(50) {
-        cluster
-            .partition(L)
-            .append_as_leader(&common::batch_of_values(chunk, common::now_ms()))
-            .expect("append");
-    }
+    append_values(&cluster, L, "a");
     cluster.catch_up(B, L).await;
     cluster.catch_up(C, L).await;
     cluster.crash(L);
@@ -298,13 +303,7 @@ async fn a_follower_rejoins_after_an_epoch_it_led_without_appending() {
         Some(1),
         "B's empty epoch is still at its log end"
     );
-    let second: Vec<String> = (0..200).map(|i| format!("b{i}")).collect();
-    for chunk in second.chunks(50) {
-        cluster
-            .partition(L)
-            .append_as_leader(&common::batch_of_values(chunk, common::now_ms()))
-            .expect("append");
-    }
+    append_values(&cluster, L, "b");
     cluster.catch_up(B, L).await;
     cluster.catch_up(C, L).await;
     assert_eq!(cluster.partition(B).log().log_end_offset(), 400);

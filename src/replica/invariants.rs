@@ -128,22 +128,10 @@ pub fn check(partition: &Partition, history: &InvariantHistory) {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
-    use crate::log::partition_log::test_config;
-    use crate::log::{Log, OpenOptions};
-    use crate::replica::log_dirs::LogDir;
-    use crate::replica::TopicPartition;
 
     fn leader(dir: &std::path::Path) -> Partition {
-        let log = Log::open(dir, test_config(1 << 20, 64), OpenOptions::default()).expect("open");
-        let tp = TopicPartition {
-            topic: "t".into(),
-            partition: 0,
-        };
-        let log_dir = Arc::new(LogDir::standalone(dir));
-        let partition = Partition::new(tp, uuid::Uuid::nil(), (1, 0), log, log_dir);
+        let partition = Partition::for_test(dir);
         partition
             .make_leader(1, 0, 0, vec![1, 2], vec![1, 2])
             .expect("leader");

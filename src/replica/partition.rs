@@ -131,6 +131,20 @@ impl Partition {
         &self.history
     }
 
+    /// A partition `t-0` on a fresh log in `dir`, following no one (unit tests).
+    #[cfg(test)]
+    pub(crate) fn for_test(dir: &std::path::Path) -> Partition {
+        use crate::log::partition_log::test_config;
+        let config = test_config(1 << 20, 64);
+        let log = Log::open(dir, config, crate::log::OpenOptions::default()).expect("open");
+        let tp = TopicPartition {
+            topic: "t".into(),
+            partition: 0,
+        };
+        let log_dir = Arc::new(LogDir::standalone(dir));
+        Partition::new(tp, Uuid::nil(), (-1, 0), log, log_dir)
+    }
+
     /// Whether this replica's log directory failed (KAFKA_STORAGE_ERROR for every use).
     pub fn is_offline(&self) -> bool {
         self.log_dir.is_offline()

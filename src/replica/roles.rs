@@ -383,23 +383,11 @@ impl Partition {
 /// The partition state machine, one rule per test.
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
     use crate::log::batch::tests::encode_batch;
-    use crate::log::partition_log::test_config;
-    use crate::log::{Log, OpenOptions};
-    use crate::replica::log_dirs::LogDir;
-    use crate::replica::TopicPartition;
 
     fn partition(dir: &std::path::Path) -> Partition {
-        let log = Log::open(dir, test_config(1 << 20, 64), OpenOptions::default()).expect("open");
-        let tp = TopicPartition {
-            topic: "t".into(),
-            partition: 0,
-        };
-        let log_dir = Arc::new(LogDir::standalone(dir));
-        Partition::new(tp, uuid::Uuid::nil(), (-1, 0), log, log_dir)
+        Partition::for_test(dir)
     }
 
     fn fetch(replica_id: i32, fetch_offset: i64, last_fetched_epoch: i32) -> FollowerFetch {
