@@ -94,9 +94,11 @@ input_lines() {
 
 for name in "${cases[@]}"; do
     input_lines "$name" >"$out/in-$name.txt"
+    # linger.ms=50 lets batches fill to 15 records even on a loaded machine: with 5 ms, a
+    # busy one sent batches too small to be worth compressing and the codec check failed.
     # shellcheck disable=SC2086 # the flags are words
     if ! timeout 60 kcat -b "$bootstrap" -P -l -t "storage-$name" ${case_flags[$name]} \
-        -X batch.num.messages=15 -X linger.ms=5 "$out/in-$name.txt"; then
+        -X batch.num.messages=15 -X linger.ms=50 "$out/in-$name.txt"; then
         fail "kcat could not produce the $name case"
     fi
 done
