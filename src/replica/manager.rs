@@ -381,9 +381,12 @@ impl ReplicaManager {
     fn log_dir_for(&self, tp: &TopicPartition) -> Result<Arc<LogDir>, ReplicaError> {
         let chosen = match self.log_dirs.holding(tp) {
             Some(dir) => Some(dir),
-            None => self
-                .log_dirs
-                .for_new_log(|dir| self.partitions_in(dir).len()),
+            None => self.log_dirs.for_new_log(|dir| {
+                self.partitions
+                    .iter()
+                    .filter(|p| p.value().log_dir().path == dir.path)
+                    .count()
+            }),
         };
         match chosen {
             Some(dir) if !dir.is_offline() => Ok(Arc::clone(dir)),
