@@ -1,6 +1,6 @@
 //! Fetch for consumers: whole stored batches from the offset asked, read zero-copy from the
 //! segment maps and capped at the high watermark (the last stable offset for
-//! read_committed, equal to it until transactions exist).
+//! read_committed, with the aborted transactions among the batches returned).
 //!
 //! Fetch from a follower (replica id ≥ 0, in the body before v15, in ReplicaState from
 //! v15): its fetch offset is its log end offset, which the partition records; it reads up
@@ -19,10 +19,10 @@ use futures_util::future::select_all;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_request::FetchPartition;
 use kafka_protocol::messages::fetch_response::{
-    FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
+    AbortedTransaction, FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
 };
 use kafka_protocol::messages::{
-    BrokerId, FetchRequest, FetchResponse, FetchResponse as Response, TopicName,
+    BrokerId, FetchRequest, FetchResponse, FetchResponse as Response, ProducerId, TopicName,
 };
 use kafka_protocol::protocol::HeaderVersion;
 use tokio::sync::watch;
@@ -32,6 +32,7 @@ use uuid::Uuid;
 use super::errors::replica_error;
 use super::response::encode_with_sources;
 use super::{leader_hint, node_endpoints, topic_name, Broker, HandlerError, Outcome, Request};
+use crate::log::batch::BatchIter;
 use crate::replica::roles::{FollowerFetch, FollowerFetchResult};
 use crate::replica::{IsrChange, Partition};
 
@@ -163,11 +164,14 @@ fn read_for_follower(
     })
 }
 
+/// `isolation_level` of a read_committed consumer.
+const READ_COMMITTED: i8 = 1;
+
 fn read_partition(
     partition: &Partition,
     fetch: &FetchPartition,
-    max_bytes: usize,
-    min_one: bool,
+    (max_bytes, min_one): (usize, bool),
+    isolation_level: i8,
 ) -> Result<PartitionData, ResponseError> {
     if !partition.is_leader() {
         return Err(ResponseError::NotLeaderOrFollower);
@@ -176,20 +180,43 @@ fn read_partition(
         .check_leader_epoch(fetch.current_leader_epoch)
         .map_err(|e| replica_error(&e))?;
     let offsets = partition.offsets();
+    let read_committed = isolation_level == READ_COMMITTED;
+    let upper = match read_committed {
+        true => offsets.last_stable_offset,
+        false => offsets.high_watermark,
+    };
     let log = partition.log();
     let records = log
-        .read(
-            fetch.fetch_offset,
-            offsets.high_watermark,
-            max_bytes,
-            min_one,
-        )
+        .read(fetch.fetch_offset, upper, max_bytes, min_one)
         .map_err(|e| replica_error(&partition.log_error(e)))?;
+    // The aborted transactions among the batches returned, whose records the consumer
+    // drops (it reads whole batches, so the range ends after the last one returned).
+    let aborted = match read_committed {
+        true => {
+            let end = BatchIter::new(&records)
+                .last()
+                .map_or(fetch.fetch_offset, |(_, h)| h.last_offset() + 1);
+            let found = log.producers().aborted_between(fetch.fetch_offset, end);
+            Some(
+                found
+                    .into_iter()
+                    .map(|a| {
+                        AbortedTransaction::default()
+                            .with_producer_id(ProducerId(a.producer_id))
+                            .with_first_offset(a.first_offset)
+                    })
+                    .collect(),
+            )
+        }
+        false => None,
+    };
+    drop(log);
     Ok(PartitionData::default()
         .with_partition_index(fetch.partition)
         .with_high_watermark(offsets.high_watermark)
         .with_last_stable_offset(offsets.last_stable_offset)
         .with_log_start_offset(offsets.log_start_offset)
+        .with_aborted_transactions(aborted)
         .with_records(Some(records)))
 }
 
@@ -226,7 +253,12 @@ fn read_all(
                 max_bytes,
                 &mut reading.isr_changes,
             ),
-            false => read_partition(&p, &target.request, max_bytes, reading.bytes == 0),
+            false => read_partition(
+                &p,
+                &target.request,
+                (max_bytes, reading.bytes == 0),
+                body.isolation_level,
+            ),
         });
         let data = data.unwrap_or_else(|error| {
             tracing::debug!(client = %request.client, api = "Fetch", partition = index,

@@ -28,23 +28,31 @@ fn epoch_of(partition: &Partition, offset: i64) -> i32 {
         .map_or(-1, |e| e.epoch)
 }
 
-/// (timestamp, offset) for one partition's query.
-fn lookup(partition: &Partition, timestamp: i64) -> (i64, i64) {
+/// `isolation_level` of a read_committed client.
+const READ_COMMITTED: i8 = 1;
+
+/// (timestamp, offset) for one partition's query; read_committed clients see nothing at
+/// or past the last stable offset, others nothing past the high watermark.
+fn lookup(partition: &Partition, timestamp: i64, isolation_level: i8) -> (i64, i64) {
     let offsets = partition.offsets();
+    let fetchable = match isolation_level {
+        READ_COMMITTED => offsets.last_stable_offset,
+        _ => offsets.high_watermark,
+    };
     match timestamp {
-        LATEST => (-1, offsets.high_watermark),
+        LATEST => (-1, fetchable),
         EARLIEST | EARLIEST_LOCAL => (-1, offsets.log_start_offset),
         LATEST_TIERED => (-1, -1),
         MAX_TIMESTAMP => {
             let found = partition.log().offset_of_max_timestamp();
             found
-                .filter(|f| f.offset < offsets.high_watermark)
+                .filter(|f| f.offset < fetchable)
                 .map_or((-1, -1), |f| (f.timestamp, f.offset))
         }
         target => {
             let found = partition.log().offset_for_timestamp(target);
             found
-                .filter(|f| f.offset < offsets.high_watermark)
+                .filter(|f| f.offset < fetchable)
                 .map_or((-1, -1), |f| (f.timestamp, f.offset))
         }
     }
@@ -57,7 +65,7 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
         let base = ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
         let found = broker.on_partition(request, topic, p.partition_index, |partition| {
             partition.check_leader_epoch(p.current_leader_epoch)?;
-            let (timestamp, offset) = lookup(partition, p.timestamp);
+            let (timestamp, offset) = lookup(partition, p.timestamp, body.isolation_level);
             let known = offset >= 0 && request.version() >= 4;
             Ok((
                 timestamp,

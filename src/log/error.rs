@@ -36,9 +36,19 @@ pub enum LogError {
     /// now + message.timestamp.after.max.ms].
     #[error("timestamp {timestamp} is outside the accepted range [{min}, {max}]")]
     InvalidTimestamp { timestamp: i64, min: i64, max: i64 },
-    /// Transactional or control batches sent by a client: not supported yet.
-    #[error("transactional batches are not supported (producer {producer_id})")]
-    TransactionsUnsupported { producer_id: i64 },
+    /// A control batch (transaction marker) sent by a client: only coordinators write them.
+    #[error("producer {producer_id}: clients may not write control batches")]
+    ControlBatchFromClient { producer_id: i64 },
+    /// A transaction marker from a coordinator older than the last one seen (a deposed
+    /// coordinator).
+    #[error(
+        "producer {producer_id}: coordinator epoch {coordinator_epoch} is older than {current}"
+    )]
+    CoordinatorFenced {
+        producer_id: i64,
+        coordinator_epoch: i32,
+        current: i32,
+    },
     /// The producer's epoch is older than the one on record.
     #[error("producer {producer_id}: epoch {epoch} is older than {current_epoch}")]
     InvalidProducerEpoch {

@@ -9,6 +9,7 @@ pub mod batch_rewrite;
 pub mod checkpoint;
 pub mod cleaner;
 pub mod cleaner_swap;
+pub mod control;
 pub mod epoch_cache;
 pub mod error;
 pub mod index_file;

@@ -81,9 +81,9 @@ pub struct Log {
     /// When the log was last flushed (for `flush.ms`).
     last_flush_ms: i64,
     epoch_cache: EpochCache,
-    /// Built from the log's batch headers on the first append after opening (there are no
-    /// producer snapshots yet), so that start-up does not read every batch header.
-    producers: Option<ProducerStateTable>,
+    /// Producers and their transactions, rebuilt from the log's batch headers when the log
+    /// is opened or truncated (there are no producer snapshots yet).
+    producers: ProducerStateTable,
 }
 
 /// Removes the files of the segments starting at `bases` (after a truncated segment).
@@ -170,6 +170,7 @@ impl Log {
             .clamp(first_base, log_end_offset);
         let mut epoch_cache = EpochCache::load(dir)?;
         epoch_cache.truncate_from_end(log_end_offset)?;
+        let producers = rebuild_producers(&segments, log_start_offset);
         let log = Log {
             dir: dir.to_path_buf(),
             config,
@@ -179,24 +180,15 @@ impl Log {
             unflushed_messages: 0,
             last_flush_ms: now_ms(),
             epoch_cache,
-            producers: None,
+            producers,
         };
         log.check_invariants();
         Ok(log)
     }
 
-    /// The producer state, rebuilt from the batch headers of the log on first use.
-    fn producers(&mut self) -> &mut ProducerStateTable {
-        let segments = &self.segments;
-        self.producers.get_or_insert_with(|| {
-            let mut producers = ProducerStateTable::default();
-            for segment in segments {
-                for (_, header) in segment.batches_from(segment.base_offset()) {
-                    producers.update(&header);
-                }
-            }
-            producers
-        })
+    /// The producers of this partition and their transactions.
+    pub fn producers(&self) -> &ProducerStateTable {
+        &self.producers
     }
 
     /// The partition directory.
@@ -243,7 +235,7 @@ impl Log {
         leader_epoch: i32,
     ) -> Result<AppendInfo, LogError> {
         let header = self.validate_client_batch(records)?;
-        if let SequenceCheck::Duplicate(original) = self.producers().check(&header)? {
+        if let SequenceCheck::Duplicate(original) = self.producers.check(&header)? {
             return Ok(AppendInfo {
                 base_offset: original.first_offset,
                 last_offset: original.last_offset,
@@ -271,7 +263,8 @@ impl Log {
             .last_mut()
             .expect("a log always has an active segment");
         let written = segment.append(records, base_offset, leader_epoch)?;
-        self.producers().update(&written);
+        self.producers
+            .update(&written, super::control::parse(records, &written));
         self.unflushed_messages += i64::from(written.record_count);
         if self.unflushed_messages >= self.config.flush_messages {
             self.flush()?;
@@ -307,8 +300,8 @@ impl Log {
         }
         let header = batch::validate(records)?;
         self.check_timestamps(&header)?;
-        if header.is_transactional() || header.is_control() {
-            return Err(LogError::TransactionsUnsupported {
+        if header.is_control() {
+            return Err(LogError::ControlBatchFromClient {
                 producer_id: header.producer_id,
             });
         }
@@ -422,16 +415,66 @@ impl Log {
         &mut self.epoch_cache
     }
 
-    /// Follows a batch written as a follower in the producer state, if it is built.
-    pub(super) fn follow_producers(&mut self, header: &BatchHeader) {
-        if let Some(producers) = self.producers.as_mut() {
-            producers.update(header);
-        }
+    /// Follows a batch written as a follower (`bytes`: the whole batch) in the producer
+    /// state.
+    pub(super) fn follow_producers(&mut self, bytes: &[u8], header: &BatchHeader) {
+        self.producers
+            .update(header, super::control::parse(bytes, header));
     }
 
-    /// Drops the producer state after a truncation; the next leader append rebuilds it.
-    pub(super) fn forget_producers(&mut self) {
-        self.producers = None;
+    /// Rebuilds the producer state from the log after a truncation.
+    pub(super) fn rebuild_producers(&mut self) {
+        self.producers = rebuild_producers(&self.segments, self.log_start_offset);
+    }
+
+    /// Forgets completed transactions whose markers are below `high_watermark`.
+    pub fn retire_stable_transactions(&mut self, high_watermark: i64) {
+        self.producers.retire_stable(high_watermark);
+    }
+
+    /// The last stable offset: the high watermark, or the first offset of the earliest
+    /// transaction not yet decided below it (read_committed consumers stop there).
+    pub fn last_stable_offset(&self, high_watermark: i64) -> i64 {
+        self.producers
+            .first_unstable_offset(high_watermark)
+            .map_or(high_watermark, |first| {
+                first.clamp(self.log_start_offset.min(high_watermark), high_watermark)
+            })
+    }
+
+    /// Appends a transaction marker the coordinator asked for (WriteTxnMarkers) as
+    /// leader: it is checked against the producer's epoch and the last coordinator epoch
+    /// seen, and ends the producer's open transaction here.
+    pub fn append_marker_as_leader(
+        &mut self,
+        producer_id: i64,
+        producer_epoch: i16,
+        marker: super::control::Marker,
+        leader_epoch: i32,
+    ) -> Result<AppendInfo, LogError> {
+        self.producers
+            .check_marker(producer_id, producer_epoch, marker.coordinator_epoch)?;
+        let batch = super::control::encode(producer_id, producer_epoch, marker, now_ms());
+        let base_offset = self.log_end_offset();
+        let active = self.active();
+        if active.size() > 0 && !active.has_room_for(batch.len()) {
+            self.roll()?;
+        }
+        self.epoch_cache.maybe_assign(leader_epoch, base_offset)?;
+        let segment = self
+            .segments
+            .last_mut()
+            .expect("a log always has an active segment");
+        let written = segment.append(&batch, base_offset, leader_epoch)?;
+        self.producers.update(&written, Some(marker));
+        self.count_unflushed(1)?;
+        self.check_invariants();
+        Ok(AppendInfo {
+            base_offset,
+            last_offset: base_offset,
+            duplicate: false,
+            leader_epoch,
+        })
     }
 
     /// Counts records written since the last flush and flushes per `flush.messages`.
@@ -458,6 +501,7 @@ impl Log {
         let advanced = offset > self.log_start_offset;
         if advanced {
             self.log_start_offset = offset;
+            self.producers.forget_aborted_before(offset);
         }
         advanced
     }
@@ -493,6 +537,24 @@ impl Log {
         }
         self.epoch_cache.check_invariants();
     }
+}
+
+/// The producer state of `segments`, read from their batch headers (and the markers of
+/// their control batches); batches below `log_start_offset` still tell their producers'
+/// state, but no aborted transaction wholly below it is kept.
+fn rebuild_producers(segments: &[Segment], log_start_offset: i64) -> ProducerStateTable {
+    let mut producers = ProducerStateTable::default();
+    for segment in segments {
+        for (position, header) in segment.batches_from(segment.base_offset()) {
+            let marker = match header.is_control() {
+                true => super::control::parse(&segment.batch_bytes(position, &header), &header),
+                false => None,
+            };
+            producers.update(&header, marker);
+        }
+    }
+    producers.forget_aborted_before(log_start_offset);
+    producers
 }
 
 /// A log configuration for tests: given segment size and index interval, no limits.

@@ -3,11 +3,16 @@
 //! retried batch is recognised and answered with its original offset instead of being
 //! written twice, and a gap in sequence numbers is refused.
 //!
+//! It also follows transactions (TransactionStateManager's partition half): the first
+//! offset of each producer's open transaction, which bounds the last stable offset, and the
+//! aborted transactions a read_committed consumer must drop.
+//!
 //! The state is rebuilt from the batch headers of the log when a partition is opened.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use super::batch::BatchHeader;
+use super::control::Marker;
 use super::error::LogError;
 
 /// How many batches per producer are remembered for de-duplication (Kafka's
@@ -27,6 +32,26 @@ pub struct BatchMetadata {
 struct ProducerEntry {
     epoch: i16,
     batches: VecDeque<BatchMetadata>,
+    /// The first offset of the producer's open transaction here.
+    open_transaction: Option<i64>,
+    /// The coordinator epoch of the producer's last marker (-1: none).
+    coordinator_epoch: i32,
+}
+
+/// A transaction that was aborted on this partition: its records in `first_offset ..
+/// last_offset` (the marker's offset) are dropped by read_committed consumers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AbortedTransaction {
+    pub producer_id: i64,
+    pub first_offset: i64,
+    pub last_offset: i64,
+}
+
+/// A transaction's offsets on this partition, from its first record to its marker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Completed {
+    first_offset: i64,
+    marker_offset: i64,
 }
 
 /// The outcome of checking a batch against the producer's state.
@@ -42,6 +67,13 @@ pub enum SequenceCheck {
 #[derive(Debug, Default)]
 pub struct ProducerStateTable {
     producers: HashMap<i64, ProducerEntry>,
+    /// First offset → producer id, of every open transaction.
+    open: BTreeMap<i64, i64>,
+    /// Transactions whose marker may still be above the high watermark, in marker order:
+    /// they stay unstable until it passes the marker.
+    completed: VecDeque<Completed>,
+    /// Aborted transactions, in marker order.
+    aborted: Vec<AbortedTransaction>,
 }
 
 fn in_sequence(last: i32, next: i32) -> bool {
@@ -92,8 +124,38 @@ impl ProducerStateTable {
         Ok(SequenceCheck::Append)
     }
 
-    /// Records an appended batch (whose base offset is now assigned).
-    pub fn update(&mut self, header: &BatchHeader) {
+    /// Checks a transaction marker the coordinator asks to write: an older producer epoch
+    /// than the partition saw is refused (INVALID_PRODUCER_EPOCH), as is an older
+    /// coordinator epoch (a deposed coordinator: TRANSACTION_COORDINATOR_FENCED).
+    pub fn check_marker(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+    ) -> Result<(), LogError> {
+        let Some(entry) = self.producers.get(&producer_id) else {
+            return Ok(());
+        };
+        if producer_epoch < entry.epoch {
+            return Err(LogError::InvalidProducerEpoch {
+                producer_id,
+                epoch: producer_epoch,
+                current_epoch: entry.epoch,
+            });
+        }
+        if coordinator_epoch < entry.coordinator_epoch {
+            return Err(LogError::CoordinatorFenced {
+                producer_id,
+                coordinator_epoch,
+                current: entry.coordinator_epoch,
+            });
+        }
+        Ok(())
+    }
+
+    /// Records an appended batch (whose base offset is now assigned); `marker` is the
+    /// transaction marker a control batch holds.
+    pub fn update(&mut self, header: &BatchHeader, marker: Option<Marker>) {
         if !header.has_producer_id() {
             return;
         }
@@ -101,6 +163,31 @@ impl ProducerStateTable {
         if header.producer_epoch != entry.epoch {
             entry.epoch = header.producer_epoch;
             entry.batches.clear();
+        }
+        if header.is_control() {
+            let Some(marker) = marker else { return };
+            entry.coordinator_epoch = marker.coordinator_epoch;
+            let Some(first_offset) = entry.open_transaction.take() else {
+                return;
+            };
+            self.open.remove(&first_offset);
+            let marker_offset = header.base_offset;
+            self.completed.push_back(Completed {
+                first_offset,
+                marker_offset,
+            });
+            if !marker.commit {
+                self.aborted.push(AbortedTransaction {
+                    producer_id: header.producer_id,
+                    first_offset,
+                    last_offset: marker_offset,
+                });
+            }
+            return;
+        }
+        if header.is_transactional() && entry.open_transaction.is_none() {
+            entry.open_transaction = Some(header.base_offset);
+            self.open.insert(header.base_offset, header.producer_id);
         }
         entry.batches.push_back(BatchMetadata {
             first_sequence: header.base_sequence,
@@ -111,6 +198,57 @@ impl ProducerStateTable {
         while entry.batches.len() > BATCHES_RETAINED_MAX {
             entry.batches.pop_front();
         }
+    }
+
+    /// The first offset no read_committed consumer may read yet: the first offset of the
+    /// earliest transaction that is open, or whose marker is not below `high_watermark`.
+    pub fn first_unstable_offset(&self, high_watermark: i64) -> Option<i64> {
+        let open = self.open.keys().next().copied();
+        let unreplicated = self
+            .completed
+            .iter()
+            .rev()
+            .take_while(|c| c.marker_offset >= high_watermark)
+            .map(|c| c.first_offset)
+            .min();
+        [open, unreplicated].into_iter().flatten().min()
+    }
+
+    /// Forgets completed transactions whose markers are below `high_watermark` (stable).
+    pub fn retire_stable(&mut self, high_watermark: i64) {
+        while self
+            .completed
+            .front()
+            .is_some_and(|c| c.marker_offset < high_watermark)
+        {
+            self.completed.pop_front();
+        }
+    }
+
+    /// Aborted transactions with records in `start .. upper` (what a read_committed fetch
+    /// of that range must be told about), oldest first.
+    pub fn aborted_between(&self, start: i64, upper: i64) -> Vec<AbortedTransaction> {
+        let from = self.aborted.partition_point(|a| a.last_offset < start);
+        self.aborted[from..]
+            .iter()
+            .filter(|a| a.first_offset < upper)
+            .copied()
+            .collect()
+    }
+
+    /// Forgets aborted transactions wholly below `log_start_offset` (retention removed them).
+    pub fn forget_aborted_before(&mut self, log_start_offset: i64) {
+        let gone = self
+            .aborted
+            .partition_point(|a| a.last_offset < log_start_offset);
+        self.aborted.drain(..gone);
+    }
+
+    /// The open transactions: (producer id, first offset), earliest first.
+    pub fn open_transactions(&self) -> impl Iterator<Item = (i64, i64)> + '_ {
+        self.open
+            .iter()
+            .map(|(first, producer)| (*producer, *first))
     }
 
     /// Number of producers known.
@@ -140,7 +278,7 @@ mod tests {
         let mut table = ProducerStateTable::default();
         let first = header(7, 0, 3, 100);
         assert_eq!(table.check(&first).expect("check"), SequenceCheck::Append);
-        table.update(&first);
+        table.update(&first, None);
         match table.check(&header(7, 0, 3, 0)).expect("check") {
             SequenceCheck::Duplicate(b) => assert_eq!(b.first_offset, 100),
             other => panic!("expected a duplicate, got {other:?}"),
@@ -150,7 +288,7 @@ mod tests {
     #[test]
     fn a_gap_is_out_of_order() {
         let mut table = ProducerStateTable::default();
-        table.update(&header(7, 0, 3, 0));
+        table.update(&header(7, 0, 3, 0), None);
         assert!(matches!(
             table.check(&header(7, 5, 1, 0)),
             Err(LogError::OutOfOrderSequence {
@@ -169,9 +307,108 @@ mod tests {
         let mut table = ProducerStateTable::default();
         let mut h = header(7, 0, 1, 0);
         h.producer_epoch = 2;
-        table.update(&h);
+        table.update(&h, None);
         assert!(matches!(
             table.check(&header(7, 1, 1, 0)),
+            Err(LogError::InvalidProducerEpoch { .. })
+        ));
+    }
+
+    fn transactional(producer_id: i64, sequence: i32, count: i32, offset: i64) -> BatchHeader {
+        let mut h = header(producer_id, sequence, count, offset);
+        h.attributes |= 1 << 4;
+        h
+    }
+
+    fn marker(producer_id: i64, offset: i64, commit: bool) -> (BatchHeader, Option<Marker>) {
+        let mut h = header(producer_id, -1, 1, offset);
+        h.attributes |= (1 << 4) | (1 << 5);
+        let marker = Marker {
+            commit,
+            coordinator_epoch: 0,
+        };
+        (h, Some(marker))
+    }
+
+    #[test]
+    fn an_open_transaction_holds_the_stable_offset_until_its_marker_is_replicated() {
+        let mut table = ProducerStateTable::default();
+        table.update(&header(1, 0, 5, 0), None);
+        table.update(&transactional(2, 0, 3, 5), None);
+        table.update(&transactional(2, 3, 2, 8), None);
+        table.update(&header(1, 5, 5, 10), None);
+        assert_eq!(table.first_unstable_offset(15), Some(5), "open");
+        let (h, m) = marker(2, 15, true);
+        table.update(&h, m);
+        assert_eq!(
+            table.first_unstable_offset(15),
+            Some(5),
+            "marker not replicated"
+        );
+        assert_eq!(table.first_unstable_offset(16), None, "marker below the HW");
+        table.retire_stable(16);
+        assert_eq!(table.first_unstable_offset(15), None, "retired");
+        assert!(table.aborted_between(0, 16).is_empty(), "committed");
+    }
+
+    #[test]
+    fn an_aborted_transaction_is_listed_for_the_ranges_it_overlaps() {
+        let mut table = ProducerStateTable::default();
+        table.update(&transactional(2, 0, 3, 0), None);
+        table.update(&transactional(3, 0, 3, 3), None);
+        let (h, m) = marker(2, 6, false);
+        table.update(&h, m);
+        assert_eq!(
+            table.first_unstable_offset(100),
+            Some(3),
+            "producer 3 still open"
+        );
+        let aborted = AbortedTransaction {
+            producer_id: 2,
+            first_offset: 0,
+            last_offset: 6,
+        };
+        assert_eq!(table.aborted_between(0, 3), vec![aborted]);
+        assert_eq!(
+            table.aborted_between(6, 7),
+            vec![aborted],
+            "the marker itself"
+        );
+        assert!(table.aborted_between(7, 9).is_empty(), "after the marker");
+        table.forget_aborted_before(7);
+        assert!(
+            table.aborted_between(0, 9).is_empty(),
+            "below the log start"
+        );
+        // A new transaction of producer 2 starts at its next transactional batch.
+        table.update(&transactional(2, 3, 1, 7), None);
+        assert_eq!(table.first_unstable_offset(100), Some(3));
+        assert_eq!(
+            table.open_transactions().collect::<Vec<_>>(),
+            [(3, 3), (2, 7)]
+        );
+    }
+
+    #[test]
+    fn a_marker_from_an_older_coordinator_or_producer_epoch_is_refused() {
+        let mut table = ProducerStateTable::default();
+        let mut h = transactional(2, 0, 1, 0);
+        h.producer_epoch = 4;
+        table.update(&h, None);
+        let (mut m, _) = marker(2, 1, true);
+        m.producer_epoch = 4;
+        let newer = Marker {
+            commit: true,
+            coordinator_epoch: 3,
+        };
+        table.update(&m, Some(newer));
+        assert!(table.check_marker(2, 4, 3).is_ok());
+        assert!(matches!(
+            table.check_marker(2, 4, 2),
+            Err(LogError::CoordinatorFenced { .. })
+        ));
+        assert!(matches!(
+            table.check_marker(2, 3, 3),
             Err(LogError::InvalidProducerEpoch { .. })
         ));
     }

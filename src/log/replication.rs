@@ -93,7 +93,7 @@ impl Log {
             .last_mut()
             .expect("a log always has an active segment");
         let written = segment.append_unchanged(bytes)?;
-        self.follow_producers(&written);
+        self.follow_producers(bytes, &written);
         self.count_unflushed(i64::from(written.record_count))
     }
 
@@ -144,7 +144,7 @@ impl Log {
         self.segments_mut().push(replacement);
         let end = self.log_end_offset();
         self.epoch_cache_mut().truncate_from_end(end)?;
-        self.forget_producers();
+        self.rebuild_producers();
         self.lower_recovery_point(end);
         tracing::info!(dir = %dir.display(), offset, log_end_offset = end, "truncated log");
         self.check_invariants();

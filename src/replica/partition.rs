@@ -26,6 +26,7 @@ use super::invariants::{self, InvariantHistory};
 use super::leader_state::LeaderState;
 use super::log_dirs::{is_dir_failure, LogDir};
 use crate::log::cleaner::CleanedSegment;
+use crate::log::control::Marker;
 use crate::log::{AppendInfo, Log, LogError};
 
 /// A topic name and partition index.
@@ -46,7 +47,8 @@ impl std::fmt::Display for TopicPartition {
 pub struct PartitionOffsets {
     pub log_start_offset: i64,
     pub high_watermark: i64,
-    /// Equal to the high watermark until transactions exist.
+    /// The high watermark, or the first offset of the earliest undecided transaction below
+    /// it (read_committed consumers read up to here).
     pub last_stable_offset: i64,
     pub log_end_offset: i64,
 }
@@ -267,7 +269,7 @@ impl Partition {
         PartitionOffsets {
             log_start_offset: log.log_start_offset(),
             high_watermark,
-            last_stable_offset: high_watermark,
+            last_stable_offset: log.last_stable_offset(high_watermark),
             log_end_offset: log.log_end_offset(),
         }
     }
@@ -331,12 +333,44 @@ impl Partition {
         let info = log
             .append_as_leader(records, leader_epoch)
             .map_err(|e| self.log_error(e))?;
+        self.appended_as_leader(log);
+        Ok(info)
+    }
+
+    /// Appends a transaction marker (WriteTxnMarkers from the coordinator) as leader, like
+    /// [`Partition::append_as_leader`]; the caller waits for its replication.
+    pub fn append_marker_as_leader(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+        marker: Marker,
+    ) -> Result<AppendInfo, ReplicaError> {
+        let state = self.state();
+        let leader_epoch = match &state.role {
+            Role::Leader(_) => state.leader_epoch,
+            Role::Follower { leader } => {
+                let leader = *leader;
+                drop(state);
+                return Err(self.not_leader(leader));
+            }
+        };
+        let mut log = self.log_mut();
+        drop(state);
+        let info = log
+            .append_marker_as_leader(producer_id, producer_epoch, marker, leader_epoch)
+            .map_err(|e| self.log_error(e))?;
+        self.appended_as_leader(log);
+        Ok(info)
+    }
+
+    /// After a leader's append: publishes the log end, moves the high watermark.
+    fn appended_as_leader(&self, mut log: RwLockWriteGuard<'_, Log>) {
+        log.retire_stable_transactions(self.high_watermark());
         let log_end_offset = log.log_end_offset();
         drop(log);
         self.log_end_offset.send_replace(log_end_offset);
         self.maybe_increment_high_watermark();
         self.check_invariants();
-        Ok(info)
     }
 
     /// NOT_LEADER_OR_FOLLOWER for this partition, naming the leader if known.

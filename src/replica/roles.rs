@@ -320,6 +320,7 @@ impl Partition {
         let mut log = self.log_for_follower_write(fetched_epoch)?;
         log.append_as_follower(records)
             .map_err(|e| self.log_error(e))?;
+        log.retire_stable_transactions(self.high_watermark());
         let log_end_offset = log.log_end_offset();
         drop(log);
         self.publish_log_end_offset(log_end_offset);
