@@ -1,7 +1,7 @@
 //! highwater: a Kafka wire-protocol compatible broker.
 //!
 //! Modules are layered; each imports only from the ones below it (see STYLE.md):
-//! `cli` → `server` → `api` → `group` → `controller`, `replica` → `metadata` → `log` → `config`.
+//! `cli` → `server` → `api` → `txn`, `group` → `controller`, `replica` → `metadata` → `log` → `config`.
 //! `dump` (the offline `highwater dump` tool) reads `log`'s file formats; only `cli` uses it.
 #![deny(unsafe_code)]
 
@@ -15,3 +15,4 @@ pub mod log;
 pub mod metadata;
 pub mod replica;
 pub mod server;
+pub mod txn;

@@ -8,6 +8,7 @@ use crate::controller::{ControllerError, ElectionOutcome, ErrorKind};
 use crate::group::GroupError;
 use crate::log::LogError;
 use crate::replica::ReplicaError;
+use crate::txn::TxnError;
 
 /// The Kafka error for a storage-engine error.
 pub fn log_error(error: &LogError) -> ResponseError {
@@ -132,6 +133,25 @@ pub fn group_error(error: &GroupError) -> ResponseError {
             }
             _ => ResponseError::CoordinatorNotAvailable,
         },
+    }
+}
+
+/// The Kafka error for a refused or failed transaction operation.
+pub fn txn_error(error: &TxnError) -> ResponseError {
+    match error {
+        TxnError::InvalidTransactionalId { .. } => ResponseError::InvalidRequest,
+        TxnError::InvalidTransactionTimeout { .. } => ResponseError::InvalidTransactionTimeout,
+        TxnError::NotCoordinator { .. } => ResponseError::NotCoordinator,
+        TxnError::CoordinatorLoadInProgress { .. } => ResponseError::CoordinatorLoadInProgress,
+        TxnError::CoordinatorNotAvailable { .. } => ResponseError::CoordinatorNotAvailable,
+        TxnError::ConcurrentTransactions { .. } => ResponseError::ConcurrentTransactions,
+        TxnError::InvalidTxnState { .. } => ResponseError::InvalidTxnState,
+        TxnError::InvalidProducerIdMapping { .. } => ResponseError::InvalidProducerIdMapping,
+        TxnError::ProducerFenced { .. } => ResponseError::ProducerFenced,
+        TxnError::TransactionalIdNotFound { .. } => ResponseError::TransactionalIdNotFound,
+        TxnError::Timeout { .. } => ResponseError::RequestTimedOut,
+        TxnError::Storage { moved: true, .. } => ResponseError::NotCoordinator,
+        TxnError::Storage { moved: false, .. } => ResponseError::CoordinatorNotAvailable,
     }
 }
 

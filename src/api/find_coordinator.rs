@@ -1,8 +1,7 @@
 //! FindCoordinator: the broker coordinating a group is the leader of the group's
-//! `__consumer_offsets` partition; the topic is created on the first request, as Kafka
-//! does. Transaction coordinators do not exist yet: those keys get
-//! COORDINATOR_NOT_AVAILABLE (retriable), which also keeps librdkafka's LZ4 support on
-//! (it enables LZ4 only when the broker lists FindCoordinator).
+//! `__consumer_offsets` partition, and that of a transactional id the leader of its
+//! `__transaction_state` partition; each topic is created on the first request, as Kafka
+//! does.
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
@@ -13,6 +12,7 @@ use super::{str_bytes, Broker, HandlerError, Outcome, Request};
 use crate::config::ConfigMap;
 use crate::controller::NewTopic;
 use crate::group::OFFSETS_TOPIC;
+use crate::txn::TRANSACTION_TOPIC;
 use crate::metadata::BrokerImage;
 
 /// Batched requests (v4+) carry their keys in `coordinator_keys`.
@@ -25,51 +25,78 @@ const KEY_TYPE_TRANSACTION: i8 = 1;
 /// Where a key's coordinator is, or why it cannot be told.
 type Found = Result<BrokerImage, (ResponseError, &'static str)>;
 
-/// Creates `__consumer_offsets` when missing: compacted, `offsets.topic.num.partitions`
-/// partitions, replication capped by the brokers there are.
-async fn ensure_offsets_topic(broker: &Broker) -> Result<(), (ResponseError, &'static str)> {
+/// An internal topic a coordinator keeps its state in.
+struct InternalTopic {
+    name: &'static str,
+    partitions: i32,
+    replication_factor: i32,
+    min_isr: Option<i32>,
+    segment_bytes: i64,
+}
+
+/// Creates a coordinator's internal topic when missing: compacted, replication capped by
+/// the brokers there are (as Kafka does on the first FindCoordinator).
+async fn ensure_topic(broker: &Broker, topic: InternalTopic) -> Result<(), (ResponseError, &'static str)> {
     let image = broker.image();
-    if image.topic(OFFSETS_TOPIC).is_some() {
+    if image.topic(topic.name).is_some() {
         return Ok(());
     }
-    let config = &broker.groups.config;
     let brokers = image.unfenced_brokers().count().max(1) as i32;
+    let replication_factor = topic.replication_factor.min(brokers);
     let mut configs = ConfigMap::new();
     configs.insert("cleanup.policy".into(), "compact".into());
-    configs.insert(
-        "segment.bytes".into(),
-        config.offsets_segment_bytes.to_string(),
-    );
+    configs.insert("segment.bytes".into(), topic.segment_bytes.to_string());
     configs.insert("compression.type".into(), "producer".into());
-    let topic = NewTopic {
-        name: OFFSETS_TOPIC.to_string(),
-        partitions: config.offsets_partitions,
-        replication_factor: config.offsets_replication_factor.min(brokers),
+    if let Some(min_isr) = topic.min_isr {
+        configs.insert(
+            "min.insync.replicas".into(),
+            min_isr.min(replication_factor).to_string(),
+        );
+    }
+    let new_topic = NewTopic {
+        name: topic.name.to_string(),
+        partitions: topic.partitions,
+        replication_factor,
         assignments: Vec::new(),
         configs,
     };
-    super::topics::create_if_missing(broker, &topic)
+    super::topics::create_if_missing(broker, &new_topic)
         .await
         .map_err(|error| {
-            tracing::error!(%error, "cannot create __consumer_offsets");
+            tracing::error!(topic = topic.name, %error, "cannot create an internal topic");
             (
                 ResponseError::CoordinatorNotAvailable,
-                "the offsets topic cannot be created",
+                "the coordinator's internal topic cannot be created",
             )
         })
 }
 
 async fn find(broker: &Broker, key_type: i8, key: &str) -> Found {
-    match key_type {
-        KEY_TYPE_GROUP => {}
-        // Not COORDINATOR_NOT_AVAILABLE, which clients retry until their own timeout: a
-        // non-retriable error makes initTransactions fail at once (issue 12, "never a
-        // hang"), as InitProducerId with a transactional id already does.
+    let (topic, partition) = match key_type {
+        KEY_TYPE_GROUP => {
+            let config = &broker.groups.config;
+            let topic = InternalTopic {
+                name: OFFSETS_TOPIC,
+                partitions: config.offsets_partitions,
+                replication_factor: config.offsets_replication_factor,
+                min_isr: None,
+                segment_bytes: config.offsets_segment_bytes,
+            };
+            (topic, broker.groups.partition_for(key))
+        }
         KEY_TYPE_TRANSACTION => {
-            return Err((
-                ResponseError::TransactionalIdAuthorizationFailed,
-                "transactions are not supported by highwater yet",
-            ))
+            if key.is_empty() {
+                return Err((ResponseError::InvalidRequest, "the transactional id is empty"));
+            }
+            let config = &broker.transactions.config;
+            let topic = InternalTopic {
+                name: TRANSACTION_TOPIC,
+                partitions: config.partitions,
+                replication_factor: config.replication_factor,
+                min_isr: Some(config.min_isr),
+                segment_bytes: config.segment_bytes,
+            };
+            (topic, broker.transactions.partition_for(key))
         }
         _ => {
             return Err((
@@ -77,12 +104,12 @@ async fn find(broker: &Broker, key_type: i8, key: &str) -> Found {
                 "unknown coordinator key type",
             ))
         }
-    }
-    ensure_offsets_topic(broker).await?;
+    };
+    let name = topic.name;
+    ensure_topic(broker, topic).await?;
     let image = broker.image();
-    let partition = broker.groups.partition_for(key);
     let leader = image
-        .topic(OFFSETS_TOPIC)
+        .topic(name)
         .and_then(|t| t.partition(partition))
         .map(|p| p.leader);
     leader

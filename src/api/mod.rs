@@ -5,6 +5,7 @@
 
 pub mod alter_configs;
 pub mod api_versions;
+pub mod broker_client;
 pub mod consumer_groups;
 pub mod delete_records;
 pub mod describe_cluster;
@@ -23,6 +24,8 @@ pub mod offsets;
 pub mod produce;
 pub mod response;
 pub mod topics;
+pub mod transactions;
+pub mod txn_markers;
 pub mod versions;
 
 use std::net::SocketAddr;
@@ -36,6 +39,7 @@ use crate::config::BrokerConfig;
 use crate::controller::{AlterPartition, ControllerRequest};
 use crate::controller::{Controller, ControllerError};
 use crate::group::{GroupConfig, GroupCoordinator};
+use crate::txn::{TransactionCoordinator, TxnConfig};
 use crate::metadata::MetadataImage;
 use crate::replica::{IsrChange, Partition, ReplicaError, ReplicaManager};
 use kafka_protocol::error::ResponseError;
@@ -48,6 +52,7 @@ pub struct Broker {
     pub controller: Arc<Controller>,
     pub replicas: ReplicaManager,
     pub groups: GroupCoordinator,
+    pub transactions: TransactionCoordinator,
 }
 
 impl Broker {
@@ -69,6 +74,7 @@ impl Broker {
         .map(|write| tokio::task::spawn_blocking(move || write.write()));
         let group_config = GroupConfig::from_broker(&config)?;
         let groups = GroupCoordinator::new(group_config, config.node_id);
+        let transactions = TransactionCoordinator::new(TxnConfig::from_broker(&config)?, config.node_id);
         if config.roles.broker {
             // Nothing is led or followed from the local, possibly stale, metadata: the
             // partitions take their roles from the first image that shows this process
@@ -76,6 +82,7 @@ impl Broker {
             controller.start_broker().await?;
             replicas.apply_image(&controller.image())?;
             groups.on_image(&controller.image());
+            transactions.on_image(&controller.image());
         }
         if let Some(written) = meta_properties {
             written
@@ -90,6 +97,7 @@ impl Broker {
             controller,
             replicas,
             groups,
+            transactions,
         })
     }
 
@@ -103,6 +111,7 @@ impl Broker {
         let image = self.controller.image();
         self.replicas.apply_image(&image)?;
         self.groups.on_image(&image);
+        self.transactions.on_image(&image);
         Ok(())
     }
 
@@ -117,6 +126,7 @@ impl Broker {
                 tracing::error!(%error, offset = image.offset, "cannot apply metadata image");
             }
             self.groups.on_image(&image);
+            self.transactions.on_image(&image);
         }
     }
 
@@ -130,7 +140,8 @@ impl Broker {
                 self.replicas.run_fetchers(),
                 self.shrink_isrs(),
                 self.report_offline_replicas(),
-                self.groups.run(&self.replicas)
+                self.groups.run(&self.replicas),
+                self.run_transactions()
             );
         }
     }
@@ -334,6 +345,13 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         ApiKey::ConsumerGroupDescribe => consumer_groups::describe(broker, request),
         ApiKey::IncrementalAlterConfigs => alter_configs::handle(broker, request).await,
         ApiKey::ElectLeaders => elect_leaders::handle(broker, request).await,
+        ApiKey::AddPartitionsToTxn => transactions::add_partitions_to_txn(broker, request).await,
+        ApiKey::AddOffsetsToTxn => transactions::add_offsets_to_txn(broker, request).await,
+        ApiKey::EndTxn => transactions::end_txn(broker, request).await,
+        ApiKey::TxnOffsetCommit => transactions::txn_offset_commit(broker, request).await,
+        ApiKey::WriteTxnMarkers => txn_markers::handle(broker, request).await,
+        ApiKey::DescribeTransactions => transactions::describe_transactions(broker, request),
+        ApiKey::ListTransactions => transactions::list_transactions(broker, request),
         api_key => Err(HandlerError::UnsupportedVersion {
             api_key,
             version: request.version(),

@@ -191,14 +191,19 @@ pub async fn offset_delete(broker: &Broker, request: &Request) -> Result<Outcome
     request.respond(&OffsetDeleteResponse::default().with_topics(topics))
 }
 
+/// One partition's committed offset (None: nothing committed), or why it is not told:
+/// UNSTABLE_OFFSET_COMMIT while a transactional commit of it awaits its marker and the
+/// client asked for stable offsets (KIP-447 `require_stable`).
+type FetchedOffset = Result<Option<CommittedOffset>, ResponseError>;
+
 /// One group's answer to OffsetFetch: offsets per topic, or the group-level error.
-type FetchedGroup = Result<ByTopic<Option<CommittedOffset>>, ResponseError>;
+type FetchedGroup = Result<ByTopic<FetchedOffset>, ResponseError>;
 
 fn fetch_group(
     broker: &Broker,
     request: &Request,
     group: &str,
-    member: Option<(&str, i32)>,
+    (member, require_stable): (Option<(&str, i32)>, bool),
     wanted: Option<Partitions>,
 ) -> FetchedGroup {
     let fetched = broker
@@ -206,14 +211,24 @@ fn fetch_group(
         .fetch_offsets(group, member, wanted)
         .map_err(|error| log_group_error(request, group, &error))?;
     Ok(group_by_topic(fetched.into_iter().map(
-        |((topic, partition), offset)| (topic, partition, offset),
+        |((topic, partition), offset)| {
+            let unstable =
+                require_stable && broker.groups.has_pending_offset(group, &topic, partition);
+            let offset = match unstable {
+                true => Err(ResponseError::UnstableOffsetCommit),
+                false => Ok(offset),
+            };
+            (topic, partition, offset)
+        },
     )))
 }
 
-fn fetched_fields(offset: Option<CommittedOffset>) -> (i64, i32, String) {
+/// (offset, leader epoch, metadata, error code) of a partition's answer.
+fn fetched_fields(offset: FetchedOffset) -> (i64, i32, String, i16) {
     match offset {
-        Some(o) => (o.offset, o.leader_epoch, o.metadata),
-        None => (-1, -1, String::new()),
+        Ok(Some(o)) => (o.offset, o.leader_epoch, o.metadata, 0),
+        Ok(None) => (-1, -1, String::new(), 0),
+        Err(code) => (-1, -1, String::new(), code.code()),
     }
 }
 
@@ -239,7 +254,7 @@ pub fn offset_fetch(broker: &Broker, request: &Request) -> Result<Outcome, Handl
                 let member = g.member_id.as_ref().map(|m| (m.as_str(), g.member_epoch));
                 batched_group(
                     g.group_id.clone(),
-                    fetch_group(broker, request, &group, member, wanted),
+                    fetch_group(broker, request, &group, (member, body.require_stable), wanted),
                 )
             })
             .collect();
@@ -256,7 +271,13 @@ pub fn offset_fetch(broker: &Broker, request: &Request) -> Result<Outcome, Handl
             })
             .collect()
     });
-    let fetched = fetch_group(broker, request, &group, None, wanted.clone());
+    let fetched = fetch_group(
+        broker,
+        request,
+        &group,
+        (None, body.require_stable),
+        wanted.clone(),
+    );
     request.respond(&single_group(request.version(), fetched, wanted))
 }
 
@@ -275,12 +296,13 @@ fn batched_group(
             let partitions = partitions
                 .into_iter()
                 .map(|(index, offset)| {
-                    let (committed, epoch, metadata) = fetched_fields(offset);
+                    let (committed, epoch, metadata, code) = fetched_fields(offset);
                     OffsetFetchResponsePartitions::default()
                         .with_partition_index(index)
                         .with_committed_offset(committed)
                         .with_committed_leader_epoch(epoch)
                         .with_metadata(Some(str_bytes(&metadata)))
+                        .with_error_code(code)
                 })
                 .collect();
             OffsetFetchResponseTopics::default()
@@ -304,7 +326,7 @@ fn single_group(
             let none = wanted
                 .unwrap_or_default()
                 .into_iter()
-                .map(|(t, p)| (t, p, None));
+                .map(|(t, p)| (t, p, Ok(None)));
             let topics = group_by_topic(none);
             (topics, code.code())
         }
@@ -320,13 +342,13 @@ fn single_group(
             let partitions = partitions
                 .into_iter()
                 .map(|(index, offset)| {
-                    let (committed, epoch, metadata) = fetched_fields(offset);
+                    let (committed, epoch, metadata, own_code) = fetched_fields(offset);
                     OffsetFetchResponsePartition::default()
                         .with_partition_index(index)
                         .with_committed_offset(committed)
                         .with_committed_leader_epoch(epoch)
                         .with_metadata(Some(str_bytes(&metadata)))
-                        .with_error_code(partition_code)
+                        .with_error_code(if own_code != 0 { own_code } else { partition_code })
                 })
                 .collect();
             OffsetFetchResponseTopic::default()

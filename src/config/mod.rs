@@ -100,6 +100,12 @@ pub const BROKER_DEFAULTS: &[(&str, &str)] = &[
     ("group.consumer.heartbeat.interval.ms", "5000"),
     ("group.consumer.max.size", "2147483647"),
     ("group.consumer.assignors", "uniform,range"),
+    ("transaction.state.log.num.partitions", "50"),
+    ("transaction.state.log.replication.factor", "3"),
+    ("transaction.state.log.min.isr", "2"),
+    ("transaction.state.log.segment.bytes", "104857600"),
+    ("transaction.max.timeout.ms", "900000"),
+    ("transaction.abort.timed.out.transaction.cleanup.interval.ms", "10000"),
 ];
 
 /// One entry of `controller.quorum.voters` (`id@host:port`).

@@ -12,7 +12,7 @@ pub mod classic;
 pub mod config;
 pub mod consumer;
 pub mod error;
-mod journal;
+pub mod journal;
 mod membership;
 mod offsets;
 pub mod records;
@@ -36,6 +36,7 @@ pub use records::{CommittedOffset, CoordinatorRecord};
 use shard::{Group, Shard};
 
 use crate::metadata::MetadataImage;
+use crate::replica::journal::TxnProducer;
 use crate::replica::ReplicaManager;
 
 /// The internal topic holding offsets and group metadata.
@@ -169,6 +170,23 @@ impl GroupCoordinator {
             Instant,
         ) -> Result<(T, Vec<CoordinatorRecord>), GroupError>,
     ) -> Result<(T, journal::Written), GroupError> {
+        self.with_group_as(replicas, group_id, None, f)
+    }
+
+    /// [`GroupCoordinator::with_group`] for a transactional producer's change (a
+    /// TxnOffsetCommit): the offsets `f` returns are written in a transactional batch
+    /// and held pending until the producer's marker.
+    fn with_group_as<T>(
+        &self,
+        replicas: &ReplicaManager,
+        group_id: &str,
+        producer: Option<TxnProducer>,
+        f: impl FnOnce(
+            &mut Group,
+            &GroupConfig,
+            Instant,
+        ) -> Result<(T, Vec<CoordinatorRecord>), GroupError>,
+    ) -> Result<(T, journal::Written), GroupError> {
         let shard = self.shard(group_id)?;
         let mut shard = lock(&shard);
         let now = Instant::now();
@@ -178,6 +196,19 @@ impl GroupCoordinator {
             Ok((_, records)) => records.clone(),
             Err(_) => Vec::new(),
         };
+        if let Some(producer) = producer {
+            let written = journal::write_as(replicas, shard.partition, group_id, &records, Some(producer))?;
+            for record in records {
+                if let CoordinatorRecord::Offset(key, Some(value)) = record {
+                    shard
+                        .pending_txn_offsets
+                        .entry(producer.producer_id)
+                        .or_default()
+                        .push((key, value));
+                }
+            }
+            return Ok((result?.0, written));
+        }
         records.extend(shard.take_records());
         let written = journal::write(replicas, shard.partition, group_id, &records)?;
         let has_timers = shard.has_timers();
@@ -186,6 +217,21 @@ impl GroupCoordinator {
             self.wake.notify_one();
         }
         Ok((result?.0, written))
+    }
+
+    /// A producer's transaction ended on `__consumer_offsets-{partition}` (its marker was
+    /// written there): its transactional offset commits apply or go.
+    pub fn complete_transaction(&self, partition: i32, producer_id: i64, commit: bool) {
+        if let Some(shard) = self.shards.get(&partition).map(|s| Arc::clone(&s)) {
+            lock(&shard).complete_transaction(producer_id, commit);
+        }
+    }
+
+    /// Whether `group_id` has a transactional offset commit for `topic-partition` that
+    /// awaits its marker.
+    pub fn has_pending_offset(&self, group_id: &str, topic: &str, partition: i32) -> bool {
+        let shard = self.shards.get(&self.partition_for(group_id)).map(|s| Arc::clone(&s));
+        shard.is_some_and(|s| lock(&s).has_pending_offset(group_id, topic, partition))
     }
 
     /// Every group of every loaded shard, filtered by state and type names (lower case
@@ -278,7 +324,7 @@ impl GroupCoordinator {
         let now = Instant::now();
         let count = records.len();
         for record in records {
-            shard.replay(record, now);
+            shard.replay_loaded(record, now);
         }
         shard.loaded = true;
         tracing::info!(

@@ -6,6 +6,7 @@ use super::error::GroupError;
 use super::records::{CommittedOffset, CoordinatorRecord, OffsetKey};
 use super::shard::{tombstones, Membership, TopicPartition};
 use super::GroupCoordinator;
+use crate::replica::journal::TxnProducer;
 use crate::replica::ReplicaManager;
 
 /// One partition of an OffsetCommit.
@@ -42,8 +43,23 @@ impl GroupCoordinator {
         committer: &Committer,
         commits: Vec<OffsetCommit>,
     ) -> Result<PartitionResults, GroupError> {
+        self.commit_offsets_as(replicas, group_id, committer, commits, None)
+            .await
+    }
+
+    /// Commits offsets for `group_id` as OffsetCommit does, or, for a transactional
+    /// producer (TxnOffsetCommit, KIP-447: the member's generation is checked the same
+    /// way), pending until the producer's transaction ends on the offsets partition.
+    pub async fn commit_offsets_as(
+        &self,
+        replicas: &ReplicaManager,
+        group_id: &str,
+        committer: &Committer,
+        commits: Vec<OffsetCommit>,
+        producer: Option<TxnProducer>,
+    ) -> Result<PartitionResults, GroupError> {
         let metadata_max = self.config.offset_metadata_max_bytes;
-        let (results, written) = self.with_group(replicas, group_id, |group, _, _| {
+        let change = |group: &mut super::Group, _: &_, _| {
             match &group.membership {
                 Membership::Classic(classic) => classic.validate_offset_commit(
                     &committer.member_id,
@@ -78,9 +94,11 @@ impl GroupCoordinator {
                     metadata,
                     commit_timestamp_ms: timestamp,
                 };
-                group
-                    .offsets
-                    .insert((commit.topic.clone(), commit.partition), value.clone());
+                if producer.is_none() {
+                    group
+                        .offsets
+                        .insert((commit.topic.clone(), commit.partition), value.clone());
+                }
                 let key = OffsetKey {
                     group: group_id.to_string(),
                     topic: commit.topic.clone(),
@@ -90,7 +108,8 @@ impl GroupCoordinator {
                 results.push((commit.topic, commit.partition, Ok(())));
             }
             Ok((results, records))
-        })?;
+        };
+        let (results, written) = self.with_group_as(replicas, group_id, producer, change)?;
         written
             .replicated(group_id, self.config.commit_timeout)
             .await?;

@@ -99,6 +99,9 @@ pub struct Shard {
     /// Whether the partition's records have been replayed (requests wait for it).
     pub loaded: bool,
     pub groups: HashMap<String, Group>,
+    /// Transactional offset commits (TxnOffsetCommit) per producer id, applied when the
+    /// producer's COMMIT marker reaches this partition and dropped on ABORT (KIP-98).
+    pub pending_txn_offsets: HashMap<i64, Vec<(OffsetKey, CommittedOffset)>>,
 }
 
 impl Shard {
@@ -108,7 +111,50 @@ impl Shard {
             partition,
             loaded: false,
             groups: HashMap::new(),
+            pending_txn_offsets: HashMap::new(),
         }
+    }
+
+    /// Applies one record or marker read back from the partition: a transactional
+    /// record waits for its producer's marker.
+    pub fn replay_loaded(&mut self, loaded: super::journal::Loaded, now: Instant) {
+        use super::journal::Loaded;
+        match loaded {
+            Loaded::Record(CoordinatorRecord::Offset(key, Some(value)), Some(producer_id)) => {
+                self.pending_txn_offsets
+                    .entry(producer_id)
+                    .or_default()
+                    .push((key, value));
+            }
+            Loaded::Record(record, _) => self.replay(record, now),
+            Loaded::Marker {
+                producer_id,
+                commit,
+            } => self.complete_transaction(producer_id, commit),
+        }
+    }
+
+    /// A producer's transaction ended on this partition: its pending offsets become the
+    /// committed ones (COMMIT) or are forgotten (ABORT).
+    pub fn complete_transaction(&mut self, producer_id: i64, commit: bool) {
+        let Some(pending) = self.pending_txn_offsets.remove(&producer_id) else {
+            return;
+        };
+        if !commit {
+            return;
+        }
+        for (key, value) in pending {
+            let group = self.group_or_new(&key.group);
+            group.offsets.insert((key.topic, key.partition), value);
+        }
+    }
+
+    /// Whether a transactional offset commit of `group` for `topic-partition` awaits its
+    /// marker (OffsetFetch with `require_stable` answers UNSTABLE_OFFSET_COMMIT then).
+    pub fn has_pending_offset(&self, group: &str, topic: &str, partition: i32) -> bool {
+        self.pending_txn_offsets.values().flatten().any(|(key, _)| {
+            key.group == group && key.topic == topic && key.partition == partition
+        })
     }
 
     /// Applies one record read back from the partition.

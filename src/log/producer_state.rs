@@ -97,6 +97,11 @@ impl ProducerStateTable {
                 current_epoch: entry.epoch,
             });
         }
+        if header.base_sequence < 0 {
+            // No sequence: a coordinator's own transactional write (a transactional
+            // offset commit), fenced by epoch but not de-duplicated.
+            return Ok(SequenceCheck::Append);
+        }
         if header.producer_epoch > entry.epoch {
             if header.base_sequence != 0 {
                 return Err(LogError::OutOfOrderSequence {

@@ -6,6 +6,7 @@ pub mod cleaner;
 pub mod error;
 pub mod fetcher;
 pub mod invariants;
+pub mod journal;
 pub mod leader_state;
 pub mod log_dirs;
 pub mod manager;
