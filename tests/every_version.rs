@@ -51,6 +51,13 @@ async fn exercise(client: &mut Client, key: ApiKey, version: i16, id: Uuid) {
             exercise_consumer_groups(client, key, version).await
         }
         ApiKey::IncrementalAlterConfigs => exercise_configs(client, version).await,
+        ApiKey::AddPartitionsToTxn
+        | ApiKey::AddOffsetsToTxn
+        | ApiKey::EndTxn
+        | ApiKey::WriteTxnMarkers
+        | ApiKey::TxnOffsetCommit
+        | ApiKey::DescribeTransactions
+        | ApiKey::ListTransactions => exercise_transactions(client, key, version).await,
         ApiKey::ElectLeaders => {
             let request = elect_leaders(0, "t", 0);
             let response = client.call(&request, version).await;
@@ -59,6 +66,156 @@ async fn exercise(client: &mut Client, key: ApiKey, version: i16, id: Uuid) {
             assert_eq!(result.error_code, expected, "v{version}");
         }
         _ => exercise_admin(client, key, version).await,
+    }
+}
+
+/// A transactional producer for `id` (FindCoordinator creates `__transaction_state`).
+async fn transactional_producer(client: &mut Client, id: &str) -> (i64, i16) {
+    let key = StrBytes::from_string(id.to_string());
+    let find = FindCoordinatorRequest::default()
+        .with_key(key.clone())
+        .with_key_type(1);
+    let init = InitProducerIdRequest::default()
+        .with_transactional_id(Some(TransactionalId(key)))
+        .with_transaction_timeout_ms(60_000);
+    for _ in 0..100 {
+        if client.call(&find, 3).await.error_code == 0 {
+            let response = client.call(&init, 4).await;
+            if response.error_code == 0 {
+                return (response.producer_id.0, response.producer_epoch);
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("no transactional producer id for {id}");
+}
+
+async fn exercise_transactions(client: &mut Client, key: ApiKey, version: i16) {
+    let id = format!("txn-{key:?}-v{version}");
+    let txn = TransactionalId(StrBytes::from_string(id.clone()));
+    match key {
+        ApiKey::AddPartitionsToTxn => {
+            let (pid, epoch) = transactional_producer(client, &id).await;
+            let topic = add_partitions_to_txn_request::AddPartitionsToTxnTopic::default()
+                .with_name(name("t"))
+                .with_partitions(vec![0]);
+            let request = match version < 4 {
+                true => AddPartitionsToTxnRequest::default()
+                    .with_v3_and_below_transactional_id(txn)
+                    .with_v3_and_below_producer_id(ProducerId(pid))
+                    .with_v3_and_below_producer_epoch(epoch)
+                    .with_v3_and_below_topics(vec![topic]),
+                false => AddPartitionsToTxnRequest::default().with_transactions(vec![
+                    add_partitions_to_txn_request::AddPartitionsToTxnTransaction::default()
+                        .with_transactional_id(txn)
+                        .with_producer_id(ProducerId(pid))
+                        .with_producer_epoch(epoch)
+                        .with_topics(vec![topic]),
+                ]),
+            };
+            let response = client.call(&request, version).await;
+            let results = match version < 4 {
+                true => response.results_by_topic_v3_and_below,
+                false => response.results_by_transaction[0].topic_results.clone(),
+            };
+            assert_eq!(
+                results[0].results_by_partition[0].partition_error_code, 0,
+                "v{version}"
+            );
+        }
+        ApiKey::AddOffsetsToTxn => {
+            let (pid, epoch) = transactional_producer(client, &id).await;
+            let request = AddOffsetsToTxnRequest::default()
+                .with_transactional_id(txn)
+                .with_producer_id(ProducerId(pid))
+                .with_producer_epoch(epoch)
+                .with_group_id(GroupId(StrBytes::from_static_str("g")));
+            assert_eq!(
+                client.call(&request, version).await.error_code,
+                0,
+                "v{version}"
+            );
+        }
+        ApiKey::EndTxn => {
+            let (pid, epoch) = transactional_producer(client, &id).await;
+            let request = EndTxnRequest::default()
+                .with_transactional_id(txn)
+                .with_producer_id(ProducerId(pid))
+                .with_producer_epoch(epoch)
+                .with_committed(true);
+            let expected = ResponseError::InvalidTxnState.code();
+            assert_eq!(
+                client.call(&request, version).await.error_code,
+                expected,
+                "v{version}"
+            );
+        }
+        ApiKey::WriteTxnMarkers => {
+            let marker = write_txn_markers_request::WritableTxnMarker::default()
+                .with_producer_id(ProducerId(4242))
+                .with_producer_epoch(0)
+                .with_transaction_result(false)
+                .with_topics(vec![
+                    write_txn_markers_request::WritableTxnMarkerTopic::default()
+                        .with_name(name("t"))
+                        .with_partition_indexes(vec![0]),
+                ]);
+            let request = WriteTxnMarkersRequest::default().with_markers(vec![marker]);
+            let response = client.call(&request, version).await;
+            assert_eq!(
+                response.markers[0].topics[0].partitions[0].error_code, 0,
+                "v{version}"
+            );
+        }
+        ApiKey::TxnOffsetCommit => {
+            let (pid, epoch) = transactional_producer(client, &id).await;
+            let request = TxnOffsetCommitRequest::default()
+                .with_transactional_id(txn)
+                .with_group_id(GroupId(StrBytes::from_string(format!("g-{id}"))))
+                .with_producer_id(ProducerId(pid))
+                .with_producer_epoch(epoch)
+                .with_generation_id(-1)
+                .with_topics(vec![
+                    txn_offset_commit_request::TxnOffsetCommitRequestTopic::default()
+                        .with_name(name("t"))
+                        .with_partitions(vec![
+                            txn_offset_commit_request::TxnOffsetCommitRequestPartition::default()
+                                .with_partition_index(0)
+                                .with_committed_offset(1),
+                        ]),
+                ]);
+            let mut response = client.call(&request, version).await;
+            for _ in 0..100 {
+                let code = response.topics[0].partitions[0].error_code;
+                if code != ResponseError::CoordinatorLoadInProgress.code()
+                    && code != ResponseError::NotCoordinator.code()
+                {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                response = client.call(&request, version).await;
+            }
+            assert_eq!(response.topics[0].partitions[0].error_code, 0, "v{version}");
+        }
+        ApiKey::DescribeTransactions => {
+            transactional_producer(client, &id).await;
+            let request = DescribeTransactionsRequest::default().with_transactional_ids(vec![txn]);
+            let response = client.call(&request, version).await;
+            let state = &response.transaction_states[0];
+            assert_eq!(
+                (state.error_code, state.transaction_state.as_str()),
+                (0, "Empty"),
+                "v{version}"
+            );
+        }
+        ApiKey::ListTransactions => {
+            let response = client
+                .call(&ListTransactionsRequest::default(), version)
+                .await;
+            assert_eq!(response.error_code, 0, "v{version}");
+            assert!(!response.transaction_states.is_empty(), "v{version}");
+        }
+        other => panic!("no exercise for {other:?}"),
     }
 }
 

@@ -76,32 +76,3 @@ async fn producer_state_survives_a_restart() {
     assert!(producer_id(&mut client).await > pid);
     assert_eq!(fetch(&mut client, "t", 0, 0).await.high_watermark, 3);
 }
-
-#[tokio::test]
-async fn transactional_calls_fail_at_once_with_a_non_retriable_error() {
-    // Goal (issue 12, "never a hang"): until transactions exist, FindCoordinator for a
-    // transactional id (v3, and v4's batched keys) and InitProducerId with one answer
-    // TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which clients do not retry, instead of the
-    // retriable COORDINATOR_NOT_AVAILABLE they retried until their own timeout.
-    use kafka_protocol::messages::FindCoordinatorRequest;
-    use kafka_protocol::protocol::StrBytes;
-    let broker = TestBroker::start(&[]).await;
-    let mut client = broker.client().await;
-    let refused = ResponseError::TransactionalIdAuthorizationFailed.code();
-    let key = StrBytes::from_static_str("txn-1");
-    let v3 = FindCoordinatorRequest::default()
-        .with_key(key.clone())
-        .with_key_type(1);
-    assert_eq!(client.call(&v3, 3).await.error_code, refused);
-    let v4 = FindCoordinatorRequest::default()
-        .with_key_type(1)
-        .with_coordinator_keys(vec![key.clone()]);
-    assert_eq!(
-        client.call(&v4, 4).await.coordinators[0].error_code,
-        refused
-    );
-    let init = InitProducerIdRequest::default()
-        .with_transactional_id(Some(kafka_protocol::messages::TransactionalId(key)))
-        .with_transaction_timeout_ms(60000);
-    assert_eq!(client.call(&init, 4).await.error_code, refused);
-}

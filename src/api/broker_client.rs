@@ -30,7 +30,9 @@ where
             .with_request_api_key(R::KEY)
             .with_request_api_version(version)
             .with_correlation_id(1)
-            .with_client_id(Some(StrBytes::from_string(format!("highwater-broker-{node_id}"))));
+            .with_client_id(Some(StrBytes::from_string(format!(
+                "highwater-broker-{node_id}"
+            ))));
         let mut body = BytesMut::new();
         header
             .encode(&mut body, R::header_version(version))
@@ -68,6 +70,9 @@ where
     };
     match tokio::time::timeout(timeout, exchange).await {
         Ok(result) => result,
-        Err(_) => Err(format!("no answer from {address} within {} ms", timeout.as_millis())),
+        Err(_) => Err(format!(
+            "no answer from {address} within {} ms",
+            timeout.as_millis()
+        )),
     }
 }

@@ -12,8 +12,8 @@ use super::{str_bytes, Broker, HandlerError, Outcome, Request};
 use crate::config::ConfigMap;
 use crate::controller::NewTopic;
 use crate::group::OFFSETS_TOPIC;
-use crate::txn::TRANSACTION_TOPIC;
 use crate::metadata::BrokerImage;
+use crate::txn::TRANSACTION_TOPIC;
 
 /// Batched requests (v4+) carry their keys in `coordinator_keys`.
 const BATCHED_VERSION_MIN: i16 = 4;
@@ -36,7 +36,10 @@ struct InternalTopic {
 
 /// Creates a coordinator's internal topic when missing: compacted, replication capped by
 /// the brokers there are (as Kafka does on the first FindCoordinator).
-async fn ensure_topic(broker: &Broker, topic: InternalTopic) -> Result<(), (ResponseError, &'static str)> {
+async fn ensure_topic(
+    broker: &Broker,
+    topic: InternalTopic,
+) -> Result<(), (ResponseError, &'static str)> {
     let image = broker.image();
     if image.topic(topic.name).is_some() {
         return Ok(());
@@ -86,7 +89,10 @@ async fn find(broker: &Broker, key_type: i8, key: &str) -> Found {
         }
         KEY_TYPE_TRANSACTION => {
             if key.is_empty() {
-                return Err((ResponseError::InvalidRequest, "the transactional id is empty"));
+                return Err((
+                    ResponseError::InvalidRequest,
+                    "the transactional id is empty",
+                ));
             }
             let config = &broker.transactions.config;
             let topic = InternalTopic {

@@ -19,9 +19,16 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
     };
     let response = match body.transactional_id.as_ref().filter(|id| !id.is_empty()) {
         Some(id) => {
-            let expected = Some((body.producer_id.0, body.producer_epoch)).filter(|(id, _)| *id >= 0);
-            super::transactions::init_producer_id(broker, request, id, body.transaction_timeout_ms, expected)
-                .await
+            let expected =
+                Some((body.producer_id.0, body.producer_epoch)).filter(|(id, _)| *id >= 0);
+            super::transactions::init_producer_id(
+                broker,
+                request,
+                id,
+                body.transaction_timeout_ms,
+                expected,
+            )
+            .await
         }
         None => match broker.controller.allocate_producer_id().await {
             Ok(id) => InitProducerIdResponse::default().with_producer_id(ProducerId(id)),

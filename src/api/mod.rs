@@ -39,9 +39,9 @@ use crate::config::BrokerConfig;
 use crate::controller::{AlterPartition, ControllerRequest};
 use crate::controller::{Controller, ControllerError};
 use crate::group::{GroupConfig, GroupCoordinator};
-use crate::txn::{TransactionCoordinator, TxnConfig};
 use crate::metadata::MetadataImage;
 use crate::replica::{IsrChange, Partition, ReplicaError, ReplicaManager};
+use crate::txn::{TransactionCoordinator, TxnConfig};
 use kafka_protocol::error::ResponseError;
 pub use response::ResponseFrame;
 
@@ -74,7 +74,8 @@ impl Broker {
         .map(|write| tokio::task::spawn_blocking(move || write.write()));
         let group_config = GroupConfig::from_broker(&config)?;
         let groups = GroupCoordinator::new(group_config, config.node_id);
-        let transactions = TransactionCoordinator::new(TxnConfig::from_broker(&config)?, config.node_id);
+        let transactions =
+            TransactionCoordinator::new(TxnConfig::from_broker(&config)?, config.node_id);
         if config.roles.broker {
             // Nothing is led or followed from the local, possibly stale, metadata: the
             // partitions take their roles from the first image that shows this process

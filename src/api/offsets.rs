@@ -254,7 +254,13 @@ pub fn offset_fetch(broker: &Broker, request: &Request) -> Result<Outcome, Handl
                 let member = g.member_id.as_ref().map(|m| (m.as_str(), g.member_epoch));
                 batched_group(
                     g.group_id.clone(),
-                    fetch_group(broker, request, &group, (member, body.require_stable), wanted),
+                    fetch_group(
+                        broker,
+                        request,
+                        &group,
+                        (member, body.require_stable),
+                        wanted,
+                    ),
                 )
             })
             .collect();
@@ -348,7 +354,11 @@ fn single_group(
                         .with_committed_offset(committed)
                         .with_committed_leader_epoch(epoch)
                         .with_metadata(Some(str_bytes(&metadata)))
-                        .with_error_code(if own_code != 0 { own_code } else { partition_code })
+                        .with_error_code(if own_code != 0 {
+                            own_code
+                        } else {
+                            partition_code
+                        })
                 })
                 .collect();
             OffsetFetchResponseTopic::default()

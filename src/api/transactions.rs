@@ -35,8 +35,12 @@ const ADD_PARTITIONS_BATCHED_VERSION: i16 = 4;
 fn log_refusal(request: &Request, api: &str, id: &str, error: &TxnError) {
     let code = txn_error(error);
     match super::errors::is_client_error(code) {
-        true => tracing::debug!(client = %request.client, api, transactional_id = id, %error, "refused"),
-        false => tracing::warn!(client = %request.client, api, transactional_id = id, %error, "failed"),
+        true => {
+            tracing::debug!(client = %request.client, api, transactional_id = id, %error, "refused")
+        }
+        false => {
+            tracing::warn!(client = %request.client, api, transactional_id = id, %error, "failed")
+        }
     }
 }
 
@@ -93,7 +97,10 @@ async fn init(
     let (current, _) = broker.transactions.get(id).map_err(Refusal::Txn)?;
     let needs_id = match &current {
         None => true,
-        Some(m) => matches!(m.init_producer_id(expected, timeout_ms, now), Ok(InitPlan::NewProducerId)),
+        Some(m) => matches!(
+            m.init_producer_id(expected, timeout_ms, now),
+            Ok(InitPlan::NewProducerId)
+        ),
     };
     let new_id = match needs_id {
         true => Some(broker.controller.allocate_producer_id().await.map_err(|e| {
@@ -119,7 +126,8 @@ async fn init(
                 InitPlan::Write(next) => Ok((false, Some(next))),
                 InitPlan::FenceOngoing(next) => Ok((true, Some(next))),
                 InitPlan::NewProducerId => {
-                    let mut next = TransactionMetadata::new(id, new_id.ok_or_else(concurrent)?, timeout_ms);
+                    let mut next =
+                        TransactionMetadata::new(id, new_id.ok_or_else(concurrent)?, timeout_ms);
                     next.last_update_ms = now;
                     Ok((false, Some(next)))
                 }
@@ -131,8 +139,11 @@ async fn init(
         return Err(Refusal::Txn(concurrent()));
     };
     if fenced {
-        tracing::info!(transactional_id = id, epoch = transition.next.producer_epoch,
-            "a new instance fences the open transaction of the old one: aborting it");
+        tracing::info!(
+            transactional_id = id,
+            epoch = transition.next.producer_epoch,
+            "a new instance fences the open transaction of the old one: aborting it"
+        );
         drop(broker.transactions.finish(transition));
         return Err(Refusal::Txn(concurrent()));
     }
@@ -155,7 +166,10 @@ async fn add_partitions(
         .transactions
         .transition(&broker.replicas, id, |current| {
             let m = current.ok_or_else(not_found)?;
-            Ok(((), m.add_partitions(producer.0, producer.1, &partitions, now)?))
+            Ok((
+                (),
+                m.add_partitions(producer.0, producer.1, &partitions, now)?,
+            ))
         })
         .await
         .map(|_| ())
@@ -195,7 +209,8 @@ async fn add_partitions_result(
             })
             .collect()
     } else {
-        let partitions: Vec<TxnPartition> = wanted.iter().map(|(t, p)| (t.0.to_string(), *p)).collect();
+        let partitions: Vec<TxnPartition> =
+            wanted.iter().map(|(t, p)| (t.0.to_string(), *p)).collect();
         let result = match verify_only {
             true => verify(broker, id, producer, &partitions),
             false => add_partitions(broker, id, producer, partitions.clone()).await,
@@ -253,19 +268,37 @@ fn verify(
 }
 
 /// Answers AddPartitionsToTxn (v0–3 from clients, v4+ batched).
-pub async fn add_partitions_to_txn(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
+pub async fn add_partitions_to_txn(
+    broker: &Broker,
+    request: &Request,
+) -> Result<Outcome, HandlerError> {
     let body: AddPartitionsToTxnRequest = request.decode()?;
     if request.version() < ADD_PARTITIONS_BATCHED_VERSION {
         let id = body.v3_and_below_transactional_id.0.to_string();
-        let producer = (body.v3_and_below_producer_id.0, body.v3_and_below_producer_epoch);
-        let results = add_partitions_result(broker, request, &id, producer, &body.v3_and_below_topics, false).await;
-        return request.respond(&AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(results));
+        let producer = (
+            body.v3_and_below_producer_id.0,
+            body.v3_and_below_producer_epoch,
+        );
+        let results = add_partitions_result(
+            broker,
+            request,
+            &id,
+            producer,
+            &body.v3_and_below_topics,
+            false,
+        )
+        .await;
+        return request.respond(
+            &AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(results),
+        );
     }
     let mut results = Vec::with_capacity(body.transactions.len());
     for txn in &body.transactions {
         let id = txn.transactional_id.0.to_string();
         let producer = (txn.producer_id.0, txn.producer_epoch);
-        let topics = add_partitions_result(broker, request, &id, producer, &txn.topics, txn.verify_only).await;
+        let topics =
+            add_partitions_result(broker, request, &id, producer, &txn.topics, txn.verify_only)
+                .await;
         results.push(
             AddPartitionsToTxnResult::default()
                 .with_transactional_id(txn.transactional_id.clone())
@@ -277,10 +310,16 @@ pub async fn add_partitions_to_txn(broker: &Broker, request: &Request) -> Result
 
 /// Answers AddOffsetsToTxn: the group's `__consumer_offsets` partition joins the
 /// transaction, so that its TxnOffsetCommit is settled by the transaction's marker.
-pub async fn add_offsets_to_txn(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
+pub async fn add_offsets_to_txn(
+    broker: &Broker,
+    request: &Request,
+) -> Result<Outcome, HandlerError> {
     let body: AddOffsetsToTxnRequest = request.decode()?;
     let id = body.transactional_id.0.to_string();
-    let partition = (OFFSETS_TOPIC.to_string(), broker.groups.partition_for(&body.group_id.0));
+    let partition = (
+        OFFSETS_TOPIC.to_string(),
+        broker.groups.partition_for(&body.group_id.0),
+    );
     let producer = (body.producer_id.0, body.producer_epoch);
     let code = match add_partitions(broker, &id, producer, vec![partition]).await {
         Ok(()) => 0,
@@ -339,7 +378,10 @@ pub async fn end_txn(broker: &Broker, request: &Request) -> Result<Outcome, Hand
 /// Answers TxnOffsetCommit (group coordinator, KIP-447): offsets written in the
 /// producer's transaction, checked against the group's generation and member like a
 /// commit, and pending until the transaction's marker.
-pub async fn txn_offset_commit(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
+pub async fn txn_offset_commit(
+    broker: &Broker,
+    request: &Request,
+) -> Result<Outcome, HandlerError> {
     let body: TxnOffsetCommitRequest = request.decode()?;
     let group = body.group_id.0.to_string();
     let committer = Committer {
@@ -367,7 +409,13 @@ pub async fn txn_offset_commit(broker: &Broker, request: &Request) -> Result<Out
     };
     let outcome = broker
         .groups
-        .commit_offsets_as(&broker.replicas, &group, &committer, commits.clone(), Some(producer))
+        .commit_offsets_as(
+            &broker.replicas,
+            &group,
+            &committer,
+            commits.clone(),
+            Some(producer),
+        )
         .await;
     let codes: Vec<(String, i32, i16)> = match outcome {
         Ok(results) => results
@@ -377,7 +425,10 @@ pub async fn txn_offset_commit(broker: &Broker, request: &Request) -> Result<Out
         Err(error) => {
             tracing::debug!(client = %request.client, api = "TxnOffsetCommit", group, %error, "refused");
             let code = group_error(&error).code();
-            commits.into_iter().map(|c| (c.topic, c.partition, code)).collect()
+            commits
+                .into_iter()
+                .map(|c| (c.topic, c.partition, code))
+                .collect()
         }
     };
     let mut by_topic: BTreeMap<String, Vec<TxnOffsetCommitResponsePartition>> = BTreeMap::new();
@@ -431,7 +482,11 @@ pub fn describe_transactions(broker: &Broker, request: &Request) -> Result<Outco
                         .with_topics(
                             topics
                                 .into_iter()
-                                .map(|(t, ps)| TopicData::default().with_topic(topic_name(t)).with_partitions(ps))
+                                .map(|(t, ps)| {
+                                    TopicData::default()
+                                        .with_topic(topic_name(t))
+                                        .with_partitions(ps)
+                                })
                                 .collect(),
                         )
                 }
@@ -447,7 +502,13 @@ pub fn describe_transactions(broker: &Broker, request: &Request) -> Result<Outco
 pub fn list_transactions(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
     let body: ListTransactionsRequest = request.decode()?;
     const STATES: [&str; 8] = [
-        "Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead",
+        "Empty",
+        "Ongoing",
+        "PrepareCommit",
+        "PrepareAbort",
+        "CompleteCommit",
+        "CompleteAbort",
+        "Dead",
         "PrepareEpochFence",
     ];
     let unknown: Vec<_> = body
@@ -461,12 +522,28 @@ pub fn list_transactions(broker: &Broker, request: &Request) -> Result<Outcome, 
         .transactions
         .all()
         .into_iter()
-        .filter(|m| body.state_filters.is_empty() || body.state_filters.iter().any(|s| s.as_str() == m.state.name()))
-        .filter(|m| body.producer_id_filters.is_empty() || body.producer_id_filters.contains(&ProducerId(m.producer_id)))
-        .filter(|m| body.duration_filter < 0 || (m.start_ms >= 0 && now - m.start_ms >= body.duration_filter))
+        .filter(|m| {
+            body.state_filters.is_empty()
+                || body
+                    .state_filters
+                    .iter()
+                    .any(|s| s.as_str() == m.state.name())
+        })
+        .filter(|m| {
+            body.producer_id_filters.is_empty()
+                || body
+                    .producer_id_filters
+                    .contains(&ProducerId(m.producer_id))
+        })
+        .filter(|m| {
+            body.duration_filter < 0
+                || (m.start_ms >= 0 && now - m.start_ms >= body.duration_filter)
+        })
         .map(|m| {
             list_transactions_response::TransactionState::default()
-                .with_transactional_id(kafka_protocol::messages::TransactionalId(str_bytes(&m.transactional_id)))
+                .with_transactional_id(kafka_protocol::messages::TransactionalId(str_bytes(
+                    &m.transactional_id,
+                )))
                 .with_producer_id(ProducerId(m.producer_id))
                 .with_transaction_state(str_bytes(m.state.name()))
         })

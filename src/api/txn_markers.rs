@@ -56,13 +56,18 @@ async fn write_local(
             "cannot write a transaction marker");
         replica_error(&e)
     })?;
-    if !written.replicated(broker.transactions.config.write_timeout).await {
+    if !written
+        .replicated(broker.transactions.config.write_timeout)
+        .await
+    {
         return Err(ResponseError::RequestTimedOut);
     }
     if topic == OFFSETS_TOPIC {
-        broker
-            .groups
-            .complete_transaction(partition, order.producer.producer_id, order.marker.commit);
+        broker.groups.complete_transaction(
+            partition,
+            order.producer.producer_id,
+            order.marker.commit,
+        );
     }
     Ok(())
 }
@@ -76,7 +81,9 @@ async fn write_on(
     order: MarkerOrder,
 ) -> Vec<TxnPartition> {
     if leader == broker.config.node_id {
-        let writes = partitions.iter().map(|(t, p)| write_local(broker, (t, *p), order));
+        let writes = partitions
+            .iter()
+            .map(|(t, p)| write_local(broker, (t, *p), order));
         let results = join_all(writes).await;
         return partitions
             .into_iter()
@@ -114,7 +121,14 @@ async fn write_on(
     let request = WriteTxnMarkersRequest::default().with_markers(vec![marker]);
     let timeout = broker.transactions.config.write_timeout + Duration::from_secs(1);
     let node_id = broker.config.node_id;
-    let response = super::broker_client::call(&address, node_id, &request, WRITE_TXN_MARKERS_VERSION, timeout).await;
+    let response = super::broker_client::call(
+        &address,
+        node_id,
+        &request,
+        WRITE_TXN_MARKERS_VERSION,
+        timeout,
+    )
+    .await;
     let response = match response {
         Ok(response) => response,
         Err(error) => {
@@ -181,7 +195,9 @@ async fn finish(broker: &Broker, transition: Transition) {
                 .and_then(|t| t.partition(tp.1))
                 .map(|p| p.leader);
             match leader {
-                None => tracing::warn!(partition = ?tp, "partition of a transaction is gone: no marker"),
+                None => {
+                    tracing::warn!(partition = ?tp, "partition of a transaction is gone: no marker")
+                }
                 Some(leader) => by_leader.entry(leader).or_default().push(tp),
             }
         }
@@ -201,7 +217,9 @@ async fn finish(broker: &Broker, transition: Transition) {
         .transactions
         .transition(&broker.replicas, &id, |current| {
             let still = current.is_some_and(|m| {
-                m.state == next.state && m.producer_epoch == next.producer_epoch && m.pending.is_none()
+                m.state == next.state
+                    && m.producer_epoch == next.producer_epoch
+                    && m.pending.is_none()
             });
             Ok(((), current.filter(|_| still).map(|m| m.completed(now_ms))))
         })
@@ -263,7 +281,9 @@ impl Broker {
                     drop(self.transactions.finish(transition));
                 }
                 Ok(((), None)) => {}
-                Err(error) => tracing::warn!(transactional_id = %id, %error, "cannot abort a timed-out transaction"),
+                Err(error) => {
+                    tracing::warn!(transactional_id = %id, %error, "cannot abort a timed-out transaction")
+                }
             }
         }
     }

@@ -70,7 +70,10 @@ pub enum Loaded {
 
 /// Every record of `__consumer_offsets-{partition}` below its high watermark, in order.
 /// Records that cannot be decoded are skipped with an error logged.
-pub async fn read_all(replicas: &ReplicaManager, partition: i32) -> Result<Vec<Loaded>, GroupError> {
+pub async fn read_all(
+    replicas: &ReplicaManager,
+    partition: i32,
+) -> Result<Vec<Loaded>, GroupError> {
     let entries = journal::read_all(replicas, (OFFSETS_TOPIC, partition))
         .await
         .map_err(storage("", partition))?;

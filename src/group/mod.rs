@@ -197,7 +197,13 @@ impl GroupCoordinator {
             Err(_) => Vec::new(),
         };
         if let Some(producer) = producer {
-            let written = journal::write_as(replicas, shard.partition, group_id, &records, Some(producer))?;
+            let written = journal::write_as(
+                replicas,
+                shard.partition,
+                group_id,
+                &records,
+                Some(producer),
+            )?;
             for record in records {
                 if let CoordinatorRecord::Offset(key, Some(value)) = record {
                     shard
@@ -230,7 +236,10 @@ impl GroupCoordinator {
     /// Whether `group_id` has a transactional offset commit for `topic-partition` that
     /// awaits its marker.
     pub fn has_pending_offset(&self, group_id: &str, topic: &str, partition: i32) -> bool {
-        let shard = self.shards.get(&self.partition_for(group_id)).map(|s| Arc::clone(&s));
+        let shard = self
+            .shards
+            .get(&self.partition_for(group_id))
+            .map(|s| Arc::clone(&s));
         shard.is_some_and(|s| lock(&s).has_pending_offset(group_id, topic, partition))
     }
 

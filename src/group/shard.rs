@@ -152,9 +152,10 @@ impl Shard {
     /// Whether a transactional offset commit of `group` for `topic-partition` awaits its
     /// marker (OffsetFetch with `require_stable` answers UNSTABLE_OFFSET_COMMIT then).
     pub fn has_pending_offset(&self, group: &str, topic: &str, partition: i32) -> bool {
-        self.pending_txn_offsets.values().flatten().any(|(key, _)| {
-            key.group == group && key.topic == topic && key.partition == partition
-        })
+        self.pending_txn_offsets
+            .values()
+            .flatten()
+            .any(|(key, _)| key.group == group && key.topic == topic && key.partition == partition)
     }
 
     /// Applies one record read back from the partition.

@@ -175,7 +175,12 @@ fn read_partition(partition: &Partition) -> Result<Vec<Entry>, ReplicaError> {
     Ok(entries)
 }
 
-fn decode_batch(partition: &Partition, mut batch: Bytes, producer: Option<i64>, out: &mut Vec<Entry>) {
+fn decode_batch(
+    partition: &Partition,
+    mut batch: Bytes,
+    producer: Option<i64>,
+    out: &mut Vec<Entry>,
+) {
     let sets = match RecordBatchDecoder::decode_all(&mut batch) {
         Ok(sets) => sets,
         Err(error) => {

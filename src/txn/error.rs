@@ -14,7 +14,9 @@ pub enum TxnError {
         timeout_ms: i32,
         max_ms: i32,
     },
-    #[error("transaction {transactional_id}: this broker does not lead __transaction_state-{partition}")]
+    #[error(
+        "transaction {transactional_id}: this broker does not lead __transaction_state-{partition}"
+    )]
     NotCoordinator {
         transactional_id: String,
         partition: i32,
@@ -42,7 +44,9 @@ pub enum TxnError {
         transactional_id: String,
         producer_id: i64,
     },
-    #[error("transaction {transactional_id}: epoch {producer_epoch} was fenced by epoch {current}")]
+    #[error(
+        "transaction {transactional_id}: epoch {producer_epoch} was fenced by epoch {current}"
+    )]
     ProducerFenced {
         transactional_id: String,
         producer_epoch: i16,

@@ -111,7 +111,10 @@ impl TransactionCoordinator {
         self.shards.retain(|partition, shard| {
             let keep = led.get(partition) == Some(&lock(shard).coordinator_epoch);
             if !keep {
-                tracing::info!(partition, "no longer coordinator of __transaction_state-{partition} at this epoch");
+                tracing::info!(
+                    partition,
+                    "no longer coordinator of __transaction_state-{partition} at this epoch"
+                );
             }
             keep
         });
@@ -159,13 +162,18 @@ impl TransactionCoordinator {
     /// coordinates it, at the same epoch, and nothing else changed it).
     pub fn is_current(&self, transition: &Transition) -> bool {
         let id = &transition.next.transactional_id;
-        let Some(shard) = self.shards.get(&transition.partition).map(|s| Arc::clone(&s)) else {
+        let Some(shard) = self
+            .shards
+            .get(&transition.partition)
+            .map(|s| Arc::clone(&s))
+        else {
             return false;
         };
         let shard = lock(&shard);
         shard.coordinator_epoch == transition.coordinator_epoch
             && shard.transactions.get(id).is_some_and(|m| {
-                m.state == transition.next.state && m.producer_epoch == transition.next.producer_epoch
+                m.state == transition.next.state
+                    && m.producer_epoch == transition.next.producer_epoch
             })
     }
 
@@ -210,7 +218,9 @@ impl TransactionCoordinator {
         &self,
         replicas: &ReplicaManager,
         transactional_id: &str,
-        decide: impl FnOnce(Option<&TransactionMetadata>) -> Result<(T, Option<TransactionMetadata>), TxnError>,
+        decide: impl FnOnce(
+            Option<&TransactionMetadata>,
+        ) -> Result<(T, Option<TransactionMetadata>), TxnError>,
     ) -> Result<(T, Option<Transition>), TxnError> {
         let shard = self.shard(transactional_id)?;
         let (result, transition, written) = {
@@ -225,15 +235,22 @@ impl TransactionCoordinator {
                 transactional_id: transactional_id.to_string(),
                 metadata: Some(next.clone()),
             };
-            let written = journal::write(replicas, (TRANSACTION_TOPIC, guard.partition), &[record.encode()], None)
-                .map_err(|e| TxnError::storage(transactional_id, &e))?;
+            let written = journal::write(
+                replicas,
+                (TRANSACTION_TOPIC, guard.partition),
+                &[record.encode()],
+                None,
+            )
+            .map_err(|e| TxnError::storage(transactional_id, &e))?;
             let mut marked = guard
                 .transactions
                 .get(transactional_id)
                 .cloned()
                 .unwrap_or_else(|| next.clone());
             marked.pending = Some(next.state);
-            guard.transactions.insert(transactional_id.to_string(), marked);
+            guard
+                .transactions
+                .insert(transactional_id.to_string(), marked);
             let transition = Transition {
                 partition: guard.partition,
                 coordinator_epoch: guard.coordinator_epoch,
@@ -289,7 +306,9 @@ impl TransactionCoordinator {
                     }
                 },
                 Ok(None) => {}
-                Err(error) => tracing::error!(partition, %error, "skipping an undecodable transaction record"),
+                Err(error) => {
+                    tracing::error!(partition, %error, "skipping an undecodable transaction record")
+                }
             }
         }
         shard.loaded = true;

@@ -350,7 +350,10 @@ mod tests {
         else {
             panic!("fence expected");
         };
-        assert_eq!((fenced.state, fenced.producer_epoch), (TxnState::PrepareAbort, 1));
+        assert_eq!(
+            (fenced.state, fenced.producer_epoch),
+            (TxnState::PrepareAbort, 1)
+        );
         let aborted = fenced.completed(600);
         assert!(matches!(
             aborted.add_partitions(7, 0, &[("a".into(), 0)], 700),
@@ -367,7 +370,10 @@ mod tests {
         let meta = ongoing();
         assert_eq!(meta.timed_out(60_100), None);
         let aborted = meta.timed_out(60_101).expect("expired");
-        assert_eq!((aborted.state, aborted.producer_epoch), (TxnState::PrepareAbort, 1));
+        assert_eq!(
+            (aborted.state, aborted.producer_epoch),
+            (TxnState::PrepareAbort, 1)
+        );
         assert!(matches!(
             aborted.completed(0).end(7, 0, false, 0),
             Err(TxnError::ProducerFenced { .. })

@@ -1,0 +1,309 @@
+//! Transactions through the wire protocol as a client drives them (InitProducerId,
+//! AddPartitionsToTxn, transactional Produce, EndTxn) and what readers see: the last stable
+//! offset holds read_committed readers at an open transaction, aborted transactions are
+//! listed for them, and both survive a kill -9 (rebuilt from the log and from
+//! `__transaction_state`). Real clients (librdkafka, Java) are in compat/.
+
+mod common;
+
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use common::*;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+
+/// A transactional batch of `count` records from `producer` (id, epoch) at `sequence`.
+fn txn_batch(count: i32, (producer_id, epoch): (i64, i16), sequence: i32) -> Bytes {
+    let records: Vec<Record> = (0..count)
+        .map(|i| Record {
+            transactional: true,
+            control: false,
+            partition_leader_epoch: -1,
+            producer_id,
+            producer_epoch: epoch,
+            timestamp_type: TimestampType::Creation,
+            offset: i64::from(i),
+            sequence: sequence + i,
+            timestamp: now_ms(),
+            key: Some(Bytes::from(format!("k{i}"))),
+            value: Some(Bytes::from(format!("txn{i}"))),
+            headers: Default::default(),
+            delete_horizon: false,
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    let options = RecordEncodeOptions {
+        version: 2,
+        compression: Compression::None,
+    };
+    RecordBatchEncoder::encode(&mut buf, &records, &options).expect("encode");
+    buf.freeze()
+}
+
+fn txn_id(id: &str) -> TransactionalId {
+    TransactionalId(StrBytes::from_string(id.to_string()))
+}
+
+/// FindCoordinator for `id` (which creates `__transaction_state`), as clients start.
+async fn find_coordinator(client: &mut Client, id: &str) {
+    let request = FindCoordinatorRequest::default()
+        .with_key(StrBytes::from_string(id.to_string()))
+        .with_key_type(1);
+    for _ in 0..100 {
+        if client.call(&request, 3).await.error_code == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no transaction coordinator for {id}");
+}
+
+/// InitProducerId for `id`, retried while the coordinator loads or finishes an abort.
+async fn init(client: &mut Client, id: &str, timeout_ms: i32) -> (i64, i16) {
+    find_coordinator(client, id).await;
+    let request = InitProducerIdRequest::default()
+        .with_transactional_id(Some(txn_id(id)))
+        .with_transaction_timeout_ms(timeout_ms);
+    for _ in 0..100 {
+        let response = client.call(&request, 4).await;
+        let retriable = [
+            ResponseError::CoordinatorLoadInProgress.code(),
+            ResponseError::ConcurrentTransactions.code(),
+            ResponseError::NotCoordinator.code(),
+        ];
+        if retriable.contains(&response.error_code) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        }
+        assert_eq!(response.error_code, 0, "InitProducerId");
+        return (response.producer_id.0, response.producer_epoch);
+    }
+    panic!("InitProducerId kept being refused");
+}
+
+async fn add_partition(client: &mut Client, id: &str, producer: (i64, i16), topic: &str) -> i16 {
+    let request = AddPartitionsToTxnRequest::default()
+        .with_v3_and_below_transactional_id(txn_id(id))
+        .with_v3_and_below_producer_id(ProducerId(producer.0))
+        .with_v3_and_below_producer_epoch(producer.1)
+        .with_v3_and_below_topics(vec![AddPartitionsToTxnTopic::default()
+            .with_name(name(topic))
+            .with_partitions(vec![0])]);
+    let response = client.call(&request, 3).await;
+    response.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+}
+
+async fn end(client: &mut Client, id: &str, producer: (i64, i16), commit: bool) -> i16 {
+    let request = EndTxnRequest::default()
+        .with_transactional_id(txn_id(id))
+        .with_producer_id(ProducerId(producer.0))
+        .with_producer_epoch(producer.1)
+        .with_committed(commit);
+    client.call(&request, 3).await.error_code
+}
+
+/// A read_committed fetch (Fetch v12, isolation level 1) from `offset`.
+async fn fetch_committed(
+    client: &mut Client,
+    topic: &str,
+    offset: i64,
+) -> fetch_response::PartitionData {
+    let request = fetch_request(topic, 0, offset, 0, 1).with_isolation_level(1);
+    client.call(&request, 12).await.responses[0].partitions[0].clone()
+}
+
+async fn latest(client: &mut Client, topic: &str, isolation_level: i8) -> i64 {
+    let request = ListOffsetsRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_isolation_level(isolation_level)
+        .with_topics(vec![ListOffsetsTopic::default()
+            .with_name(name(topic))
+            .with_partitions(vec![ListOffsetsPartition::default()
+                .with_partition_index(0)
+                .with_timestamp(-1)])]);
+    client.call(&request, 7).await.topics[0].partitions[0].offset
+}
+
+/// Waits until the partition answers fetches again (after a restart).
+async fn wait_led(client: &mut Client, topic: &str) {
+    for _ in 0..100 {
+        if fetch(client, topic, 0, 0).await.error_code == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{topic}-0 not led after the restart");
+}
+
+#[tokio::test]
+async fn an_open_transaction_holds_read_committed_readers_across_a_kill_9_until_committed() {
+    let broker = TestBroker::start(&[("transaction.state.log.replication.factor", "1")]).await;
+    let mut client = broker.client().await;
+    assert_eq!(create_topic(&mut client, "t", 1).await, 0);
+    let producer = init(&mut client, "app-1", 60_000).await;
+    assert_eq!(add_partition(&mut client, "app-1", producer, "t").await, 0);
+    let written = produce(&mut client, "t", 0, txn_batch(3, producer, 0)).await;
+    assert_eq!((written.error_code, written.base_offset), (0, 0));
+    // A plain producer writes after the open transaction.
+    assert_eq!(
+        produce(&mut client, "t", 0, batch(2, -1, -1, now_ms()))
+            .await
+            .error_code,
+        0
+    );
+
+    let held = fetch_committed(&mut client, "t", 0).await;
+    assert_eq!((held.high_watermark, held.last_stable_offset), (5, 0));
+    assert!(
+        held.records.as_ref().is_none_or(|r| r.is_empty()),
+        "nothing below the LSO"
+    );
+    assert_eq!(
+        latest(&mut client, "t", 1).await,
+        0,
+        "read_committed latest is the LSO"
+    );
+    assert_eq!(
+        latest(&mut client, "t", 0).await,
+        5,
+        "read_uncommitted latest is the HW"
+    );
+
+    // kill -9: the LSO is rebuilt from the log, the transaction from __transaction_state.
+    let broker = TestBroker::start_in(
+        broker.kill().await,
+        &[("transaction.state.log.replication.factor", "1")],
+    )
+    .await;
+    let mut client = broker.client().await;
+    wait_led(&mut client, "t").await;
+    assert_eq!(
+        fetch_committed(&mut client, "t", 0)
+            .await
+            .last_stable_offset,
+        0
+    );
+    let mut code = -1;
+    for _ in 0..100 {
+        code = end(&mut client, "app-1", producer, true).await;
+        if code != ResponseError::CoordinatorLoadInProgress.code()
+            && code != ResponseError::NotCoordinator.code()
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(code, 0, "the restarted coordinator commits the transaction");
+    let committed = fetch_committed(&mut client, "t", 0).await;
+    assert_eq!(
+        (committed.high_watermark, committed.last_stable_offset),
+        (6, 6),
+        "marker at 5"
+    );
+    // The marker at 5 is a control record, which consumers skip.
+    let values: Vec<String> = records(committed.records.as_ref().expect("records"))
+        .into_iter()
+        .filter(|r| r.0 != 5)
+        .map(|r| r.2)
+        .collect();
+    assert_eq!(values, ["txn0", "txn1", "txn2", "v0", "v1"]);
+    assert!(committed
+        .aborted_transactions
+        .unwrap_or_default()
+        .is_empty());
+}
+
+#[tokio::test]
+async fn a_transaction_open_past_its_timeout_is_aborted_and_listed_for_readers_after_a_restart() {
+    let keys = [
+        ("transaction.state.log.replication.factor", "1"),
+        (
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+            "100",
+        ),
+    ];
+    let broker = TestBroker::start(&keys).await;
+    let mut client = broker.client().await;
+    assert_eq!(create_topic(&mut client, "t", 1).await, 0);
+    let producer = init(&mut client, "lapsed", 500).await;
+    assert_eq!(add_partition(&mut client, "lapsed", producer, "t").await, 0);
+    assert_eq!(
+        produce(&mut client, "t", 0, txn_batch(4, producer, 0))
+            .await
+            .error_code,
+        0
+    );
+    let mut aborted = fetch_committed(&mut client, "t", 0).await;
+    for _ in 0..100 {
+        if aborted.last_stable_offset == 5 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        aborted = fetch_committed(&mut client, "t", 0).await;
+    }
+    assert_eq!(
+        aborted.last_stable_offset, 5,
+        "aborted by the coordinator: marker at 4"
+    );
+    let list = aborted.aborted_transactions.clone().unwrap_or_default();
+    assert_eq!(list.len(), 1);
+    assert_eq!(
+        (list[0].producer_id.0, list[0].first_offset),
+        (producer.0, 0)
+    );
+    // The producer that let it lapse is fenced: its epoch was bumped.
+    assert_eq!(
+        end(&mut client, "lapsed", producer, true).await,
+        ResponseError::ProducerFenced.code()
+    );
+
+    let broker = TestBroker::start_in(broker.kill().await, &keys).await;
+    let mut client = broker.client().await;
+    wait_led(&mut client, "t").await;
+    let again = fetch_committed(&mut client, "t", 0).await;
+    assert_eq!(again.last_stable_offset, 5);
+    assert_eq!(
+        again.aborted_transactions.unwrap_or_default().len(),
+        1,
+        "rebuilt from the log"
+    );
+}
+
+#[tokio::test]
+async fn a_new_instance_fences_the_old_one_and_aborts_its_open_transaction() {
+    let broker = TestBroker::start(&[("transaction.state.log.replication.factor", "1")]).await;
+    let mut client = broker.client().await;
+    assert_eq!(create_topic(&mut client, "t", 1).await, 0);
+    let zombie = init(&mut client, "app", 60_000).await;
+    assert_eq!(add_partition(&mut client, "app", zombie, "t").await, 0);
+    assert_eq!(
+        produce(&mut client, "t", 0, txn_batch(2, zombie, 0))
+            .await
+            .error_code,
+        0
+    );
+    let successor = init(&mut client, "app", 60_000).await;
+    assert_eq!(successor.0, zombie.0, "same producer id");
+    assert!(successor.1 > zombie.1, "a higher epoch");
+    let fenced = ResponseError::ProducerFenced.code();
+    assert_eq!(add_partition(&mut client, "app", zombie, "t").await, fenced);
+    assert_eq!(end(&mut client, "app", zombie, true).await, fenced);
+    let zombie_write = produce(&mut client, "t", 0, txn_batch(1, zombie, 2)).await;
+    assert_eq!(
+        zombie_write.error_code,
+        ResponseError::InvalidProducerEpoch.code()
+    );
+    let read = fetch_committed(&mut client, "t", 0).await;
+    assert_eq!(
+        read.last_stable_offset, 3,
+        "the zombie's transaction was aborted (marker at 2)"
+    );
+    assert_eq!(read.aborted_transactions.unwrap_or_default().len(), 1);
+}
