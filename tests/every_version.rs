@@ -90,39 +90,92 @@ async fn transactional_producer(client: &mut Client, id: &str) -> (i64, i16) {
     panic!("no transactional producer id for {id}");
 }
 
+async fn exercise_add_partitions(client: &mut Client, id: &str, version: i16) {
+    let txn = TransactionalId(StrBytes::from_string(id.to_string()));
+    let (pid, epoch) = transactional_producer(client, id).await;
+    let topic = add_partitions_to_txn_request::AddPartitionsToTxnTopic::default()
+        .with_name(name("t"))
+        .with_partitions(vec![0]);
+    let request = match version < 4 {
+        true => AddPartitionsToTxnRequest::default()
+            .with_v3_and_below_transactional_id(txn)
+            .with_v3_and_below_producer_id(ProducerId(pid))
+            .with_v3_and_below_producer_epoch(epoch)
+            .with_v3_and_below_topics(vec![topic]),
+        false => AddPartitionsToTxnRequest::default().with_transactions(vec![
+            add_partitions_to_txn_request::AddPartitionsToTxnTransaction::default()
+                .with_transactional_id(txn)
+                .with_producer_id(ProducerId(pid))
+                .with_producer_epoch(epoch)
+                .with_topics(vec![topic]),
+        ]),
+    };
+    let response = client.call(&request, version).await;
+    let results = match version < 4 {
+        true => response.results_by_topic_v3_and_below,
+        false => response.results_by_transaction[0].topic_results.clone(),
+    };
+    assert_eq!(
+        results[0].results_by_partition[0].partition_error_code, 0,
+        "v{version}"
+    );
+}
+
+async fn exercise_txn_offset_commit(client: &mut Client, id: &str, version: i16) {
+    let txn = TransactionalId(StrBytes::from_string(id.to_string()));
+    let (pid, epoch) = transactional_producer(client, id).await;
+    let request = TxnOffsetCommitRequest::default()
+        .with_transactional_id(txn)
+        .with_group_id(GroupId(StrBytes::from_string(format!("g-{id}"))))
+        .with_producer_id(ProducerId(pid))
+        .with_producer_epoch(epoch)
+        .with_generation_id(-1)
+        .with_topics(vec![
+            txn_offset_commit_request::TxnOffsetCommitRequestTopic::default()
+                .with_name(name("t"))
+                .with_partitions(vec![
+                    txn_offset_commit_request::TxnOffsetCommitRequestPartition::default()
+                        .with_partition_index(0)
+                        .with_committed_offset(1),
+                ]),
+        ]);
+    let mut response = client.call(&request, version).await;
+    for _ in 0..100 {
+        let code = response.topics[0].partitions[0].error_code;
+        if code != ResponseError::CoordinatorLoadInProgress.code()
+            && code != ResponseError::NotCoordinator.code()
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        response = client.call(&request, version).await;
+    }
+    assert_eq!(response.topics[0].partitions[0].error_code, 0, "v{version}");
+}
+
+async fn exercise_write_markers(client: &mut Client, version: i16) {
+    let marker = write_txn_markers_request::WritableTxnMarker::default()
+        .with_producer_id(ProducerId(4242))
+        .with_producer_epoch(0)
+        .with_transaction_result(false)
+        .with_topics(vec![
+            write_txn_markers_request::WritableTxnMarkerTopic::default()
+                .with_name(name("t"))
+                .with_partition_indexes(vec![0]),
+        ]);
+    let request = WriteTxnMarkersRequest::default().with_markers(vec![marker]);
+    let response = client.call(&request, version).await;
+    assert_eq!(
+        response.markers[0].topics[0].partitions[0].error_code, 0,
+        "v{version}"
+    );
+}
+
 async fn exercise_transactions(client: &mut Client, key: ApiKey, version: i16) {
     let id = format!("txn-{key:?}-v{version}");
     let txn = TransactionalId(StrBytes::from_string(id.clone()));
     match key {
-        ApiKey::AddPartitionsToTxn => {
-            let (pid, epoch) = transactional_producer(client, &id).await;
-            let topic = add_partitions_to_txn_request::AddPartitionsToTxnTopic::default()
-                .with_name(name("t"))
-                .with_partitions(vec![0]);
-            let request = match version < 4 {
-                true => AddPartitionsToTxnRequest::default()
-                    .with_v3_and_below_transactional_id(txn)
-                    .with_v3_and_below_producer_id(ProducerId(pid))
-                    .with_v3_and_below_producer_epoch(epoch)
-                    .with_v3_and_below_topics(vec![topic]),
-                false => AddPartitionsToTxnRequest::default().with_transactions(vec![
-                    add_partitions_to_txn_request::AddPartitionsToTxnTransaction::default()
-                        .with_transactional_id(txn)
-                        .with_producer_id(ProducerId(pid))
-                        .with_producer_epoch(epoch)
-                        .with_topics(vec![topic]),
-                ]),
-            };
-            let response = client.call(&request, version).await;
-            let results = match version < 4 {
-                true => response.results_by_topic_v3_and_below,
-                false => response.results_by_transaction[0].topic_results.clone(),
-            };
-            assert_eq!(
-                results[0].results_by_partition[0].partition_error_code, 0,
-                "v{version}"
-            );
-        }
+        ApiKey::AddPartitionsToTxn => exercise_add_partitions(client, &id, version).await,
         ApiKey::AddOffsetsToTxn => {
             let (pid, epoch) = transactional_producer(client, &id).await;
             let request = AddOffsetsToTxnRequest::default()
@@ -150,53 +203,8 @@ async fn exercise_transactions(client: &mut Client, key: ApiKey, version: i16) {
                 "v{version}"
             );
         }
-        ApiKey::WriteTxnMarkers => {
-            let marker = write_txn_markers_request::WritableTxnMarker::default()
-                .with_producer_id(ProducerId(4242))
-                .with_producer_epoch(0)
-                .with_transaction_result(false)
-                .with_topics(vec![
-                    write_txn_markers_request::WritableTxnMarkerTopic::default()
-                        .with_name(name("t"))
-                        .with_partition_indexes(vec![0]),
-                ]);
-            let request = WriteTxnMarkersRequest::default().with_markers(vec![marker]);
-            let response = client.call(&request, version).await;
-            assert_eq!(
-                response.markers[0].topics[0].partitions[0].error_code, 0,
-                "v{version}"
-            );
-        }
-        ApiKey::TxnOffsetCommit => {
-            let (pid, epoch) = transactional_producer(client, &id).await;
-            let request = TxnOffsetCommitRequest::default()
-                .with_transactional_id(txn)
-                .with_group_id(GroupId(StrBytes::from_string(format!("g-{id}"))))
-                .with_producer_id(ProducerId(pid))
-                .with_producer_epoch(epoch)
-                .with_generation_id(-1)
-                .with_topics(vec![
-                    txn_offset_commit_request::TxnOffsetCommitRequestTopic::default()
-                        .with_name(name("t"))
-                        .with_partitions(vec![
-                            txn_offset_commit_request::TxnOffsetCommitRequestPartition::default()
-                                .with_partition_index(0)
-                                .with_committed_offset(1),
-                        ]),
-                ]);
-            let mut response = client.call(&request, version).await;
-            for _ in 0..100 {
-                let code = response.topics[0].partitions[0].error_code;
-                if code != ResponseError::CoordinatorLoadInProgress.code()
-                    && code != ResponseError::NotCoordinator.code()
-                {
-                    break;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                response = client.call(&request, version).await;
-            }
-            assert_eq!(response.topics[0].partitions[0].error_code, 0, "v{version}");
-        }
+        ApiKey::WriteTxnMarkers => exercise_write_markers(client, version).await,
+        ApiKey::TxnOffsetCommit => exercise_txn_offset_commit(client, &id, version).await,
         ApiKey::DescribeTransactions => {
             transactional_producer(client, &id).await;
             let request = DescribeTransactionsRequest::default().with_transactional_ids(vec![txn]);

@@ -99,8 +99,30 @@ async fn write_on(
     else {
         return partitions;
     };
+    let request = marker_request(&partitions, order);
+    let timeout = broker.transactions.config.write_timeout + Duration::from_secs(1);
+    let node_id = broker.config.node_id;
+    let response = super::broker_client::call(
+        &address,
+        node_id,
+        &request,
+        WRITE_TXN_MARKERS_VERSION,
+        timeout,
+    )
+    .await;
+    match response {
+        Ok(response) => unwritten(&response),
+        Err(error) => {
+            tracing::warn!(leader, %error, "cannot send transaction markers");
+            partitions
+        }
+    }
+}
+
+/// WriteTxnMarkers for one marker on `partitions`.
+fn marker_request(partitions: &[TxnPartition], order: MarkerOrder) -> WriteTxnMarkersRequest {
     let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
-    for (topic, partition) in &partitions {
+    for (topic, partition) in partitions {
         topics.entry(topic).or_default().push(*partition);
     }
     let marker = WritableTxnMarker::default()
@@ -118,24 +140,11 @@ async fn write_on(
                 })
                 .collect(),
         );
-    let request = WriteTxnMarkersRequest::default().with_markers(vec![marker]);
-    let timeout = broker.transactions.config.write_timeout + Duration::from_secs(1);
-    let node_id = broker.config.node_id;
-    let response = super::broker_client::call(
-        &address,
-        node_id,
-        &request,
-        WRITE_TXN_MARKERS_VERSION,
-        timeout,
-    )
-    .await;
-    let response = match response {
-        Ok(response) => response,
-        Err(error) => {
-            tracing::warn!(leader, %error, "cannot send transaction markers");
-            return partitions;
-        }
-    };
+    WriteTxnMarkersRequest::default().with_markers(vec![marker])
+}
+
+/// The partitions of a WriteTxnMarkers answer whose marker must be sent again.
+fn unwritten(response: &WriteTxnMarkersResponse) -> Vec<TxnPartition> {
     let mut left = Vec::new();
     for topic in response.markers.iter().flat_map(|m| &m.topics) {
         for p in &topic.partitions {
