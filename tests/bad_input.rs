@@ -7,7 +7,7 @@ use bytes::{BufMut, BytesMut};
 use common::*;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::{ApiVersionsRequest, EndTxnRequest, MetadataRequest};
+use kafka_protocol::messages::{ApiVersionsRequest, DescribeAclsRequest, MetadataRequest};
 
 /// Asserts that a fresh connection still gets answers.
 async fn broker_still_serves(broker: &TestBroker) {
@@ -104,12 +104,12 @@ async fn an_unsupported_version_closes_the_connection() {
 
 #[tokio::test]
 async fn an_unimplemented_api_is_not_advertised_and_is_refused() {
-    // Goal: EndTxn (transactions are not implemented yet) is absent and closes cleanly.
+    // Goal: DescribeAcls (ACLs are not implemented yet) is absent and closes cleanly.
     let broker = TestBroker::start(&[]).await;
     let mut client = broker.client().await;
     let versions = client.call(&ApiVersionsRequest::default(), 3).await;
-    assert!(versions.api_keys.iter().all(|k| k.api_key != 26));
-    let frame = client.frame(&EndTxnRequest::default(), 3);
+    assert!(versions.api_keys.iter().all(|k| k.api_key != 29));
+    let frame = client.frame(&DescribeAclsRequest::default(), 3);
     client.send_raw(&frame).await;
     assert!(client.is_closed().await);
     broker_still_serves(&broker).await;

@@ -57,7 +57,8 @@ async fn exercise(client: &mut Client, key: ApiKey, version: i16, id: Uuid) {
         | ApiKey::WriteTxnMarkers
         | ApiKey::TxnOffsetCommit
         | ApiKey::DescribeTransactions
-        | ApiKey::ListTransactions => exercise_transactions(client, key, version).await,
+        | ApiKey::ListTransactions
+        | ApiKey::DescribeProducers => exercise_transactions(client, key, version).await,
         ApiKey::ElectLeaders => {
             let request = elect_leaders(0, "t", 0);
             let response = client.call(&request, version).await;
@@ -214,6 +215,20 @@ async fn exercise_transactions(client: &mut Client, key: ApiKey, version: i16) {
                 (state.error_code, state.transaction_state.as_str()),
                 (0, "Empty"),
                 "v{version}"
+            );
+        }
+        ApiKey::DescribeProducers => {
+            let request = DescribeProducersRequest::default().with_topics(vec![
+                describe_producers_request::TopicRequest::default()
+                    .with_name(name("t"))
+                    .with_partition_indexes(vec![0]),
+            ]);
+            let response = client.call(&request, version).await;
+            let partition = &response.topics[0].partitions[0];
+            assert_eq!(partition.error_code, 0, "v{version}");
+            assert!(
+                !partition.active_producers.is_empty(),
+                "the marker's producer, v{version}"
             );
         }
         ApiKey::ListTransactions => {

@@ -2,6 +2,7 @@
 //! catch-all arm, so a new error variant forces a decision here.
 
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::ApiKey;
 
 use super::topics::AdminError;
 use crate::controller::{ControllerError, ElectionOutcome, ErrorKind};
@@ -152,6 +153,23 @@ pub fn txn_error(error: &TxnError) -> ResponseError {
         TxnError::Timeout { .. } => ResponseError::RequestTimedOut,
         TxnError::Storage { moved: true, .. } => ResponseError::NotCoordinator,
         TxnError::Storage { moved: false, .. } => ResponseError::CoordinatorNotAvailable,
+    }
+}
+
+/// The Kafka error for a transaction refusal at `version` of `api`: PRODUCER_FENCED
+/// exists from InitProducerId v4, AddPartitionsToTxn, AddOffsetsToTxn and EndTxn v2 and
+/// TxnOffsetCommit v3 (KIP-588); older versions get INVALID_PRODUCER_EPOCH, as from Kafka.
+pub fn txn_error_at(error: &TxnError, api: ApiKey, version: i16) -> ResponseError {
+    let first_fenced_version = match api {
+        ApiKey::InitProducerId => 4,
+        ApiKey::TxnOffsetCommit => 3,
+        _ => 2,
+    };
+    match txn_error(error) {
+        ResponseError::ProducerFenced if version < first_fenced_version => {
+            ResponseError::InvalidProducerEpoch
+        }
+        code => code,
     }
 }
 

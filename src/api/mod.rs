@@ -26,6 +26,7 @@ pub mod response;
 pub mod topics;
 pub mod transactions;
 pub mod txn_markers;
+pub mod txn_verification;
 pub mod versions;
 
 use std::net::SocketAddr;
@@ -353,6 +354,7 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         ApiKey::WriteTxnMarkers => txn_markers::handle(broker, request).await,
         ApiKey::DescribeTransactions => transactions::describe_transactions(broker, request),
         ApiKey::ListTransactions => transactions::list_transactions(broker, request),
+        ApiKey::DescribeProducers => transactions::describe_producers(broker, request),
         api_key => Err(HandlerError::UnsupportedVersion {
             api_key,
             version: request.version(),

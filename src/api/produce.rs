@@ -176,6 +176,37 @@ fn log_failure(request: &Request, error: &ReplicaError, code: ResponseError) {
     }
 }
 
+/// Why a partition's batch is refused before it reaches the log: the topic is internal,
+/// or its transaction was not verified (KIP-890).
+fn refusal(
+    request: &Request,
+    topic: &str,
+    index: i32,
+    unverified: &std::collections::HashMap<(String, i32), ResponseError>,
+) -> Option<ResponseError> {
+    if crate::metadata::is_internal_topic(topic) {
+        tracing::debug!(client = %request.client, topic, partition = index,
+            "produce to an internal topic refused");
+        return Some(ResponseError::InvalidTopicException);
+    }
+    unverified.get(&(topic.to_string(), index)).copied()
+}
+
+/// The name of each topic of the request (by id from v13).
+fn topic_names(
+    request: &Request,
+    body: &ProduceRequest,
+    image: &crate::metadata::MetadataImage,
+) -> Vec<String> {
+    body.topic_data
+        .iter()
+        .map(|topic| match image.topic_by_id(topic.topic_id) {
+            Some(found) if request.version() >= 13 => found.name.clone(),
+            _ => topic.name.0.to_string(),
+        })
+        .collect()
+}
+
 /// Answers Produce.
 pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
     let body: ProduceRequest = request.decode()?;
@@ -184,27 +215,24 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
     let mut responses = Vec::with_capacity(body.topic_data.len());
     let mut pending = Vec::new();
     let mut leaders = Vec::new();
-    for topic in &body.topic_data {
-        let name = match image.topic_by_id(topic.topic_id) {
-            Some(found) if request.version() >= 13 => found.name.clone(),
-            _ => topic.name.0.to_string(),
-        };
+    let names = topic_names(request, &body, &image);
+    let unverified = super::txn_verification::refused(broker, &body, &names).await;
+    for (topic, name) in body.topic_data.iter().zip(names) {
         let topic_index = responses.len();
         let partitions = topic
             .partition_data
             .iter()
             .enumerate()
             .map(|(partition_index, p)| {
-                if !acks_valid {
-                    return partition_error(p.index, ResponseError::InvalidRequiredAcks);
-                }
-                if request.version() >= 13 && image.topic_by_id(topic.topic_id).is_none() {
-                    return partition_error(p.index, ResponseError::UnknownTopicId);
-                }
-                if crate::metadata::is_internal_topic(&name) {
-                    tracing::debug!(client = %request.client, topic = %name, partition = p.index,
-                        "produce to an internal topic refused");
-                    return partition_error(p.index, ResponseError::InvalidTopicException);
+                let unknown_id =
+                    request.version() >= 13 && image.topic_by_id(topic.topic_id).is_none();
+                let refused = match (acks_valid, unknown_id) {
+                    (false, _) => Some(ResponseError::InvalidRequiredAcks),
+                    (true, true) => Some(ResponseError::UnknownTopicId),
+                    (true, false) => refusal(request, &name, p.index, &unverified),
+                };
+                if let Some(error) = refused {
+                    return partition_error(p.index, error);
                 }
                 let records = p.records.as_deref().unwrap_or_default();
                 let (response, wait) = append(

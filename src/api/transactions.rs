@@ -1,6 +1,6 @@
 //! The transaction coordinator's APIs (KIP-98, KIP-447): InitProducerId with a
 //! transactional id, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit (on the
-//! group coordinator), DescribeTransactions and ListTransactions. Every state change is
+//! group coordinator), DescribeTransactions, ListTransactions and DescribeProducers. Every state change is
 //! replicated in `__transaction_state` before the answer.
 
 use std::collections::BTreeMap;
@@ -16,13 +16,13 @@ use kafka_protocol::messages::txn_offset_commit_response::{
 };
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
-    AddPartitionsToTxnResponse, DescribeTransactionsRequest, DescribeTransactionsResponse,
-    EndTxnRequest, EndTxnResponse, InitProducerIdResponse, ListTransactionsRequest,
-    ListTransactionsResponse, ProducerId, TopicName, TxnOffsetCommitRequest,
-    TxnOffsetCommitResponse,
+    AddPartitionsToTxnResponse, DescribeProducersRequest, DescribeProducersResponse,
+    DescribeTransactionsRequest, DescribeTransactionsResponse, EndTxnRequest, EndTxnResponse,
+    InitProducerIdResponse, ListTransactionsRequest, ListTransactionsResponse, ProducerId,
+    TopicName, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
 };
 
-use super::errors::{controller_error, group_error, txn_error};
+use super::errors::{controller_error, group_error, txn_error, txn_error_at};
 use super::{str_bytes, topic_name, Broker, HandlerError, Outcome, Request};
 use crate::group::{Committer, OffsetCommit, OFFSETS_TOPIC};
 use crate::log::segment::now_ms;
@@ -31,6 +31,11 @@ use crate::txn::{EndPlan, InitPlan, TransactionMetadata, TxnError, TxnPartition}
 
 /// AddPartitionsToTxn v4+ batches transactions (sent by brokers, KIP-890).
 const ADD_PARTITIONS_BATCHED_VERSION: i16 = 4;
+
+/// The code of a refusal at this request's API and version.
+fn txn_code(request: &Request, error: &TxnError) -> ResponseError {
+    txn_error_at(error, request.api_key, request.version())
+}
 
 fn log_refusal(request: &Request, api: &str, id: &str, error: &TxnError) {
     let code = txn_error(error);
@@ -68,7 +73,7 @@ pub async fn init_producer_id(
             max_ms,
         };
         log_refusal(request, "InitProducerId", transactional_id, &error);
-        return failed(txn_error(&error));
+        return failed(txn_code(request, &error));
     }
     match init(broker, transactional_id, timeout_ms, expected).await {
         Ok(metadata) => InitProducerIdResponse::default()
@@ -76,7 +81,7 @@ pub async fn init_producer_id(
             .with_producer_epoch(metadata.producer_epoch),
         Err(Refusal::Txn(error)) => {
             log_refusal(request, "InitProducerId", transactional_id, &error);
-            failed(txn_error(&error))
+            failed(txn_code(request, &error))
         }
         Err(Refusal::Code(code)) => failed(code),
     }
@@ -219,7 +224,7 @@ async fn add_partitions_result(
             Ok(()) => Vec::new(),
             Err(error) => {
                 log_refusal(request, "AddPartitionsToTxn", id, &error);
-                vec![txn_error(&error); partitions.len()]
+                vec![txn_code(request, &error); partitions.len()]
             }
         }
     };
@@ -244,7 +249,7 @@ async fn add_partitions_result(
 
 /// KIP-890's verification (AddPartitionsToTxn v4+ `verify_only`): whether the partitions
 /// are in the open transaction of that producer.
-fn verify(
+pub fn verify(
     broker: &Broker,
     id: &str,
     producer: (i64, i16),
@@ -325,7 +330,7 @@ pub async fn add_offsets_to_txn(
         Ok(()) => 0,
         Err(error) => {
             log_refusal(request, "AddOffsetsToTxn", &id, &error);
-            txn_error(&error).code()
+            txn_code(request, &error).code()
         }
     };
     request.respond(&AddOffsetsToTxnResponse::default().with_error_code(code))
@@ -364,7 +369,7 @@ pub async fn end_txn(broker: &Broker, request: &Request) -> Result<Outcome, Hand
         Ok(((), None)) => 0,
         Err(error) => {
             log_refusal(request, "EndTxn", &id, &error);
-            txn_error(&error).code()
+            txn_code(request, &error).code()
         }
     };
     request.respond(
@@ -553,4 +558,50 @@ pub fn list_transactions(broker: &Broker, request: &Request) -> Result<Outcome, 
             .with_unknown_state_filters(unknown)
             .with_transaction_states(states),
     )
+}
+
+/// Answers DescribeProducers (kafka-transactions describe-producers, find-hanging): the
+/// producers the leader of each partition knows, with their open transactions.
+pub fn describe_producers(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
+    use kafka_protocol::messages::describe_producers_response::{
+        PartitionResponse, ProducerState, TopicResponse,
+    };
+    let body: DescribeProducersRequest = request.decode()?;
+    let topics = body
+        .topics
+        .iter()
+        .map(|topic| {
+            let partitions = topic
+                .partition_indexes
+                .iter()
+                .map(|index| {
+                    let found = broker.on_partition(request, &topic.name.0, *index, |partition| {
+                        Ok(partition.log().producers().describe())
+                    });
+                    let response = PartitionResponse::default().with_partition_index(*index);
+                    match found {
+                        Ok(producers) => response.with_active_producers(
+                            producers
+                                .into_iter()
+                                .map(|p| {
+                                    ProducerState::default()
+                                        .with_producer_id(ProducerId(p.producer_id))
+                                        .with_producer_epoch(i32::from(p.producer_epoch))
+                                        .with_last_sequence(p.last_sequence)
+                                        .with_last_timestamp(p.last_timestamp)
+                                        .with_coordinator_epoch(p.coordinator_epoch)
+                                        .with_current_txn_start_offset(p.current_txn_start_offset)
+                                })
+                                .collect(),
+                        ),
+                        Err(code) => response.with_error_code(code.code()),
+                    }
+                })
+                .collect();
+            TopicResponse::default()
+                .with_name(topic.name.clone())
+                .with_partitions(partitions)
+        })
+        .collect();
+    request.respond(&DescribeProducersResponse::default().with_topics(topics))
 }

@@ -69,6 +69,7 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::TxnOffsetCommit, 0, 5),
     api(ApiKey::DescribeTransactions, 0, 0),
     api(ApiKey::ListTransactions, 0, 1),
+    api(ApiKey::DescribeProducers, 0, 0),
 ];
 
 /// The entry for `key`, if highwater serves it.

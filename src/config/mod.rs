@@ -105,6 +105,7 @@ pub const BROKER_DEFAULTS: &[(&str, &str)] = &[
     ("transaction.state.log.min.isr", "2"),
     ("transaction.state.log.segment.bytes", "104857600"),
     ("transaction.max.timeout.ms", "900000"),
+    ("transaction.partition.verification.enable", "true"),
     (
         "transaction.abort.timed.out.transaction.cleanup.interval.ms",
         "10000",

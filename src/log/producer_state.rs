@@ -36,6 +36,20 @@ struct ProducerEntry {
     open_transaction: Option<i64>,
     /// The coordinator epoch of the producer's last marker (-1: none).
     coordinator_epoch: i32,
+    /// The max timestamp of its last batch.
+    last_timestamp: i64,
+}
+
+/// One producer as DescribeProducers reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerView {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub last_sequence: i32,
+    pub last_timestamp: i64,
+    pub coordinator_epoch: i32,
+    /// The first offset of its open transaction (-1: none).
+    pub current_txn_start_offset: i64,
 }
 
 /// A transaction that was aborted on this partition: its records in `first_offset ..
@@ -164,11 +178,18 @@ impl ProducerStateTable {
         if !header.has_producer_id() {
             return;
         }
-        let entry = self.producers.entry(header.producer_id).or_default();
+        let entry = self
+            .producers
+            .entry(header.producer_id)
+            .or_insert_with(|| ProducerEntry {
+                coordinator_epoch: -1,
+                ..ProducerEntry::default()
+            });
         if header.producer_epoch != entry.epoch {
             entry.epoch = header.producer_epoch;
             entry.batches.clear();
         }
+        entry.last_timestamp = header.max_timestamp;
         if header.is_control() {
             let Some(marker) = marker else { return };
             entry.coordinator_epoch = marker.coordinator_epoch;
@@ -254,6 +275,31 @@ impl ProducerStateTable {
         self.open
             .iter()
             .map(|(first, producer)| (*producer, *first))
+    }
+
+    /// Whether `producer_id` at `producer_epoch` has a transaction open here.
+    pub fn has_open_transaction(&self, producer_id: i64, producer_epoch: i16) -> bool {
+        self.producers
+            .get(&producer_id)
+            .is_some_and(|e| e.epoch == producer_epoch && e.open_transaction.is_some())
+    }
+
+    /// Every producer known here (DescribeProducers), by producer id.
+    pub fn describe(&self) -> Vec<ProducerView> {
+        let mut views: Vec<ProducerView> = self
+            .producers
+            .iter()
+            .map(|(producer_id, entry)| ProducerView {
+                producer_id: *producer_id,
+                producer_epoch: entry.epoch,
+                last_sequence: entry.batches.back().map_or(-1, |b| b.last_sequence),
+                last_timestamp: entry.last_timestamp,
+                coordinator_epoch: entry.coordinator_epoch,
+                current_txn_start_offset: entry.open_transaction.unwrap_or(-1),
+            })
+            .collect();
+        views.sort_by_key(|v| v.producer_id);
+        views
     }
 
     /// Number of producers known.
