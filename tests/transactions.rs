@@ -295,11 +295,21 @@ async fn a_new_instance_fences_the_old_one_and_aborts_its_open_transaction() {
     let fenced = ResponseError::ProducerFenced.code();
     assert_eq!(add_partition(&mut client, "app", zombie, "t").await, fenced);
     assert_eq!(end(&mut client, "app", zombie, true).await, fenced);
-    let zombie_write = produce(&mut client, "t", 0, txn_batch(1, zombie, 2)).await;
+    // The zombie's late write names its transactional id (as clients do), so the leader
+    // verifies it with the coordinator (KIP-890) before the log sees it.
+    let late = produce_request("t", 0, txn_batch(1, zombie, 2), -1)
+        .with_transactional_id(Some(txn_id("app")));
+    let zombie_write = client.call(&late, 9).await.responses[0].partition_responses[0].clone();
     assert_eq!(
         zombie_write.error_code,
         ResponseError::InvalidProducerEpoch.code()
     );
+    // A producer that never added the partition is refused by the verification too.
+    let stranger = init(&mut client, "stranger", 60_000).await;
+    let stray = produce_request("t", 0, txn_batch(1, stranger, 0), -1)
+        .with_transactional_id(Some(txn_id("stranger")));
+    let refused = client.call(&stray, 9).await.responses[0].partition_responses[0].clone();
+    assert_eq!(refused.error_code, ResponseError::InvalidTxnState.code());
     let read = fetch_committed(&mut client, "t", 0).await;
     assert_eq!(
         read.last_stable_offset, 3,

@@ -256,18 +256,11 @@ pub fn verify(
     partitions: &[TxnPartition],
 ) -> Result<(), TxnError> {
     let (current, _) = broker.transactions.get(id)?;
-    let open = current.is_some_and(|m| {
-        m.producer_id == producer.0
-            && m.producer_epoch == producer.1
-            && m.state == crate::txn::TxnState::Ongoing
-            && partitions.iter().all(|p| m.partitions.contains(p))
-    });
-    match open {
-        true => Ok(()),
-        false => Err(TxnError::InvalidTxnState {
+    match current {
+        Some(m) => m.verify(producer.0, producer.1, partitions),
+        None => Err(TxnError::InvalidProducerIdMapping {
             transactional_id: id.to_string(),
-            state: "not ongoing with these partitions",
-            operation: "produce",
+            producer_id: producer.0,
         }),
     }
 }

@@ -107,10 +107,10 @@ async fn ask_coordinator(
         return Ok(
             match super::transactions::verify(broker, &id.0, producer, partitions) {
                 Ok(()) => HashMap::new(),
-                Err(_) => partitions
-                    .iter()
-                    .map(|tp| (tp.clone(), ResponseError::InvalidTxnState))
-                    .collect(),
+                Err(error) => {
+                    let error = for_produce(super::errors::txn_error(&error));
+                    partitions.iter().map(|tp| (tp.clone(), error)).collect()
+                }
             },
         );
     }
@@ -152,15 +152,26 @@ async fn ask_coordinator(
     {
         for p in &result.results_by_partition {
             if let Some(error) = ResponseError::try_from_code(p.partition_error_code) {
-                let error = match error {
-                    ResponseError::InvalidTxnState
-                    | ResponseError::InvalidProducerIdMapping
-                    | ResponseError::ProducerFenced => error,
-                    _ => ResponseError::NotEnoughReplicas,
-                };
-                errors.insert((result.name.0.to_string(), p.partition_index), error);
+                errors.insert(
+                    (result.name.0.to_string(), p.partition_index),
+                    for_produce(error),
+                );
             }
         }
     }
     Ok(errors)
+}
+
+/// The error a producer gets for a failed verification: a fenced producer
+/// INVALID_PRODUCER_EPOCH (what Kafka answers Produce), a partition outside the
+/// transaction INVALID_TXN_STATE, anything passing (a coordinator moving or busy)
+/// NOT_ENOUGH_REPLICAS, which producers retry.
+fn for_produce(error: ResponseError) -> ResponseError {
+    match error {
+        ResponseError::ProducerFenced
+        | ResponseError::InvalidProducerEpoch
+        | ResponseError::InvalidProducerIdMapping => ResponseError::InvalidProducerEpoch,
+        ResponseError::InvalidTxnState => ResponseError::InvalidTxnState,
+        _ => ResponseError::NotEnoughReplicas,
+    }
 }

@@ -241,6 +241,23 @@ impl TransactionMetadata {
         Ok(Some(next))
     }
 
+    /// KIP-890's verification for a transactional produce: the producer owns the id and
+    /// its open transaction holds the partitions.
+    pub fn verify(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+        partitions: &[TxnPartition],
+    ) -> Result<(), TxnError> {
+        self.check_owner(producer_id, producer_epoch)?;
+        let open = self.state == TxnState::Ongoing
+            && partitions.iter().all(|p| self.partitions.contains(p));
+        match open {
+            true => Ok(()),
+            false => Err(self.invalid_state("produce to a partition outside the transaction")),
+        }
+    }
+
     /// EndTxn from the client.
     pub fn end(
         &self,
