@@ -165,6 +165,19 @@ librdkafka_consumes_across_a_leader_change() {
     three_brokers_up
 }
 
+librdkafka_transactions_survive_a_coordinator_kill() {
+    local out
+    local rc=0
+    out="$(CLUSTER_PIDS="$(cluster_pids)" \
+        "$root/compat/.venv/bin/python" "$here/transactions_across_failover.py" "$bootstrap" \
+        "$topic-txn" 2>&1)" || rc=$?
+    echo "$out" | tail -20
+    restart_dead_nodes
+    ((rc == 0)) || return 1
+    grep -q "transactions committed whole" <<<"$out"
+    three_brokers_up
+}
+
 run_test "kcat sees three brokers and a leader everywhere" kcat_sees_three_brokers_and_a_leader_everywhere
 run_test "librdkafka consumes across a leader change without loss or duplicates" \
     librdkafka_consumes_across_a_leader_change
@@ -181,6 +194,8 @@ java_consumes_across_a_leader_change() {
     three_brokers_up
 }
 
+run_test "librdkafka transactions commit or abort whole across a kill -9 of the coordinator" \
+    librdkafka_transactions_survive_a_coordinator_kill
 run_test "Java AdminClient sees the cluster" java_admin_sees_the_cluster
 run_test "a Java consumer consumes across a leader change without loss or duplicates" \
     java_consumes_across_a_leader_change
