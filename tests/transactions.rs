@@ -317,3 +317,36 @@ async fn a_new_instance_fences_the_old_one_and_aborts_its_open_transaction() {
     );
     assert_eq!(read.aborted_transactions.unwrap_or_default().len(), 1);
 }
+
+#[tokio::test]
+async fn an_idle_transactional_id_expires_and_comes_back_with_a_new_producer_id() {
+    let keys = [
+        ("transaction.state.log.replication.factor", "1"),
+        ("transactional.id.expiration.ms", "300"),
+        (
+            "transaction.remove.expired.transaction.cleanup.interval.ms",
+            "100",
+        ),
+    ];
+    let broker = TestBroker::start(&keys).await;
+    let mut client = broker.client().await;
+    let first = init(&mut client, "idle", 60_000).await;
+    let describe =
+        DescribeTransactionsRequest::default().with_transactional_ids(vec![txn_id("idle")]);
+    let mut code = 0;
+    for _ in 0..100 {
+        code = client.call(&describe, 0).await.transaction_states[0].error_code;
+        if code != 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        code,
+        ResponseError::TransactionalIdNotFound.code(),
+        "expired"
+    );
+    let again = init(&mut client, "idle", 60_000).await;
+    assert_ne!(again.0, first.0, "a forgotten id gets a new producer id");
+    assert_eq!(again.1, 0);
+}

@@ -252,6 +252,7 @@ impl Broker {
         };
         let mut running = FuturesUnordered::new();
         let mut timeouts = tokio::time::interval(self.transactions.config.abort_check_interval);
+        let mut expiry = tokio::time::interval(self.transactions.config.expiration_check_interval);
         loop {
             tokio::select! {
                 Some(partition) = loads.recv() => {
@@ -262,6 +263,7 @@ impl Broker {
                 Some(order) = finishes.recv() => running.push(self.finish_one(order)),
                 Some(()) = running.next() => {}
                 _ = timeouts.tick() => self.abort_timed_out().await,
+                _ = expiry.tick() => self.expire_transactional_ids().await,
             }
         }
     }
@@ -270,6 +272,29 @@ impl Broker {
         finish(self, order.transition).await;
         if let Some(done) = order.done {
             let _ = done.send(());
+        }
+    }
+
+    /// Forgets transactional ids idle past `transactional.id.expiration.ms` (tombstones).
+    async fn expire_transactional_ids(&self) {
+        let now_ms = crate::log::segment::now_ms();
+        let expiration_ms = self.transactions.config.id_expiration_ms;
+        for id in self.transactions.expired(now_ms) {
+            let removed = self
+                .transactions
+                .transition(&self.replicas, &id, |current| {
+                    Ok(((), current.and_then(|m| m.expired(now_ms, expiration_ms))))
+                })
+                .await;
+            match removed {
+                Ok(((), Some(_))) => {
+                    tracing::info!(transactional_id = %id, "transactional id expired")
+                }
+                Ok(((), None)) => {}
+                Err(error) => {
+                    tracing::warn!(transactional_id = %id, %error, "cannot expire a transactional id")
+                }
+            }
         }
     }
 

@@ -106,6 +106,12 @@ pub const BROKER_DEFAULTS: &[(&str, &str)] = &[
     ("transaction.state.log.segment.bytes", "104857600"),
     ("transaction.max.timeout.ms", "900000"),
     ("transaction.partition.verification.enable", "true"),
+    ("transactional.id.expiration.ms", "604800000"),
+    (
+        "transaction.remove.expired.transaction.cleanup.interval.ms",
+        "3600000",
+    ),
+    ("producer.id.expiration.ms", "86400000"),
     (
         "transaction.abort.timed.out.transaction.cleanup.interval.ms",
         "10000",

@@ -427,6 +427,11 @@ impl Log {
         self.producers = rebuild_producers(&self.segments, self.log_start_offset);
     }
 
+    /// Forgets idle producers (`producer.id.expiration.ms`); returns how many went.
+    pub fn expire_producers(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
+        self.producers.expire(now_ms, expiration_ms)
+    }
+
     /// Forgets completed transactions whose markers are below `high_watermark`.
     pub fn retire_stable_transactions(&mut self, high_watermark: i64) {
         self.producers.retire_stable(high_watermark);

@@ -277,6 +277,17 @@ impl ProducerStateTable {
             .map(|(first, producer)| (*producer, *first))
     }
 
+    /// Forgets producers with no open transaction whose last batch is older than
+    /// `expiration_ms` (`producer.id.expiration.ms`); returns how many went.
+    pub fn expire(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
+        let before = self.producers.len();
+        self.producers.retain(|_, entry| {
+            entry.open_transaction.is_some()
+                || now_ms.saturating_sub(entry.last_timestamp) < expiration_ms
+        });
+        before - self.producers.len()
+    }
+
     /// Whether `producer_id` at `producer_epoch` has a transaction open here.
     pub fn has_open_transaction(&self, producer_id: i64, producer_epoch: i16) -> bool {
         self.producers
@@ -438,6 +449,25 @@ mod tests {
             table.open_transactions().collect::<Vec<_>>(),
             [(3, 3), (2, 7)]
         );
+    }
+
+    #[test]
+    fn idle_producers_expire_unless_a_transaction_is_open() {
+        let mut table = ProducerStateTable::default();
+        let mut idle = header(1, 0, 1, 0);
+        idle.max_timestamp = 1_000;
+        table.update(&idle, None);
+        let mut open = transactional(2, 0, 1, 1);
+        open.max_timestamp = 1_000;
+        table.update(&open, None);
+        assert_eq!(table.expire(5_000, 10_000), 0, "not idle long enough");
+        assert_eq!(table.expire(20_000, 10_000), 1);
+        assert_eq!(
+            table.describe().len(),
+            1,
+            "the open transaction's producer stays"
+        );
+        assert!(table.has_open_transaction(2, 0));
     }
 
     #[test]

@@ -492,8 +492,12 @@ impl ReplicaManager {
 
     fn maintain_partitions(&self) {
         let now = crate::log::segment::now_ms();
+        let producer_expiration_ms = self
+            .config
+            .parse::<i64>("producer.id.expiration.ms")
+            .unwrap_or(86_400_000);
         for partition in self.hosted() {
-            if let Err(error) = partition.maintain(now) {
+            if let Err(error) = partition.maintain(now, producer_expiration_ms) {
                 let tp = &partition.topic_partition;
                 tracing::error!(topic = %tp.topic, partition = tp.partition, %error, "retention failed");
             }

@@ -421,14 +421,19 @@ impl Partition {
         })
     }
 
-    /// Applies retention and the flush policy (called by the maintenance task).
-    pub fn maintain(&self, now_ms: i64) -> Result<(), ReplicaError> {
+    /// Applies retention, the flush policy and producer expiry
+    /// (`producer.id.expiration.ms`; called by the maintenance task).
+    pub fn maintain(&self, now_ms: i64, producer_expiration_ms: i64) -> Result<(), ReplicaError> {
         let high_watermark = self.high_watermark();
         let mut log = self.log_mut();
         log.delete_old_segments(now_ms, high_watermark)
             .map_err(|e| self.log_error(e))?;
         log.maybe_flush_by_time(now_ms)
             .map_err(|e| self.log_error(e))?;
+        let expired = log.expire_producers(now_ms, producer_expiration_ms);
+        if expired > 0 {
+            tracing::debug!(partition = %self.topic_partition, expired, "idle producers expired");
+        }
         Ok(())
     }
 

@@ -22,6 +22,11 @@ pub struct TxnConfig {
     pub abort_check_interval: Duration,
     /// How long a state write waits to be replicated (Kafka's request timeout for it).
     pub write_timeout: Duration,
+    /// `transactional.id.expiration.ms`: an id idle this long (no transaction open) is
+    /// forgotten.
+    pub id_expiration_ms: i64,
+    /// `transaction.remove.expired.transaction.cleanup.interval.ms`.
+    pub expiration_check_interval: Duration,
 }
 
 impl TxnConfig {
@@ -43,6 +48,10 @@ impl TxnConfig {
                 "transaction.abort.timed.out.transaction.cleanup.interval.ms",
             )?,
             write_timeout: ms("offsets.commit.timeout.ms")?,
+            id_expiration_ms: config.parse("transactional.id.expiration.ms")?,
+            expiration_check_interval: ms(
+                "transaction.remove.expired.transaction.cleanup.interval.ms",
+            )?,
         })
     }
 }

@@ -231,9 +231,10 @@ impl TransactionCoordinator {
                 return Ok((result, None));
             };
             next.pending = None;
+            // A Dead id is written as a tombstone: the topic's compaction forgets it.
             let record = TransactionRecord {
                 transactional_id: transactional_id.to_string(),
-                metadata: Some(next.clone()),
+                metadata: Some(next.clone()).filter(|m| m.state != TxnState::Dead),
             };
             let written = journal::write(
                 replicas,
@@ -271,9 +272,12 @@ impl TransactionCoordinator {
                 timeout_ms: self.config.write_timeout.as_millis() as u64,
             });
         }
-        guard
-            .transactions
-            .insert(transactional_id.to_string(), transition.next.clone());
+        match transition.next.state {
+            TxnState::Dead => guard.transactions.remove(transactional_id),
+            _ => guard
+                .transactions
+                .insert(transactional_id.to_string(), transition.next.clone()),
+        };
         Ok((result, Some(transition)))
     }
 
@@ -346,6 +350,25 @@ impl TransactionCoordinator {
                     .filter(|m| m.timed_out(now_ms).is_some())
                     .map(|m| m.transactional_id.clone()),
             );
+        }
+        expired
+    }
+
+    /// Transactional ids idle past `transactional.id.expiration.ms`.
+    pub fn expired(&self, now_ms: i64) -> Vec<String> {
+        let expiration_ms = self.config.id_expiration_ms;
+        let mut expired = Vec::new();
+        for shard in self.shards.iter() {
+            let shard = lock(&shard);
+            if shard.loaded {
+                expired.extend(
+                    shard
+                        .transactions
+                        .values()
+                        .filter(|m| m.expired(now_ms, expiration_ms).is_some())
+                        .map(|m| m.transactional_id.clone()),
+                );
+            }
         }
         expired
     }

@@ -308,6 +308,21 @@ impl TransactionMetadata {
         Some(next)
     }
 
+    /// The id idle past `expiration_ms` with no transaction open: it goes (Dead, written
+    /// as a tombstone).
+    pub fn expired(&self, now_ms: i64, expiration_ms: i64) -> Option<TransactionMetadata> {
+        let idle = matches!(
+            self.state,
+            TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort
+        ) && self.pending.is_none()
+            && now_ms.saturating_sub(self.last_update_ms) >= expiration_ms;
+        idle.then(|| {
+            let mut next = self.clone();
+            next.state = TxnState::Dead;
+            next
+        })
+    }
+
     /// The markers are written: the transaction is complete and its partitions forgotten.
     pub fn completed(&self, now_ms: i64) -> TransactionMetadata {
         let mut next = self.clone();
