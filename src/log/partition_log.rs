@@ -7,6 +7,7 @@
 //! Invariant: log_start_offset <= log_end_offset, and segments are contiguous.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use bytes::Bytes;
 
@@ -81,9 +82,10 @@ pub struct Log {
     /// When the log was last flushed (for `flush.ms`).
     last_flush_ms: i64,
     epoch_cache: EpochCache,
-    /// Producers and their transactions, rebuilt from the log's batch headers when the log
-    /// is opened or truncated (there are no producer snapshots yet).
-    producers: ProducerStateTable,
+    /// Producers and their transactions, rebuilt from the log's batch headers on first use
+    /// after the log is opened or truncated (there are no producer snapshots yet), so that
+    /// start-up reads no batch header.
+    producers: OnceLock<ProducerStateTable>,
 }
 
 /// Removes the files of the segments starting at `bases` (after a truncated segment).
@@ -170,7 +172,6 @@ impl Log {
             .clamp(first_base, log_end_offset);
         let mut epoch_cache = EpochCache::load(dir)?;
         epoch_cache.truncate_from_end(log_end_offset)?;
-        let producers = rebuild_producers(&segments, log_start_offset);
         let log = Log {
             dir: dir.to_path_buf(),
             config,
@@ -180,15 +181,24 @@ impl Log {
             unflushed_messages: 0,
             last_flush_ms: now_ms(),
             epoch_cache,
-            producers,
+            producers: OnceLock::new(),
         };
         log.check_invariants();
         Ok(log)
     }
 
-    /// The producers of this partition and their transactions.
+    /// The producers of this partition and their transactions (built on first use).
     pub fn producers(&self) -> &ProducerStateTable {
-        &self.producers
+        self.producers
+            .get_or_init(|| rebuild_producers(&self.segments, self.log_start_offset))
+    }
+
+    /// The producer state to change (built first if need be).
+    fn producers_mut(&mut self) -> &mut ProducerStateTable {
+        self.producers();
+        self.producers
+            .get_mut()
+            .expect("the producer state was built just above")
     }
 
     /// The partition directory.
@@ -235,7 +245,7 @@ impl Log {
         leader_epoch: i32,
     ) -> Result<AppendInfo, LogError> {
         let header = self.validate_client_batch(records)?;
-        if let SequenceCheck::Duplicate(original) = self.producers.check(&header)? {
+        if let SequenceCheck::Duplicate(original) = self.producers().check(&header)? {
             return Ok(AppendInfo {
                 base_offset: original.first_offset,
                 last_offset: original.last_offset,
@@ -263,7 +273,7 @@ impl Log {
             .last_mut()
             .expect("a log always has an active segment");
         let written = segment.append(records, base_offset, leader_epoch)?;
-        self.producers
+        self.producers_mut()
             .update(&written, super::control::parse(records, &written));
         self.unflushed_messages += i64::from(written.record_count);
         if self.unflushed_messages >= self.config.flush_messages {
@@ -417,30 +427,36 @@ impl Log {
 
     /// Follows a batch written as a follower (`bytes`: the whole batch) in the producer
     /// state.
+    /// (Not built yet: the build will read it from the log.)
     pub(super) fn follow_producers(&mut self, bytes: &[u8], header: &BatchHeader) {
-        self.producers
-            .update(header, super::control::parse(bytes, header));
+        if let Some(producers) = self.producers.get_mut() {
+            producers.update(header, super::control::parse(bytes, header));
+        }
     }
 
-    /// Rebuilds the producer state from the log after a truncation.
-    pub(super) fn rebuild_producers(&mut self) {
-        self.producers = rebuild_producers(&self.segments, self.log_start_offset);
+    /// Drops the producer state after a truncation; its next use rebuilds it from the log.
+    pub(super) fn forget_producers(&mut self) {
+        self.producers = OnceLock::new();
     }
 
     /// Forgets idle producers (`producer.id.expiration.ms`); returns how many went.
     pub fn expire_producers(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
-        self.producers.expire(now_ms, expiration_ms)
+        self.producers
+            .get_mut()
+            .map_or(0, |p| p.expire(now_ms, expiration_ms))
     }
 
     /// Forgets completed transactions whose markers are below `high_watermark`.
     pub fn retire_stable_transactions(&mut self, high_watermark: i64) {
-        self.producers.retire_stable(high_watermark);
+        if let Some(producers) = self.producers.get_mut() {
+            producers.retire_stable(high_watermark);
+        }
     }
 
     /// The last stable offset: the high watermark, or the first offset of the earliest
     /// transaction not yet decided below it (read_committed consumers stop there).
     pub fn last_stable_offset(&self, high_watermark: i64) -> i64 {
-        self.producers
+        self.producers()
             .first_unstable_offset(high_watermark)
             .map_or(high_watermark, |first| {
                 first.clamp(self.log_start_offset.min(high_watermark), high_watermark)
@@ -457,7 +473,7 @@ impl Log {
         marker: super::control::Marker,
         leader_epoch: i32,
     ) -> Result<AppendInfo, LogError> {
-        self.producers
+        self.producers()
             .check_marker(producer_id, producer_epoch, marker.coordinator_epoch)?;
         let batch = super::control::encode(producer_id, producer_epoch, marker, now_ms());
         let base_offset = self.log_end_offset();
@@ -471,7 +487,7 @@ impl Log {
             .last_mut()
             .expect("a log always has an active segment");
         let written = segment.append(&batch, base_offset, leader_epoch)?;
-        self.producers.update(&written, Some(marker));
+        self.producers_mut().update(&written, Some(marker));
         self.count_unflushed(1)?;
         self.check_invariants();
         Ok(AppendInfo {
@@ -506,7 +522,9 @@ impl Log {
         let advanced = offset > self.log_start_offset;
         if advanced {
             self.log_start_offset = offset;
-            self.producers.forget_aborted_before(offset);
+            if let Some(producers) = self.producers.get_mut() {
+                producers.forget_aborted_before(offset);
+            }
         }
         advanced
     }

@@ -144,7 +144,7 @@ impl Log {
         self.segments_mut().push(replacement);
         let end = self.log_end_offset();
         self.epoch_cache_mut().truncate_from_end(end)?;
-        self.rebuild_producers();
+        self.forget_producers();
         self.lower_recovery_point(end);
         tracing::info!(dir = %dir.display(), offset, log_end_offset = end, "truncated log");
         self.check_invariants();
