@@ -14,6 +14,9 @@
 # highwater's log cleaner before the stop: kcat must read back the latest value of every key
 # and DumpLogSegments must read the cleaned segments cleanly (gaps in offsets are what
 # compaction leaves, so its "Non-consecutive offsets" report is expected there).
+# A transactional producer (confluent-kafka) commits one transaction and aborts another:
+# the tool must read highwater's COMMIT/ABORT markers, and its --transaction-log-decoder
+# the coordinator's records in __transaction_state.
 # Prints "N passed, N failed" last; exits non-zero if a test failed.
 # Usage: compat/storage/run.sh
 # Environment: HIGHWATER_BIN (default target/release/highwater), KEEP_DATA=1 keeps the
@@ -131,6 +134,22 @@ sleep 1
 timeout 60 kcat -b "$bootstrap" -C -t storage-compacted -e -o beginning -Z \
     -f '%o %k=%s\n' >"$out/compacted-read.txt" || fail "kcat could not read storage-compacted"
 
+# ---- a transactional topic: one committed and one aborted transaction ---------------
+"$root/compat/.venv/bin/python" - "$bootstrap" >"$out/txn.out" 2>&1 <<'PY' ||
+import sys
+from confluent_kafka import Producer
+producer = Producer({"bootstrap.servers": sys.argv[1], "transactional.id": "storage-txn"})
+producer.init_transactions(30)
+for commit, count in ((True, 20), (False, 10)):
+    producer.begin_transaction()
+    for i in range(count):
+        value = f"{'committed' if commit else 'aborted'} {i}".encode()
+        producer.produce("storage-txn", value, partition=0)
+    producer.flush(30)
+    (producer.commit_transaction if commit else producer.abort_transaction)(30)
+PY
+    { cat "$out/txn.out" >&2; fail "confluent-kafka could not write the transactions"; }
+
 kill -TERM "$pid"
 for _ in $(seq 1 100); do
     kill -0 "$pid" 2>/dev/null || break
@@ -142,9 +161,11 @@ pid=""
 ((rc == 0)) || { tail -n 40 "$out/broker.log" >&2; fail "highwater exited $rc on SIGTERM"; }
 [[ -f "$data/.kafka_cleanshutdown" ]] || fail "no clean-shutdown marker after SIGTERM"
 
-# The metadata quorum's raft.log (under __cluster_metadata-0) is not a Kafka segment.
+# The metadata quorum's raft.log (under __cluster_metadata-0) is not a Kafka segment;
+# __transaction_state's binary records are read with their decoder, apart.
 mapfile -t files < <(find "$data" \( -name '*.log' -o -name '*.index' -o -name '*.timeindex' \) \
-    -not -path '*/storage-compacted-0/*' -not -path '*/__cluster_metadata-0/*' | sort)
+    -not -path '*/storage-compacted-0/*' -not -path '*/__cluster_metadata-0/*' \
+    -not -path '*/__transaction_state-*' | sort)
 mapfile -t compacted_files < <(find "$data/storage-compacted-0" -name '*.log' -o \
     -name '*.index' -o -name '*.timeindex' | sort)
 ((${#files[@]} > 0)) || fail "highwater wrote no segment files"
@@ -344,6 +365,35 @@ test_compacted_dump() {
         echo "storage-compacted: no tombstone was stamped with a delete horizon yet"
 }
 
+# The transactional topic's batches: Kafka's tool reads the markers highwater wrote.
+test_transaction_markers() {
+    section txn log >"$out/txn.log.txt"
+    assert_eq 1 "$(grep -c 'endTxnMarker: COMMIT' "$out/txn.log.txt" || true)" "COMMIT markers"
+    assert_eq 1 "$(grep -c 'endTxnMarker: ABORT' "$out/txn.log.txt" || true)" "ABORT markers"
+    assert_eq 30 "$(grep -c '^| offset: .* payload: \(committed\|aborted\) ' "$out/txn.log.txt" || true)" \
+        "transactional records"
+    grep '^baseOffset: ' "$out/txn.log.txt" | grep -q 'isTransactional: true isControl: true' ||
+        fail "no control batch flagged transactional"
+}
+
+# __transaction_state: the coordinator's records in Kafka's TransactionLog layout.
+test_transaction_log_decoder() {
+    local logs
+    logs="$(find "$data" -path '*/__transaction_state-*' -name '*.log' -size +0 | sort | paste -sd,)"
+    [[ -n "$logs" ]] || fail "no __transaction_state segment holds records"
+    dump_log_segments txnlog --files "$logs" --transaction-log-decoder
+    assert_eq 0 "$(cat "$out/txnlog.rc")" "DumpLogSegments exit status"
+    if grep -q . "$out/txnlog.err"; then
+        head -n 20 "$out/txnlog.err" >&2
+        fail "DumpLogSegments wrote to stderr"
+    fi
+    grep 'storage-txn' "$out/txnlog.out" | head -n 3
+    grep -q 'storage-txn' "$out/txnlog.out" || fail "the decoder shows no record of storage-txn"
+    if grep -i -E 'unknown|exception|error' "$out/txnlog.out" >&2; then
+        fail "the decoder could not read a record"
+    fi
+}
+
 run_test "DumpLogSegments --verify-index-only: no mismatch" test_verify_index_only
 run_test "DumpLogSegments --index-sanity-check: every index passes" test_index_sanity_check
 run_test "DumpLogSegments --deep-iteration --print-data-log: no error" test_deep_iteration
@@ -353,6 +403,9 @@ done
 run_test "a damaged segment is reported (the checks can fail)" test_a_damaged_copy_is_reported
 run_test "a compacted topic reads back the latest value of each key" test_compacted_read
 run_test "DumpLogSegments reads cleaned segments cleanly" test_compacted_dump
+run_test "DumpLogSegments reads highwater's transaction markers" test_transaction_markers
+run_test "DumpLogSegments --transaction-log-decoder reads __transaction_state" \
+    test_transaction_log_decoder
 
 suite_summary || true
 echo "$tests_passed passed, $tests_failed failed"
