@@ -7,7 +7,8 @@
 //! A seed drives every choice: produce with acks 1 or all, follower fetches, lost
 //! responses, kill -9, power failures that lose the unflushed tail (a torn one too),
 //! restarts, preferred-leader elections (which make epochs without records), checkpoints,
-//! idle steps. After every step: the partition invariants (they stop on their own), the
+//! followers leaving the ISR as if they lagged (below min ISR they become eligible leader
+//! replicas, KIP-966, which an election may pick), idle steps. After every step: the partition invariants (they stop on their own), the
 //! replicas in the ISR identical below the leader's high watermark, and no consumer handed
 //! an offset at or above the high watermark of its fetch. At the end every node is
 //! restarted and must settle within a bounded number of rounds, and every record
@@ -34,6 +35,8 @@ use kafka_protocol::messages::ProduceResponse;
 use kafka_protocol::records::RecordBatchDecoder;
 
 const NODES: [i32; 3] = [1, 2, 3];
+/// The topic's `min.insync.replicas`.
+const MIN_ISR: usize = 2;
 const STEPS: usize = 80;
 /// Fetch rounds the healed cluster may take to settle before the seed fails (liveness).
 const SETTLE_ROUNDS_MAX: usize = 60;
@@ -94,8 +97,15 @@ impl Controller {
         self.state.topics["t"].partitions[0].clone()
     }
 
+    /// Applies changes with the eligible leader replicas they leave (min ISR 2), as the
+    /// active controller proposes them.
     fn change(&mut self, changes: Vec<PartitionChange>) {
         if !changes.is_empty() {
+            let current = self.partition();
+            let changes = changes
+                .into_iter()
+                .map(|c| c.with_elr(&current, MIN_ISR))
+                .collect();
             self.apply(Record::ChangePartitions(changes));
         }
     }
@@ -141,17 +151,18 @@ impl Controller {
         self.change(changes);
     }
 
+    fn shrink_isr(&mut self, follower: i32) {
+        let p = self.partition();
+        let isr: Vec<i32> = p.isr.iter().copied().filter(|m| *m != follower).collect();
+        self.change(vec![PartitionChange::new("t", 0, p.leader, isr)]);
+    }
+
     fn expand_isr(&mut self, follower: i32) {
         let p = self.partition();
         let mut isr = p.isr.clone();
         isr.push(follower);
         isr.sort_unstable();
-        self.change(vec![PartitionChange {
-            topic: "t".into(),
-            partition: 0,
-            leader: p.leader,
-            isr,
-        }]);
+        self.change(vec![PartitionChange::new("t", 0, p.leader, isr)]);
     }
 }
 
@@ -285,6 +296,7 @@ impl Sim {
                     self.cluster.checkpoint(node);
                 }
             }
+            94..=96 => self.shrink_isr(),
             _ => self.trace.push("idle".into()),
         }
         self.settle_tasks().await;
@@ -329,6 +341,27 @@ impl Sim {
         let _ = self.cluster.fetch(follower, leader).await;
         self.maybe_expand_isr(leader, follower);
         Ok(())
+    }
+
+    /// A follower leaves the ISR as if it lagged past replica.lag.time.max.ms (the
+    /// leader's AlterPartition), alive or not: below min ISR it becomes an eligible leader
+    /// replica (KIP-966), which a later election may pick when no ISR member can lead.
+    fn shrink_isr(&mut self) {
+        let partition = self.controller.partition();
+        let followers: Vec<i32> = partition
+            .isr
+            .iter()
+            .copied()
+            .filter(|m| *m != partition.leader)
+            .collect();
+        if partition.leader == NO_LEADER {
+            return;
+        }
+        if let Some(follower) = self.pick(&followers) {
+            self.trace.push(format!("{follower} leaves the ISR (lag)"));
+            self.controller.shrink_isr(follower);
+            self.push_roles();
+        }
     }
 
     /// Kafka's rule for rejoining the ISR, on what the leader knows (the follower's log end

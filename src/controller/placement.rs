@@ -1,6 +1,7 @@
 //! Where replicas go and who leads: replica assignment for new partitions (rack-unaware
-//! round robin, as Kafka's placer does without racks) and leader election from the ISR
-//! (Kafka's PartitionChangeBuilder rules, in our own words).
+//! round robin, as Kafka's placer does without racks) and leader election from the ISR,
+//! then the eligible leader replicas (KIP-966), then (unclean) any replica (Kafka's
+//! PartitionChangeBuilder rules, in our own words).
 //!
 //! Pure functions over a [`ClusterState`]; the active controller turns their answers into
 //! records. Must not: change state.
@@ -38,6 +39,17 @@ fn unclean_allowed(topic: &TopicImage, broker_default: bool) -> bool {
         .map_or(broker_default, |v| v.trim() == "true")
 }
 
+/// The first usable eligible leader replica (KIP-966) other than `gone`: when no ISR
+/// member can lead, one of them does, alone in the new ISR, without losing a record below
+/// the high watermark.
+fn eligible(partition: &PartitionImage, gone: i32, usable: &dyn Fn(i32) -> bool) -> Option<i32> {
+    partition
+        .elr
+        .iter()
+        .copied()
+        .find(|r| *r != gone && usable(*r))
+}
+
 /// The change that takes `gone` (fenced or shutting down) out of `partition`: out of the
 /// ISR (unless it is the last member), and out of the lead in favour of the first usable
 /// ISR member in replica order, or with unclean election of any usable replica.
@@ -72,6 +84,9 @@ fn without_broker(
         .find(|r| remaining.contains(r) && usable(*r));
     if let Some(leader) = clean {
         return Some((leader, isr));
+    }
+    if let Some(leader) = eligible(partition, gone, usable) {
+        return Some((leader, vec![leader]));
     }
     if unclean_allowed(topic, unclean_default) {
         let any = partition
@@ -136,12 +151,7 @@ fn changes_where(
             let index = index as i32;
             let here = |b: i32| usable(b) && !state.replica_offline(b, &topic.name, index);
             if let Some((leader, isr)) = change(topic, index, partition, &here) {
-                changes.push(PartitionChange {
-                    topic: topic.name.clone(),
-                    partition: index,
-                    leader,
-                    isr,
-                });
+                changes.push(PartitionChange::new(&topic.name, index, leader, isr));
             }
         }
     }
@@ -177,6 +187,9 @@ fn wanted_leader(
         .find(|r| p.isr.contains(r) && usable(*r));
     if let Some(leader) = clean {
         return Some((leader, p.isr.clone()));
+    }
+    if let Some(leader) = eligible(p, NO_LEADER, usable) {
+        return Some((leader, vec![leader]));
     }
     if unclean_allowed(topic, election.unclean_default) {
         // Unclean: a replica outside the ISR leads, alone in the new ISR.
@@ -275,6 +288,26 @@ mod tests {
         let mut state = ClusterState::default();
         state.topics.insert("t".into(), topic);
         state
+    }
+
+    #[test]
+    fn an_eligible_leader_replica_leads_when_no_isr_member_can() {
+        // ISR [1] (below min ISR 2), ELR [2]: when 1 goes, 2 leads alone rather than the
+        // partition staying offline (KIP-966).
+        let mut state = state_with(&[1, 2, 3], &[1], 1, false);
+        state.topics.get_mut("t").expect("t").partitions[0].elr = vec![2];
+        let usable = |b: i32| b == 2 || b == 3;
+        let changes = move_away_from(&state, 1, &usable, false);
+        assert_eq!((changes[0].leader, changes[0].isr.clone()), (2, vec![2]));
+        // Without an ELR member the partition goes offline, keeping 1 as its last member.
+        state.topics.get_mut("t").expect("t").partitions[0]
+            .elr
+            .clear();
+        let offline = move_away_from(&state, 1, &usable, false);
+        assert_eq!(
+            (offline[0].leader, offline[0].isr.clone()),
+            (NO_LEADER, vec![1])
+        );
     }
 
     #[test]

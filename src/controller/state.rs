@@ -28,6 +28,48 @@ pub struct PartitionChange {
     pub partition: i32,
     pub leader: i32,
     pub isr: Vec<i32>,
+    /// The eligible leader replicas after the change (KIP-966), set by the active
+    /// controller when it proposes the change ([`PartitionChange::with_elr`]).
+    #[serde(default)]
+    pub elr: Vec<i32>,
+}
+
+impl PartitionChange {
+    /// A change of `topic-partition` to `leader` and `isr`.
+    pub fn new(topic: &str, partition: i32, leader: i32, isr: Vec<i32>) -> Self {
+        PartitionChange {
+            topic: topic.to_string(),
+            partition,
+            leader,
+            isr,
+            elr: Vec::new(),
+        }
+    }
+
+    /// Sets the eligible leader replicas this change leaves `current` with: while the new
+    /// ISR is smaller than `min_isr` (capped by the replication factor), the members it
+    /// loses join the ELR (with strict min ISR the high watermark stood still, so they
+    /// hold every record below it); ISR members are never in it; once the ISR is back to
+    /// `min_isr` it is empty.
+    pub fn with_elr(mut self, current: &PartitionImage, min_isr: usize) -> Self {
+        let min_isr = min_isr.min(current.replicas.len());
+        self.elr = match self.isr.len() < min_isr {
+            false => Vec::new(),
+            true => {
+                let mut elr: Vec<i32> = current
+                    .elr
+                    .iter()
+                    .chain(current.isr.iter())
+                    .copied()
+                    .filter(|r| !self.isr.contains(r) && current.replicas.contains(r))
+                    .collect();
+                elr.sort_unstable();
+                elr.dedup();
+                elr
+            }
+        };
+        self
+    }
 }
 
 /// One record of the replicated metadata log.
@@ -221,6 +263,14 @@ impl ClusterState {
                 past.remove(0);
             }
         }
+        // A new incarnation may have lost its unflushed tail in a crash: it is no longer
+        // eligible to lead where it was (KIP-966 removes it after an unclean shutdown; the
+        // broker does not tell a clean one here, so every restart counts as unclean).
+        for topic in self.topics.values_mut() {
+            for partition in &mut topic.partitions {
+                partition.elr.retain(|r| *r != node_id);
+            }
+        }
         self.brokers.insert(
             node_id,
             BrokerImage {
@@ -307,6 +357,7 @@ impl ClusterState {
             }
             partition.leader = change.leader;
             partition.isr = change.isr.clone();
+            partition.elr = change.elr.clone();
             partition.partition_epoch += 1;
         }
         RecordResult::Applied
@@ -421,12 +472,7 @@ mod tests {
         let mut state = ClusterState::default();
         state.apply(1, &Record::CreateTopic(topic("t", &[&[1, 2, 3]])));
         let change = |leader, isr: &[i32]| {
-            Record::ChangePartitions(vec![PartitionChange {
-                topic: "t".into(),
-                partition: 0,
-                leader,
-                isr: isr.to_vec(),
-            }])
+            Record::ChangePartitions(vec![PartitionChange::new("t", 0, leader, isr.to_vec())])
         };
         state.apply(2, &change(2, &[2, 3]));
         let p = &state.topics["t"].partitions[0];
@@ -434,6 +480,36 @@ mod tests {
         state.apply(3, &change(2, &[2]));
         let p = &state.topics["t"].partitions[0];
         assert_eq!((p.leader, p.leader_epoch, p.partition_epoch), (2, 1, 2));
+    }
+
+    #[test]
+    fn members_that_leave_an_isr_below_min_isr_become_eligible_leaders_until_it_recovers() {
+        let mut current = PartitionImage::new(vec![1, 2, 3]);
+        current.isr = vec![1, 2];
+        let shrunk = PartitionChange::new("t", 0, 1, vec![1]).with_elr(&current, 2);
+        assert_eq!(
+            shrunk.elr,
+            vec![2],
+            "ISR [1] < 2: 2 holds every record below the HW"
+        );
+        let mut state = ClusterState::default();
+        state.apply(1, &Record::CreateTopic(topic("t", &[&[1, 2, 3]])));
+        state.apply(2, &Record::ChangePartitions(vec![shrunk]));
+        let now = state.topics["t"].partitions[0].clone();
+        assert_eq!(now.elr, vec![2]);
+        let grown = PartitionChange::new("t", 0, 1, vec![1, 3]).with_elr(&now, 2);
+        assert!(grown.elr.is_empty(), "back at min ISR");
+        let not_below = PartitionChange::new("t", 0, 1, vec![1, 2]).with_elr(&current, 2);
+        assert!(not_below.elr.is_empty());
+        // A restarted broker may have lost its tail: registering again drops it.
+        register(&mut state, 3, 3, 7);
+        assert_eq!(
+            state.topics["t"].partitions[0].elr,
+            vec![2],
+            "another broker"
+        );
+        register(&mut state, 4, 2, 8);
+        assert!(state.topics["t"].partitions[0].elr.is_empty());
     }
 
     #[test]

@@ -42,6 +42,9 @@ pub struct LogConfig {
     pub cleanup_delete: bool,
     /// `cleanup.policy` holds `compact`, and the compaction settings.
     pub compaction: CompactionConfig,
+    /// `min.insync.replicas`: below this many in-sync replicas the leader's high
+    /// watermark stays where it is (KIP-966's strict min ISR).
+    pub min_insync_replicas: usize,
 }
 
 /// What the broker knows about a log before opening it.
@@ -599,6 +602,7 @@ pub(crate) fn test_config(segment_bytes: usize, index_interval_bytes: usize) -> 
         retention_bytes: -1,
         cleanup_delete: true,
         compaction: CompactionConfig::default(),
+        min_insync_replicas: 1,
     }
 }
 

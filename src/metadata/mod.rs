@@ -46,6 +46,11 @@ pub struct PartitionImage {
     pub leader: i32,
     pub leader_epoch: i32,
     pub partition_epoch: i32,
+    /// Eligible leader replicas (KIP-966): replicas that left the ISR while it was below
+    /// `min.insync.replicas`, so that they hold every record below the high watermark
+    /// (which did not move meanwhile); one may lead when no ISR member can.
+    #[serde(default)]
+    pub elr: Vec<i32>,
 }
 
 impl PartitionImage {
@@ -57,6 +62,7 @@ impl PartitionImage {
             replicas,
             leader_epoch: 0,
             partition_epoch: 0,
+            elr: Vec::new(),
         }
     }
 }

@@ -86,6 +86,7 @@ pub fn log_config(broker: &BrokerConfig, topic_image: &TopicImage) -> LogConfig 
             min_compaction_lag_ms: ms("min.compaction.lag.ms"),
             max_compaction_lag_ms: ms("max.compaction.lag.ms"),
         },
+        min_insync_replicas: n("min.insync.replicas").max(1),
     }
 }
 

@@ -396,9 +396,21 @@ impl Partition {
 
     /// As leader, moves the high watermark to the least log end offset in the maximal ISR
     /// if that is higher. Returns whether it moved.
+    ///
+    /// Not while fewer replicas than `min.insync.replicas` (capped by the replication
+    /// factor) are in sync (KIP-966's strict min ISR): every record below the high
+    /// watermark is then on at least that many replicas, which is what lets an eligible
+    /// leader replica that left the ISR meanwhile lead without loss.
     pub fn maybe_increment_high_watermark(&self) -> bool {
-        let log_end_offset = self.log().log_end_offset();
+        let log = self.log();
+        let (log_end_offset, min_isr) = (log.log_end_offset(), log.config().min_insync_replicas);
+        drop(log);
         let bound = match &self.state().role {
+            Role::Leader(leader)
+                if leader.effective_isr_len() < min_isr.min(leader.replicas.len()) =>
+            {
+                return false
+            }
             Role::Leader(leader) => leader.high_watermark_bound(log_end_offset),
             Role::Follower { .. } => return false,
         };

@@ -408,6 +408,7 @@ mod tests {
             leader,
             leader_epoch,
             partition_epoch: leader_epoch,
+            elr: Vec::new(),
         }
     }
 
@@ -460,6 +461,27 @@ mod tests {
         );
         p.fetch_for_follower(fetch(2, 3, 0)).expect("second fetch");
         assert_eq!(p.high_watermark(), 3);
+    }
+
+    #[test]
+    fn the_high_watermark_stands_still_while_the_isr_is_below_min_insync_replicas() {
+        // KIP-966's strict min ISR: with min.insync.replicas 2 a lone ISR member does not
+        // move the high watermark, so every record below it is on two replicas.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = partition(dir.path());
+        let mut config = *p.log().config();
+        config.min_insync_replicas = 2;
+        p.set_log_config(config);
+        p.make_leader(1, 0, 0, vec![1, 2, 3], vec![1])
+            .expect("leader");
+        p.append_as_leader(&encode_batch(3, -1, -1, 0))
+            .expect("append");
+        assert_eq!(p.high_watermark(), 0, "ISR [1] is below min ISR 2");
+        p.make_leader(1, 0, 1, vec![1, 2, 3], vec![1, 2])
+            .expect("ISR grows");
+        p.fetch_for_follower(fetch(2, 0, -1)).expect("first fetch");
+        p.fetch_for_follower(fetch(2, 3, 0)).expect("caught up");
+        assert_eq!(p.high_watermark(), 3, "two in sync: the HW moves");
     }
 
     #[test]

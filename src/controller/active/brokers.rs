@@ -232,12 +232,12 @@ impl ActiveController {
             topic: wanted.topic.clone(),
         })?;
         wanted.check(&current, fenced_members)?;
-        let change = PartitionChange {
-            topic: wanted.topic.clone(),
-            partition: wanted.partition,
-            leader: current.leader,
-            isr: wanted.isr.clone(),
-        };
+        let change = PartitionChange::new(
+            &wanted.topic,
+            wanted.partition,
+            current.leader,
+            wanted.isr.clone(),
+        );
         self.propose_changes(vec![change]).await?;
         let updated = self.state(|s| {
             s.topics
@@ -297,13 +297,7 @@ impl ActiveController {
                     None => (ElectionOutcome::UnknownPartition, None),
                 };
                 if let Some((leader, isr)) = change {
-                    let topic = topic.clone();
-                    changes.push(PartitionChange {
-                        topic,
-                        partition,
-                        leader,
-                        isr,
-                    });
+                    changes.push(PartitionChange::new(&topic, partition, leader, isr));
                 }
                 if !all || outcome == ElectionOutcome::Elected {
                     outcomes.push((topic, partition, outcome));

@@ -184,6 +184,18 @@ impl ActiveController {
         self.quorum.state_machine.with_state(f)
     }
 
+    /// `min.insync.replicas` of `topic` (the broker default unless the topic sets it).
+    fn min_isr(&self, topic: &crate::metadata::TopicImage) -> usize {
+        topic
+            .configs
+            .get("min.insync.replicas")
+            .map(String::as_str)
+            .or(self.config.get("min.insync.replicas"))
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .unwrap_or(1)
+            .max(1)
+    }
+
     fn unclean_default(&self) -> bool {
         self.config.get("unclean.leader.election.enable") == Some("true")
     }
@@ -208,13 +220,31 @@ impl ActiveController {
         self.quorum.propose(record).await
     }
 
+    /// Proposes partition changes, each with the eligible leader replicas it leaves
+    /// (computed here, the one place every change passes).
     async fn propose_changes(&self, changes: Vec<PartitionChange>) -> Result<(), ControllerError> {
         if changes.is_empty() {
             return Ok(());
         }
+        let changes: Vec<PartitionChange> = self.state(|s| {
+            changes
+                .into_iter()
+                .map(|change| {
+                    let topic = s.topics.get(&change.topic);
+                    let current = topic.and_then(|t| t.partition(change.partition));
+                    match (topic, current) {
+                        (Some(topic), Some(current)) => {
+                            let current = current.clone();
+                            change.with_elr(&current, self.min_isr(topic))
+                        }
+                        _ => change,
+                    }
+                })
+                .collect()
+        });
         for change in &changes {
             tracing::info!(topic = %change.topic, partition = change.partition,
-                leader = change.leader, isr = ?change.isr, "partition change");
+                leader = change.leader, isr = ?change.isr, elr = ?change.elr, "partition change");
         }
         conflict(self.propose(Record::ChangePartitions(changes)).await?).map(|_| ())
     }
