@@ -5,7 +5,7 @@
 //! A round has three phases so that appends and fetches go on meanwhile:
 //! 1. under the partition's read lock, [`Log::log_to_clean`] measures the dirty ratio and
 //!    [`Log::cleaning_plan`] takes handles on the sealed segments below the bound (the
-//!    active segment, the high watermark and `min.compaction.lag.ms`);
+//!    active segment, the last stable offset and `min.compaction.lag.ms`);
 //! 2. without any lock, [`CleaningPlan::build_offset_map`] reads the dirty part into an
 //!    [`OffsetMap`] and [`CleaningPlan::clean_group`] writes each group of segments into one
 //!    `.cleaned` segment (sealed segments never change, so reading them unlocked is safe);
@@ -15,8 +15,9 @@
 //! last offset, and the last batch of each group is kept (empty if need be) so that a
 //! cleaned segment ends where its group ended. The last batch of each producer in the
 //! cleaned range is kept too, so its sequence state survives a restart.
-//! Transactions do not exist yet: transactional and control batches are kept as they are
-//! (aborted-transaction and marker cleaning come with transactions, issue #7).
+//! Nothing at or past the last stable offset is cleaned: an open transaction, or one whose
+//! marker is not below the high watermark, holds the cleanable range at its first offset.
+//! Transactional and control batches are kept as they are.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -152,8 +153,9 @@ pub struct CleanedSegment {
 impl Log {
     /// The dirty part of the log (LogCleanerManager.cleanableOffsets): from the checkpointed
     /// first dirty offset (reset to the log start when it is out of range) up to the first
-    /// of the active segment, `high_watermark` and the first segment with records newer
-    /// than `min.compaction.lag.ms`.
+    /// of the active segment, the last stable offset (at most `high_watermark`: an open
+    /// transaction, or one whose marker is not below it, is not cleaned past its first
+    /// offset) and the first segment with records newer than `min.compaction.lag.ms`.
     pub fn log_to_clean(
         &self,
         checkpoint: Option<i64>,
@@ -174,7 +176,7 @@ impl Log {
             .find(|s| s.largest_timestamp() > now_ms.saturating_sub(min_lag))
             .map_or(i64::MAX, Segment::base_offset);
         let first_uncleanable = active_base
-            .min(high_watermark)
+            .min(self.last_stable_offset(high_watermark))
             .min(lag_bound)
             .max(first_dirty);
         let below = |s: &&Segment| s.next_offset() <= first_uncleanable;
@@ -811,5 +813,118 @@ pub(crate) mod tests {
         let keyed = keyed_batch(&[(Some(1), Some(1))], Compression::Lz4);
         log.append_as_leader(&keyed, 0)
             .expect("keyed records are accepted");
+    }
+}
+
+#[cfg(test)]
+mod transaction_tests {
+    use super::tests::{all_records, compact_config, keyed_batch};
+    use super::*;
+    use crate::log::batch_encode::encode_batch;
+    use crate::log::control::Marker;
+    use crate::log::partition_log::OpenOptions;
+    use bytes::Bytes;
+    use kafka_protocol::records::{Compression, Record, TimestampType};
+
+    /// A transactional batch of `producer_id` at epoch 0 holding `(key, value)` records,
+    /// its sequences from `base_sequence`.
+    fn txn_batch(producer_id: i64, base_sequence: i32, records: &[(u8, Option<u8>)]) -> Vec<u8> {
+        let records: Vec<Record> = records
+            .iter()
+            .enumerate()
+            .map(|(i, (key, value))| Record {
+                transactional: true,
+                control: false,
+                partition_leader_epoch: -1,
+                producer_id,
+                producer_epoch: 0,
+                timestamp_type: TimestampType::Creation,
+                offset: i as i64,
+                sequence: base_sequence + i as i32,
+                timestamp: 1000 + i as i64,
+                key: Some(Bytes::from(format!("k{key}"))),
+                value: value.map(|v| Bytes::from(format!("v{v}"))),
+                headers: Default::default(),
+                delete_horizon: false,
+            })
+            .collect();
+        encode_batch(&records, Compression::None)
+            .expect("encode")
+            .to_vec()
+    }
+
+    fn end_txn(log: &mut Log, producer_id: i64, commit: bool) -> i64 {
+        let marker = Marker {
+            commit,
+            coordinator_epoch: 0,
+        };
+        log.append_marker_as_leader(producer_id, 0, marker, 0)
+            .expect("marker")
+            .base_offset
+    }
+
+    fn append(log: &mut Log, batch: &[u8]) -> i64 {
+        log.append_as_leader(batch, 0).expect("append").base_offset
+    }
+
+    fn open(dir: &std::path::Path, segment_bytes: usize) -> Log {
+        Log::open(dir, compact_config(segment_bytes), OpenOptions::default()).expect("open")
+    }
+
+    fn clean(log: &mut Log, now_ms: i64) -> CleaningStats {
+        let end = log.log_end_offset();
+        log.clean(None, end, now_ms, 1 << 16).expect("clean")
+    }
+
+    /// Goal: the cleanable range stops at the first offset of an open transaction, and of
+    /// a decided one whose marker is not below the high watermark; records from there on
+    /// stay as written. Method: duplicate keys around an open transaction, cleaned, then
+    /// committed with the high watermark below and then above the marker.
+    #[test]
+    fn an_open_transaction_is_not_cleaned_past_its_first_offset() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut log = open(dir.path(), 300);
+        for i in 0..10u8 {
+            append(
+                &mut log,
+                &keyed_batch(&[(Some(i % 2), Some(i))], Compression::None),
+            );
+        }
+        let first = append(&mut log, &txn_batch(7, 0, &[(0, Some(50)), (1, Some(51))]));
+        for i in 0..10u8 {
+            append(
+                &mut log,
+                &keyed_batch(&[(Some(i % 2), Some(i))], Compression::None),
+            );
+        }
+        log.roll().expect("roll");
+        let end = log.log_end_offset();
+        assert_eq!(log.last_stable_offset(end), first);
+        assert!(log.log_to_clean(None, end, 0).first_uncleanable_offset <= first);
+        let before = all_records(&log);
+        let stats = clean(&mut log, 10_000);
+        assert!(stats.end_offset <= first, "{stats:?}");
+        let after = all_records(&log);
+        let from_first = |records: &[(i64, Option<Bytes>, Option<Bytes>)]| {
+            records
+                .iter()
+                .filter(|r| r.0 >= first)
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(from_first(&after), from_first(&before), "kept as written");
+        assert!(
+            after.iter().filter(|r| r.0 < first).count() < first as usize,
+            "below the transaction, duplicates were cleaned"
+        );
+        let marker = end_txn(&mut log, 7, true);
+        log.roll().expect("roll");
+        let to_clean = log.log_to_clean(None, marker, 0);
+        assert!(
+            to_clean.first_uncleanable_offset <= first,
+            "marker not below the HW"
+        );
+        let end = log.log_end_offset();
+        assert_eq!(log.log_to_clean(None, end, 0).first_uncleanable_offset, end);
     }
 }
