@@ -427,6 +427,12 @@ impl Log {
         self.producers = rebuild_producers(&self.segments, self.log_start_offset);
     }
 
+    /// Forgets aborted transactions the cleaner removed every batch of (their markers are
+    /// about to go).
+    pub(super) fn forget_aborted(&mut self, gone: &[super::producer_state::AbortedTransaction]) {
+        self.producers.forget_aborted(gone);
+    }
+
     /// Forgets completed transactions whose markers are below `high_watermark`.
     pub fn retire_stable_transactions(&mut self, high_watermark: i64) {
         self.producers.retire_stable(high_watermark);
