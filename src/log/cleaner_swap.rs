@@ -98,7 +98,10 @@ impl Log {
     ) -> Result<bool, LogError> {
         let dir = self.dir().to_path_buf();
         let CleanedSegment {
-            segment, replaced, ..
+            segment,
+            replaced,
+            aborted_without_batches,
+            ..
         } = cleaned;
         let base_offset = segment.base_offset();
         drop(segment);
@@ -137,6 +140,7 @@ impl Log {
         let (swapped, _) = Segment::open(&dir, base_offset, self.config().segment, mode)?;
         self.segments_mut()
             .splice(start..start + replaced.len(), [swapped]);
+        self.forget_aborted(&aborted_without_batches);
         self.check_invariants();
         Ok(true)
     }
@@ -266,7 +270,10 @@ mod tests {
                 group.len() > 1,
                 "the test needs a group of several segments"
             );
-            let cleaned = plan.clean_group(&group, &map, 0, &stop).expect("clean");
+            let mut transactions = plan.transactions();
+            let cleaned = plan
+                .clean_group(&group, &map, &mut transactions, 0, &stop)
+                .expect("clean");
             let others: Vec<i64> = group.iter().skip(1).map(|s| s.base_offset).collect();
             let total = swap_steps(dir.path(), group[0].base_offset, &others).len();
             let swapped = log

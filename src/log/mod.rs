@@ -7,6 +7,7 @@ pub mod batch;
 pub mod batch_encode;
 pub mod batch_rewrite;
 pub mod checkpoint;
+pub mod cleaned_transactions;
 pub mod cleaner;
 pub mod cleaner_swap;
 pub mod control;

@@ -449,6 +449,15 @@ impl Log {
             .map_or(0, |p| p.expire(now_ms, expiration_ms))
     }
 
+    /// Forgets aborted transactions the cleaner removed every batch of (their markers are
+    /// about to go).
+    /// (Not built yet: the build reads only the markers still in the log.)
+    pub(super) fn forget_aborted(&mut self, gone: &[super::producer_state::AbortedTransaction]) {
+        if let Some(producers) = self.producers.get_mut() {
+            producers.forget_aborted(gone);
+        }
+    }
+
     /// Forgets completed transactions whose markers are below `high_watermark`.
     pub fn retire_stable_transactions(&mut self, high_watermark: i64) {
         if let Some(producers) = self.producers.get_mut() {

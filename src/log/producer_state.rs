@@ -5,11 +5,13 @@
 //!
 //! It also follows transactions (TransactionStateManager's partition half): the first
 //! offset of each producer's open transaction, which bounds the last stable offset, and the
-//! aborted transactions a read_committed consumer must drop.
+//! aborted transactions a read_committed consumer must drop. The log cleaner takes an
+//! aborted transaction off that list once it has removed all its batches, and only then
+//! may remove its marker (`cleaned_transactions.rs`).
 //!
 //! The state is rebuilt from the batch headers of the log when a partition is opened.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use super::batch::BatchHeader;
 use super::control::Marker;
@@ -270,6 +272,22 @@ impl ProducerStateTable {
         self.aborted.drain(..gone);
     }
 
+    /// Forgets the aborted transactions of `gone` (told by producer id and marker offset)
+    /// because the log cleaner removed all their batches. They must go no later than their
+    /// markers: a read_committed consumer told of an aborted transaction skips its
+    /// producer's transactional batches until it reads the ABORT marker.
+    pub fn forget_aborted(&mut self, gone: &[AbortedTransaction]) {
+        if gone.is_empty() {
+            return;
+        }
+        let gone: HashSet<(i64, i64)> = gone
+            .iter()
+            .map(|a| (a.producer_id, a.last_offset))
+            .collect();
+        self.aborted
+            .retain(|a| !gone.contains(&(a.producer_id, a.last_offset)));
+    }
+
     /// The open transactions: (producer id, first offset), earliest first.
     pub fn open_transactions(&self) -> impl Iterator<Item = (i64, i64)> + '_ {
         self.open
@@ -449,6 +467,31 @@ mod tests {
             table.open_transactions().collect::<Vec<_>>(),
             [(3, 3), (2, 7)]
         );
+    }
+
+    /// Goal: the cleaner's removal of an aborted transaction takes off that one only,
+    /// told by producer and marker offset. Method: two aborted transactions, one removed.
+    #[test]
+    fn forgetting_an_aborted_transaction_keeps_the_others() {
+        let mut table = ProducerStateTable::default();
+        table.update(&transactional(2, 0, 2, 0), None);
+        let (h, m) = marker(2, 2, false);
+        table.update(&h, m);
+        table.update(&transactional(3, 0, 2, 3), None);
+        let (h, m) = marker(3, 5, false);
+        table.update(&h, m);
+        let gone = AbortedTransaction {
+            producer_id: 2,
+            first_offset: 1, // the cleaner may know a later first offset
+            last_offset: 2,
+        };
+        table.forget_aborted(&[gone]);
+        let left: Vec<i64> = table
+            .aborted_between(0, 6)
+            .iter()
+            .map(|a| a.producer_id)
+            .collect();
+        assert_eq!(left, [3]);
     }
 
     #[test]

@@ -163,9 +163,10 @@ impl LogCleaner {
             end_offset,
             ..CleaningStats::default()
         };
+        let mut transactions = plan.transactions();
         for group in plan.groups(end_offset) {
             let cleaned = plan
-                .clean_group(&group, &map, now_ms, &self.stop)
+                .clean_group(&group, &map, &mut transactions, now_ms, &self.stop)
                 .map_err(wrap)?;
             stats.bytes_before += cleaned.bytes_before;
             stats.bytes_after += cleaned.bytes_after;
