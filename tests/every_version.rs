@@ -59,6 +59,7 @@ async fn exercise(client: &mut Client, key: ApiKey, version: i16, id: Uuid) {
         | ApiKey::DescribeTransactions
         | ApiKey::ListTransactions
         | ApiKey::DescribeProducers => exercise_transactions(client, key, version).await,
+        ApiKey::DescribeTopicPartitions => exercise_describe_partitions(client, version).await,
         ApiKey::ElectLeaders => {
             let request = elect_leaders(0, "t", 0);
             let response = client.call(&request, version).await;
@@ -152,6 +153,48 @@ async fn exercise_txn_offset_commit(client: &mut Client, id: &str, version: i16)
         response = client.call(&request, version).await;
     }
     assert_eq!(response.topics[0].partitions[0].error_code, 0, "v{version}");
+}
+
+/// DescribeTopicPartitions of "t" whole, then of every topic one partition per page.
+async fn exercise_describe_partitions(client: &mut Client, version: i16) {
+    let request = DescribeTopicPartitionsRequest::default()
+        .with_topics(vec![
+            describe_topic_partitions_request::TopicRequest::default().with_name(name("t")),
+        ])
+        .with_response_partition_limit(2000);
+    let response = client.call(&request, version).await;
+    let partition = &response.topics[0].partitions[0];
+    assert_eq!(
+        (response.topics[0].error_code, partition.leader_id.0),
+        (0, 1),
+        "v{version}"
+    );
+    assert_eq!(
+        partition.eligible_leader_replicas,
+        Some(vec![]),
+        "no ELR while in sync"
+    );
+    let mut cursor = None;
+    let mut pages = 0;
+    loop {
+        let page = DescribeTopicPartitionsRequest::default()
+            .with_response_partition_limit(1)
+            .with_cursor(cursor);
+        let response = client.call(&page, version).await;
+        let listed: usize = response.topics.iter().map(|t| t.partitions.len()).sum();
+        assert!(listed <= 1, "one partition per page, v{version}");
+        pages += 1;
+        cursor = response.next_cursor.map(|c| {
+            describe_topic_partitions_request::Cursor::default()
+                .with_topic_name(c.topic_name)
+                .with_partition_index(c.partition_index)
+        });
+        if cursor.is_none() {
+            break;
+        }
+        assert!(pages < 10_000, "the cursor moves on");
+    }
+    assert!(pages > 1, "several partitions, several pages (v{version})");
 }
 
 async fn exercise_write_markers(client: &mut Client, version: i16) {

@@ -10,6 +10,7 @@ pub mod consumer_groups;
 pub mod delete_records;
 pub mod describe_cluster;
 pub mod describe_configs;
+pub mod describe_topic_partitions;
 pub mod elect_leaders;
 pub mod errors;
 pub mod fetch;
@@ -355,6 +356,7 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         ApiKey::DescribeTransactions => transactions::describe_transactions(broker, request),
         ApiKey::ListTransactions => transactions::list_transactions(broker, request),
         ApiKey::DescribeProducers => transactions::describe_producers(broker, request),
+        ApiKey::DescribeTopicPartitions => describe_topic_partitions::handle(broker, request),
         api_key => Err(HandlerError::UnsupportedVersion {
             api_key,
             version: request.version(),

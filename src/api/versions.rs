@@ -70,6 +70,7 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::DescribeTransactions, 0, 0),
     api(ApiKey::ListTransactions, 0, 1),
     api(ApiKey::DescribeProducers, 0, 0),
+    api(ApiKey::DescribeTopicPartitions, 0, 0),
 ];
 
 /// The entry for `key`, if highwater serves it.

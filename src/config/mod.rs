@@ -100,6 +100,7 @@ pub const BROKER_DEFAULTS: &[(&str, &str)] = &[
     ("group.consumer.heartbeat.interval.ms", "5000"),
     ("group.consumer.max.size", "2147483647"),
     ("group.consumer.assignors", "uniform,range"),
+    ("max.request.partition.size.limit", "2000"),
     ("transaction.state.log.num.partitions", "50"),
     ("transaction.state.log.replication.factor", "3"),
     ("transaction.state.log.min.isr", "2"),
