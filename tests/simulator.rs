@@ -181,6 +181,9 @@ struct Sim {
     produced: usize,
     pending: Vec<(String, tokio::task::JoinHandle<ProduceResponse>)>,
     acked: Vec<Acked>,
+    /// Every record a consumer was handed: none may disappear (what strict min ISR and
+    /// eligible leader replicas promise together, KIP-966).
+    consumed: std::collections::BTreeSet<(i64, String)>,
     trace: Vec<String>,
 }
 
@@ -227,6 +230,7 @@ impl Sim {
             produced: 0,
             pending: Vec::new(),
             acked: Vec::new(),
+            consumed: Default::default(),
             trace: Vec::new(),
         };
         for node in NODES {
@@ -435,11 +439,10 @@ impl Sim {
             .filter(|n| *n != victim)
             .map(|n| records_below(&self.cluster, n, i64::MAX))
             .collect();
-        self.acked.iter().all(|a| {
-            others
-                .iter()
-                .any(|log| log.contains(&(a.offset, a.value.clone())))
-        })
+        let acked = self.acked.iter().map(|a| (a.offset, a.value.clone()));
+        acked
+            .chain(self.consumed.iter().cloned())
+            .all(|record| others.iter().any(|log| log.contains(&record)))
     }
 
     async fn restart(&mut self, node: i32) {
@@ -506,7 +509,7 @@ impl Sim {
 
     /// A consumer's fetch from the leader: every offset handed out is below the high
     /// watermark of that answer.
-    async fn consume(&self) -> Result<(), String> {
+    async fn consume(&mut self) -> Result<(), String> {
         let Some(leader) = self.live_leader() else {
             return Ok(());
         };
@@ -517,6 +520,8 @@ impl Sim {
             return Ok(());
         }
         let records = common::records(data.records.as_ref().unwrap_or(&bytes::Bytes::new()));
+        self.consumed
+            .extend(records.iter().map(|r| (r.0, r.2.clone())));
         match records.iter().find(|r| r.0 >= data.high_watermark) {
             Some(r) => Err(format!(
                 "consumer handed offset {} at or above the high watermark {}",
@@ -575,6 +580,9 @@ impl Sim {
                     "acknowledged {acked:?} lost: the log holds {log:?}"
                 ));
             }
+        }
+        if let Some(lost) = self.consumed.iter().find(|r| !log.contains(r)) {
+            return Err(format!("consumed {lost:?} lost: the log holds {log:?}"));
         }
         Ok(())
     }
