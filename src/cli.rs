@@ -1,5 +1,5 @@
 //! Command-line interface: `highwater serve --config FILE`, with flags that override keys
-//! of the file, and `highwater dump FILE...`. Loads configuration and starts the broker, or
+//! of the file, `highwater dev` (a throwaway test broker) and `highwater dump FILE...`. Loads configuration and starts the broker, or
 //! hands the files to [`crate::dump`]; no logic of its own.
 
 use std::path::PathBuf;
@@ -26,7 +26,44 @@ pub enum Command {
     Serve(ServeArgs),
     /// Prints segment files (.log, .index, .timeindex) like Kafka's kafka-dump-log.
     Dump(DumpArgs),
+    /// A throwaway single node for tests and CI: a free (or given) port, data in a
+    /// temporary directory removed on exit; prints its bootstrap address as the first line
+    /// of stdout once it serves.
+    Dev(DevArgs),
 }
+
+/// Flags of `dev`.
+#[derive(Debug, Args)]
+pub struct DevArgs {
+    /// Port to listen on (0: a free one).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Nodes to run (only 1 so far).
+    #[arg(long, default_value_t = 1)]
+    pub nodes: u16,
+    /// Any other key, as key=value (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+    /// Log filter when RUST_LOG is not set.
+    #[arg(long, default_value = "warn")]
+    pub log_level: String,
+}
+
+/// What a test broker starts with: one replica of every internal topic, no wait for more
+/// group members, one partition per new topic.
+const DEV_DEFAULTS: &[(&str, &str)] = &[
+    ("node.id", "1"),
+    ("process.roles", "broker,controller"),
+    ("num.partitions", "1"),
+    ("auto.create.topics.enable", "true"),
+    ("group.initial.rebalance.delay.ms", "0"),
+    ("offsets.topic.replication.factor", "1"),
+    ("transaction.state.log.replication.factor", "1"),
+    ("transaction.state.log.min.isr", "1"),
+];
 
 /// Flags of `dump`.
 #[derive(Debug, Args)]
@@ -189,6 +226,65 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             ),
             false => None,
         };
+        run_node(config, listener, || {}).await
+    })
+}
+
+/// Runs `highwater dev`: binds the port, starts a single node on a fresh temporary
+/// directory, prints `host:port` once it serves, and removes the directory when it stops.
+pub fn dev(args: &DevArgs) -> anyhow::Result<()> {
+    use std::io::Write;
+    init_tracing(&args.log_level);
+    if args.nodes != 1 {
+        anyhow::bail!(
+            "--nodes {}: highwater dev runs a single node so far",
+            args.nodes
+        );
+    }
+    let dir = std::env::temp_dir().join(format!("highwater-dev-{}", uuid::Uuid::new_v4()));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let outcome = runtime.block_on(async {
+        let wanted = format!("{}:{}", args.host, args.port);
+        let listener = tokio::net::TcpListener::bind(&wanted)
+            .await
+            .with_context(|| format!("cannot listen on {wanted}"))?;
+        let address = listener.local_addr()?;
+        let mut map: ConfigMap = DEV_DEFAULTS
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        map.insert("listeners".into(), format!("PLAINTEXT://{address}"));
+        map.insert("log.dirs".into(), dir.display().to_string());
+        for pair in &args.overrides {
+            let (key, value) = pair
+                .split_once('=')
+                .with_context(|| format!("--set expects KEY=VALUE, got {pair:?}"))?;
+            map.insert(key.trim().to_string(), value.trim().to_string());
+        }
+        let config = Arc::new(BrokerConfig::from_map(map)?);
+        run_node(config, Some(listener), || {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{address}");
+            let _ = out.flush();
+        })
+        .await
+    });
+    if let Err(error) = std::fs::remove_dir_all(&dir) {
+        tracing::warn!(dir = %dir.display(), %error, "cannot remove the dev data directory");
+    }
+    outcome
+}
+
+/// Opens the broker on `config`, calls `ready` once it serves, and runs it until SIGTERM
+/// or ctrl-c.
+async fn run_node(
+    config: Arc<BrokerConfig>,
+    listener: Option<tokio::net::TcpListener>,
+    ready: impl FnOnce(),
+) -> anyhow::Result<()> {
+    {
         let broker = Arc::new(
             Broker::open(Arc::clone(&config))
                 .await
@@ -205,6 +301,7 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         );
         let background = Arc::clone(&broker);
         let background = tokio::spawn(async move { background.run_background().await });
+        ready();
         match listener {
             Some(listener) => {
                 crate::server::run(Arc::clone(&broker), listener, shutdown_signal()).await
@@ -216,5 +313,5 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         }
         background.abort();
         Ok(())
-    })
+    }
 }

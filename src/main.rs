@@ -11,6 +11,7 @@ fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Serve(args) => highwater::cli::serve(&args),
         Command::Dump(args) => highwater::cli::dump(&args),
+        Command::Dev(args) => highwater::cli::dev(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -300,3 +300,52 @@ async fn many_stalled_large_frames_keep_memory_bounded_and_other_clients_served(
         sent / MIB
     );
 }
+
+#[tokio::test]
+async fn highwater_dev_prints_its_address_serves_and_removes_its_data_on_sigterm() {
+    // Goal (issue 14, test-broker mode): `highwater dev` takes a free port and a temporary
+    // directory, prints host:port as its first stdout line only once it serves, and
+    // leaves nothing behind when stopped.
+    use std::io::BufRead;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let started = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_highwater"))
+        .arg("dev")
+        .env("TMPDIR", tmp.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn highwater dev");
+    let stdout = child.stdout.take().expect("stdout");
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .map(|_| line)
+    })
+    .await
+    .expect("join")
+    .expect("first line");
+    println!("highwater dev: first line after {:?}", started.elapsed());
+    let addr: SocketAddr = line.trim().parse().expect("host:port");
+    let dirs = || std::fs::read_dir(tmp.path()).expect("list").count();
+    assert_eq!(dirs(), 1, "its data directory");
+    let mut client = Client::connect(addr).await;
+    assert_eq!(
+        create_topic(&mut client, "t", 1).await,
+        0,
+        "serving at once"
+    );
+    assert_eq!(
+        produce(&mut client, "t", 0, batch(3, -1, -1, now_ms()))
+            .await
+            .error_code,
+        0
+    );
+    signal(&child, "-TERM");
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .expect("join");
+    assert!(status.expect("wait").success());
+    assert_eq!(dirs(), 0, "the data directory is removed");
+}
