@@ -400,6 +400,61 @@ test_transactions_abort_an_open_transaction_by_its_start_offset() {
         "read_committed partition 1"
 }
 
+# A hanging transaction: compat/lib/hanging_txn.py writes a transactional record to partition
+# 0 without AddPartitionsToTxn (its timestamp 20 minutes old, so that find-hanging's default
+# --max-transaction-timeout of 15 minutes does not skip it). By default both brokers verify
+# transactional writes and refuse it with INVALID_TXN_STATE (48), and nothing hangs. With
+# verification off (Kafka: KAFKA_REF_EXTRA_CONFIG=transaction.partition.verification.enable=false
+# compat/kafka-ref/start.sh; highwater: HIGHWATER_CONFIG=a config with
+# "transaction.partition.verification.enable" = false) the record is appended and the
+# transaction hangs: find-hanging lists it and abort ends it.
+test_transactions_find_hanging_and_abort_a_hanging_transaction() {
+    local t txn dir broker out row err base args prod
+    t="$(unique_topic txn-hanging)"
+    txn="$t-txn"
+    dir="$(mktemp -d)"
+    topics --create --topic "$t" --partitions 2 --replication-factor 1 >/dev/null
+    broker="$(leader_of "$t")"
+    timeout 120 "$root/compat/.venv/bin/python" "$root/compat/lib/hanging_txn.py" "$bootstrap" \
+        "$txn" "$t" 0 1200000 | tee "$dir/probe"
+    read -r _ err base < <(grep '^produce ' "$dir/probe")
+    if [[ "$err" == 48 ]]; then
+        echo "the broker verifies transactional writes: INVALID_TXN_STATE, nothing hangs"
+        assert_eq "$t:0:0" "$(get_offsets --topic "$t" --time -1 | grep "^$t:0:")" \
+            "partition 0 after the refused write"
+        out="$(transactions find-hanging --broker-id "$broker")"
+        assert_eq "$find_hanging_header" "$out" "find-hanging"
+        return 0
+    fi
+    assert_eq "0 0" "$err $base" "the unverified transactional write (error, offset)"
+    # The coordinator has the producer, Empty, without partitions: partition 0 hangs.
+    out="$(transactions describe --transactional-id "$txn" | row describe 2 "$txn")"
+    assert_eq "Empty 8" "$(awk '{ print $5, NF }' <<<"$out")" "describe: Empty, no partitions"
+    for args in "--broker-id $broker" "--topic $t"; do
+        # shellcheck disable=SC2086 # two words
+        out="$(transactions find-hanging $args)"
+        echo "$out"
+        assert_eq 2 "$(wc -l <<<"$out")" "find-hanging $args: the header and one row"
+        row="$(tail -n 1 <<<"$out")"
+        # Topic Partition ProducerId ProducerEpoch CoordinatorEpoch StartOffset LastTimestamp
+        # Duration(min)
+        assert_eq "$t 0 $(awk '$1 == "init" { print $3, $4 }' "$dir/probe") -1 0 20" \
+            "$(awk '{ print $1, $2, $3, $4, $5, $6, $8 }' <<<"$row")" "find-hanging $args"
+    done
+    assert_eq "" "$(read_partition "$t" 0 read_committed)" "read_committed while it hangs"
+
+    transactions abort --topic "$t" --partition 0 --start-offset 0
+    out="$(transactions find-hanging --broker-id "$broker")"
+    assert_eq "$find_hanging_header" "$out" "find-hanging after the abort"
+    assert_eq "$t:0:2" "$(get_offsets --topic "$t" --time -1 | grep "^$t:0:")" \
+        "partition 0: the record and the abort marker"
+    prod="$(transactions describe-producers --topic "$t" --partition 0 |
+        row describe-producers 6 None)"
+    assert_eq 0 "$(awk '{ print $3 }' <<<"$prod")" "describe-producers: coordinator epoch 0"
+    assert_eq "" "$(read_partition "$t" 0 read_committed)" "read_committed after the abort"
+    assert_eq "hanging-0" "$(read_partition "$t" 0 read_uncommitted)" "read_uncommitted"
+}
+
 echo "cli-tools suite against $bootstrap (Kafka tools from .kafka-ref/libs)"
 run_test "kafka-topics: create, list, describe, alter, delete" \
     test_topic_create_list_describe_alter_delete
@@ -413,4 +468,6 @@ run_test "kafka-transactions: list, describe, describe-producers, find-hanging o
     test_transactions_list_describe_and_producers_of_an_open_transaction
 run_test "kafka-transactions: abort an open transaction by its start offset, then its commit" \
     test_transactions_abort_an_open_transaction_by_its_start_offset
+run_test "kafka-transactions: find-hanging and abort of a hanging transaction (if the broker lets one in)" \
+    test_transactions_find_hanging_and_abort_a_hanging_transaction
 suite_summary
