@@ -4,8 +4,10 @@
 #   - a Python venv at compat/.venv with compat/requirements.txt
 #     (confluent-kafka bundles librdkafka 2.16, which is checked);
 #   - the Maven dependencies of compat/java;
-#   - Apache Kafka (broker, tools, clients; compat/kafka-ref/pom.xml) into .kafka-ref/libs.
-# Needs only Debian's, PyPI's and Maven Central's registries; no prompts (CI has no stdin).
+#   - Apache Kafka (broker, tools, clients; compat/kafka-ref/pom.xml) into .kafka-ref/libs;
+#   - the Go modules of compat/go (franz-go), and Debian's Go if there is no `go`.
+# Needs only Debian's, PyPI's and Maven Central's registries and the Go module proxy; no
+# prompts (CI has no stdin).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -52,6 +54,8 @@ command -v kcat >/dev/null || missing+=(kcat)
 command -v java >/dev/null || missing+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || missing+=(maven)
 command -v python3 >/dev/null || missing+=(python3)
+# compat/go/go.mod asks for Go 1.26; an older go fetches that toolchain from the module proxy.
+command -v go >/dev/null || missing+=(golang-go)
 if ((${#missing[@]} > 0)); then
     echo "install-deps: apt-get install ${missing[*]}"
     apt_install "${missing[@]}"
@@ -108,4 +112,11 @@ if [[ ! -f "$libs_stamp" || "$(cat "$libs_stamp")" != "$want" ]]; then
         -DincludeScope=runtime "-DoutputDirectory=$libs"
     echo "$want" >"$libs_stamp"
 fi
+
+# --- Go: compat/go ---------------------------------------------------------------------
+# Quick when the module cache has them already.
+(cd "$compat/go" && go mod download)
+echo "install-deps: go ok: $(cd "$compat/go" && go version) ($(cd "$compat/go" &&
+    go list -m -f '{{.Path}} {{.Version}}' github.com/twmb/franz-go))"
+
 echo "install-deps: done ($(find "$libs" -name '*.jar' | wc -l) jars in .kafka-ref/libs)"

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Compat suite: Apache Kafka's own command-line tools, run from the jars in .kafka-ref/libs
 # (kafka-topics, kafka-console-producer, kafka-console-consumer, kafka-get-offsets,
-# kafka-consumer-groups). The first tests read one partition from an explicit offset, with no
-# consumer group; the kafka-consumer-groups tests consume in groups with the console consumer.
+# kafka-consumer-groups, kafka-transactions). The first tests read one partition from an
+# explicit offset, with no consumer group; the kafka-consumer-groups tests consume in groups
+# with the console consumer; the kafka-transactions tests look at a transaction that
+# cli/OpenTransaction.java (a Java producer, run by Java's source launcher) holds open.
 # Usage: compat/java/cli-tools.sh HOST:PORT
 set -euo pipefail
 
@@ -36,6 +38,10 @@ get_offsets() {
 consumer_groups() {
     kafka_tool org.apache.kafka.tools.consumer.group.ConsumerGroupCommand \
         --bootstrap-server "$bootstrap" "$@"
+}
+
+transactions() {
+    kafka_tool org.apache.kafka.tools.TransactionsCommand --bootstrap-server "$bootstrap" "$@"
 }
 
 topic_listed() { topics --list | grep -qxF "$1"; }
@@ -205,6 +211,250 @@ test_consumer_groups_with_an_active_member() {
     consumer_groups --list | grep -qxF "$g" || fail "--list lacks $g"
 }
 
+# --- kafka-transactions ------------------------------------------------------------------
+# Its tables are padded columns, each followed by a tab; awk's default splitting reads them
+# (an empty last column, e.g. TopicPartitions of a finished transaction, is one field less).
+
+# open_transaction DIR TRANSACTIONAL_ID TOPIC PARTITION...: starts cli/OpenTransaction.java in
+# the background (its output in DIR/txn.out, its stdin the fifo DIR/txn.ctl, held open on fd 3
+# of the caller) and waits until its transaction holds one record on each partition. Fails
+# if the producer exits first (a broker without transactions: initTransactions() times out
+# after 30 s) or is not ready within 90 s. `end_transaction DIR commit|abort` ends it.
+open_transaction() {
+    local dir="$1" start=$SECONDS
+    shift
+    mkfifo "$dir/txn.ctl"
+    (exec timeout 300 java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+        "-Dlog4j2.configurationFile=$here/tools-log4j2.properties" \
+        -cp "$root/.kafka-ref/libs/*" "$here/cli/OpenTransaction.java" "$bootstrap" "$@" \
+        <"$dir/txn.ctl" >"$dir/txn.out" 2>"$dir/txn.err") &
+    echo $! >"$dir/txn.pid"
+    exec 3>"$dir/txn.ctl"
+    until grep -qx ready "$dir/txn.out"; do
+        if ! kill -0 "$(cat "$dir/txn.pid")" 2>/dev/null; then
+            cat "$dir/txn.out" "$dir/txn.err" >&2
+            fail "the transactional producer exited before its transaction was open"
+        fi
+        ((SECONDS - start < 90)) || fail "no open transaction after 90s"
+        sleep 0.2
+    done
+    cat "$dir/txn.out"
+}
+
+end_transaction() {
+    echo "$2" >&3
+    exec 3>&-
+    local rc=0
+    wait "$(cat "$1/txn.pid")" || rc=$?
+    cat "$1/txn.out"
+    ((rc == 0)) || { cat "$1/txn.err" >&2; fail "the transactional producer exited with $rc"; }
+    local done=committed
+    [[ "$2" == abort ]] && done=aborted
+    grep -qx "$done" "$1/txn.out" || fail "the producer did not $2 its transaction"
+}
+
+# open_offset DIR PARTITION: the offset of the open transaction's record on PARTITION.
+open_offset() { awk -v p="$2" '$1 == "open" && $3 == p { print $4 }' "$1/txn.out"; }
+
+# leader_of TOPIC: the broker id leading partition 0 (find-hanging's --broker-id).
+leader_of() {
+    topics --describe --topic "$1" | grep -o 'Partition: 0	Leader: [0-9]*' | grep -o '[0-9]*$'
+}
+
+# row WHAT COLUMN VALUE: the first row of stdin whose COLUMN-th field is VALUE, or fail.
+row() {
+    local out
+    out="$(cat)"
+    echo "$out" >&2
+    awk -v c="$2" -v v="$3" '$c == v { print; exit }' <<<"$out" | grep . || fail "$1: no row with $3"
+}
+
+# read_partition TOPIC PARTITION ISOLATION: the values of PARTITION from the start, read
+# until 5 s pass without a record.
+read_partition() {
+    console_consumer --topic "$1" --partition "$2" --offset earliest --isolation-level "$3" \
+        --timeout-ms 5000 2>/dev/null
+}
+
+find_hanging_header='Topic	Partition	ProducerId	ProducerEpoch	CoordinatorEpoch	StartOffset	LastTimestamp	Duration(min)	'
+
+test_transactions_list_describe_and_producers_of_an_open_transaction() {
+    local t txn dir broker list desc prod coordinator pid state epoch o0 o1 out f
+    t="$(unique_topic txn-tools)"
+    txn="$t-txn"
+    dir="$(mktemp -d)"
+    topics --create --topic "$t" --partitions 2 --replication-factor 1 >/dev/null
+    broker="$(leader_of "$t")"
+    open_transaction "$dir" "$txn" "$t" 0 1
+    o0="$(open_offset "$dir" 0)"
+    o1="$(open_offset "$dir" 1)"
+    assert_eq "0 0" "$o0 $o1" "offsets of the open transaction's records"
+
+    # list: TransactionalId Coordinator ProducerId TransactionState
+    list="$(transactions list | row list 1 "$txn")"
+    read -r _ coordinator pid state <<<"$list"
+    assert_eq "$broker Ongoing" "$coordinator $state" "list: coordinator and state"
+
+    # describe: CoordinatorId TransactionalId ProducerId ProducerEpoch TransactionState
+    # TransactionTimeoutMs CurrentTransactionStartTimeMs TransactionDurationMs TopicPartitions
+    desc="$(transactions describe --transactional-id "$txn" | row describe 2 "$txn")"
+    read -r -a f <<<"$desc"
+    epoch="${f[3]}"
+    assert_eq "$broker $pid Ongoing 300000" "${f[0]} ${f[2]} ${f[4]} ${f[5]}" \
+        "describe: coordinator, producer id, state, timeout"
+    [[ "${f[6]}" =~ ^[0-9]{13}$ && "${f[7]}" =~ ^[0-9]+$ ]] ||
+        fail "describe: start time and duration in ms: ${f[6]} ${f[7]}"
+    assert_eq "$t-0,$t-1" "$(tr , '\n' <<<"${f[8]}" | sort | paste -sd,)" "describe: partitions"
+
+    # describe-producers: ProducerId ProducerEpoch LatestCoordinatorEpoch LastSequence
+    # LastTimestamp CurrentTransactionStartOffset; no marker yet: coordinator epoch -1.
+    for p in 0 1; do
+        prod="$(transactions describe-producers --topic "$t" --partition "$p" |
+            row describe-producers 1 "$pid")"
+        read -r -a f <<<"$prod"
+        assert_eq "$epoch -1 0 0" "${f[1]} ${f[2]} ${f[3]} ${f[5]}" \
+            "describe-producers partition $p: epoch, coordinator epoch, sequence, start offset"
+        [[ "${f[4]}" =~ ^[0-9]{13}$ ]] || fail "describe-producers: last timestamp ${f[4]}"
+    done
+
+    # Not hanging: Ongoing with these partitions at its coordinator. With the default
+    # --max-transaction-timeout (15 min) it is too young to be a candidate; with 0 it is one,
+    # looked up by producer id (ListTransactions) and described, and still not hanging.
+    out="$(transactions find-hanging --broker-id "$broker")"
+    assert_eq "$find_hanging_header" "$out" "find-hanging prints only its header"
+    out="$(transactions find-hanging --broker-id "$broker" --max-transaction-timeout 0)"
+    assert_eq "$find_hanging_header" "$out" "find-hanging --max-transaction-timeout 0"
+    out="$(transactions find-hanging --topic "$t" --max-transaction-timeout 0)"
+    assert_eq "$find_hanging_header" "$out" "find-hanging --topic"
+
+    end_transaction "$dir" commit
+    desc="$(transactions describe --transactional-id "$txn" | row describe 2 "$txn")"
+    read -r -a f <<<"$desc"
+    assert_eq "$pid CompleteCommit 8" "${f[2]} ${f[4]} ${#f[@]}" \
+        "describe after the commit: state, no partitions"
+    list="$(transactions list | row list 1 "$txn")"
+    assert_eq CompleteCommit "$(awk '{ print $4 }' <<<"$list")" "list after the commit"
+    for p in 0 1; do
+        prod="$(transactions describe-producers --topic "$t" --partition "$p" |
+            row describe-producers 1 "$pid")"
+        read -r -a f <<<"$prod"
+        # The commit marker carries the coordinator's epoch (>= 0); no open transaction.
+        [[ "${f[2]}" =~ ^[0-9]+$ ]] || fail "describe-producers: coordinator epoch ${f[2]}"
+        assert_eq None "${f[5]}" "describe-producers partition $p after the commit"
+    done
+    assert_eq "open-0" "$(read_partition "$t" 0 read_committed)" "read_committed partition 0"
+
+    out="$(transactions describe --transactional-id "$t-unknown" 2>&1)" &&
+        fail "describe of an unknown transactional id exited 0: $out"
+    grep -qF "Failed to describe transaction state of transactional-id \`$t-unknown\`: DescribeTransactions request for transactionalId \`$t-unknown\` failed because the ID could not be found." \
+        <<<"$out" || fail "describe of an unknown id: $out"
+}
+
+test_transactions_abort_an_open_transaction_by_its_start_offset() {
+    local t txn dir o0 out prod
+    t="$(unique_topic txn-abort)"
+    txn="$t-txn"
+    dir="$(mktemp -d)"
+    topics --create --topic "$t" --partitions 2 --replication-factor 1 >/dev/null
+    # A committed transaction first (records at 0, markers at 1), then the open one at 2.
+    open_transaction "$dir" "$txn" "$t" --committed-first 0 1
+    o0="$(open_offset "$dir" 0)"
+    assert_eq "2 2" "$o0 $(open_offset "$dir" 1)" "offsets of the open transaction's records"
+
+    out="$(transactions abort --topic "$t" --partition 0 --start-offset 0 2>&1)" &&
+        fail "abort at the committed transaction's offset exited 0: $out"
+    grep -qF "Could not find any open transactions starting at offset 0 on partition $t-0" \
+        <<<"$out" || fail "abort at a wrong start offset: $out"
+
+    # The tool finds the producer whose open transaction starts there (DescribeProducers) and
+    # sends WriteTxnMarkers (ABORT) with its producer id and epoch: partition 0 no longer holds
+    # an open transaction, while the coordinator still has it Ongoing on both partitions.
+    transactions abort --topic "$t" --partition 0 --start-offset "$o0"
+    prod="$(transactions describe-producers --topic "$t" --partition 0 |
+        row describe-producers 6 None)"
+    [[ "$(awk '{ print $3 }' <<<"$prod")" =~ ^[0-9]+$ ]] ||
+        fail "describe-producers after the abort: a coordinator epoch: $prod"
+    out="$(transactions describe --transactional-id "$txn" | row describe 2 "$txn")"
+    assert_eq "Ongoing $t-0,$t-1" \
+        "$(awk '{ print $5 }' <<<"$out") $(awk '{ print $9 }' <<<"$out" | tr , '\n' | sort | paste -sd,)" \
+        "describe after the abort tool"
+    assert_eq "$t:0:4" "$(get_offsets --topic "$t" --time -1 | grep "^$t:0:")" \
+        "partition 0 after the abort marker"
+    # Partition 0's last stable offset is its end again; partition 1's is still 2.
+    assert_eq "committed-0" "$(read_partition "$t" 0 read_committed)" \
+        "read_committed partition 0 after the abort"
+    assert_eq "committed-1" "$(read_partition "$t" 1 read_committed)" \
+        "read_committed partition 1, its transaction open"
+    out="$(transactions find-hanging --topic "$t" --max-transaction-timeout 0)"
+    assert_eq "$find_hanging_header" "$out" "find-hanging after the abort tool"
+
+    # The producer commits: the coordinator's COMMIT marker also reaches partition 0, whose
+    # transaction is already aborted there. The aborted record stays aborted.
+    end_transaction "$dir" commit
+    assert_eq "$(printf '%s:0:5\n%s:1:4' "$t" "$t")" "$(get_offsets --topic "$t" --time -1 | sort)" \
+        "end offsets after the commit"
+    assert_eq "committed-0" "$(read_partition "$t" 0 read_committed)" "read_committed partition 0"
+    assert_eq "$(printf 'committed-0\nopen-0')" "$(read_partition "$t" 0 read_uncommitted)" \
+        "read_uncommitted partition 0"
+    assert_eq "$(printf 'committed-1\nopen-1')" "$(read_partition "$t" 1 read_committed)" \
+        "read_committed partition 1"
+}
+
+# A hanging transaction: compat/lib/hanging_txn.py writes a transactional record to partition
+# 0 without AddPartitionsToTxn (its timestamp 20 minutes old, so that find-hanging's default
+# --max-transaction-timeout of 15 minutes does not skip it). By default both brokers verify
+# transactional writes and refuse it with INVALID_TXN_STATE (48), and nothing hangs. With
+# verification off (Kafka: KAFKA_REF_EXTRA_CONFIG=transaction.partition.verification.enable=false
+# compat/kafka-ref/start.sh; highwater: HIGHWATER_CONFIG=a config with
+# "transaction.partition.verification.enable" = false) the record is appended and the
+# transaction hangs: find-hanging lists it and abort ends it.
+test_transactions_find_hanging_and_abort_a_hanging_transaction() {
+    local t txn dir broker out row err base args prod
+    t="$(unique_topic txn-hanging)"
+    txn="$t-txn"
+    dir="$(mktemp -d)"
+    topics --create --topic "$t" --partitions 2 --replication-factor 1 >/dev/null
+    broker="$(leader_of "$t")"
+    timeout 120 "$root/compat/.venv/bin/python" "$root/compat/lib/hanging_txn.py" "$bootstrap" \
+        "$txn" "$t" 0 1200000 | tee "$dir/probe"
+    read -r _ err base < <(grep '^produce ' "$dir/probe")
+    if [[ "$err" == 48 ]]; then
+        echo "the broker verifies transactional writes: INVALID_TXN_STATE, nothing hangs"
+        assert_eq "$t:0:0" "$(get_offsets --topic "$t" --time -1 | grep "^$t:0:")" \
+            "partition 0 after the refused write"
+        out="$(transactions find-hanging --broker-id "$broker")"
+        assert_eq "$find_hanging_header" "$out" "find-hanging"
+        return 0
+    fi
+    assert_eq "0 0" "$err $base" "the unverified transactional write (error, offset)"
+    # The coordinator has the producer, Empty, without partitions: partition 0 hangs.
+    out="$(transactions describe --transactional-id "$txn" | row describe 2 "$txn")"
+    assert_eq "Empty 8" "$(awk '{ print $5, NF }' <<<"$out")" "describe: Empty, no partitions"
+    for args in "--broker-id $broker" "--topic $t"; do
+        # shellcheck disable=SC2086 # two words
+        out="$(transactions find-hanging $args)"
+        echo "$out"
+        assert_eq 2 "$(wc -l <<<"$out")" "find-hanging $args: the header and one row"
+        row="$(tail -n 1 <<<"$out")"
+        # Topic Partition ProducerId ProducerEpoch CoordinatorEpoch StartOffset LastTimestamp
+        # Duration(min)
+        assert_eq "$t 0 $(awk '$1 == "init" { print $3, $4 }' "$dir/probe") -1 0 20" \
+            "$(awk '{ print $1, $2, $3, $4, $5, $6, $8 }' <<<"$row")" "find-hanging $args"
+    done
+    assert_eq "" "$(read_partition "$t" 0 read_committed)" "read_committed while it hangs"
+
+    transactions abort --topic "$t" --partition 0 --start-offset 0
+    out="$(transactions find-hanging --broker-id "$broker")"
+    assert_eq "$find_hanging_header" "$out" "find-hanging after the abort"
+    assert_eq "$t:0:2" "$(get_offsets --topic "$t" --time -1 | grep "^$t:0:")" \
+        "partition 0: the record and the abort marker"
+    prod="$(transactions describe-producers --topic "$t" --partition 0 |
+        row describe-producers 6 None)"
+    assert_eq 0 "$(awk '{ print $3 }' <<<"$prod")" "describe-producers: coordinator epoch 0"
+    assert_eq "" "$(read_partition "$t" 0 read_committed)" "read_committed after the abort"
+    assert_eq "hanging-0" "$(read_partition "$t" 0 read_uncommitted)" "read_uncommitted"
+}
+
 echo "cli-tools suite against $bootstrap (Kafka tools from .kafka-ref/libs)"
 run_test "kafka-topics: create, list, describe, alter, delete" \
     test_topic_create_list_describe_alter_delete
@@ -214,4 +464,10 @@ run_test "kafka-consumer-groups: describe offsets and lag, reset, list, delete" 
     test_consumer_groups_describe_reset_list_delete
 run_test "kafka-consumer-groups: an active group is described and refuses reset and delete" \
     test_consumer_groups_with_an_active_member
+run_test "kafka-transactions: list, describe, describe-producers, find-hanging of an open transaction" \
+    test_transactions_list_describe_and_producers_of_an_open_transaction
+run_test "kafka-transactions: abort an open transaction by its start offset, then its commit" \
+    test_transactions_abort_an_open_transaction_by_its_start_offset
+run_test "kafka-transactions: find-hanging and abort of a hanging transaction (if the broker lets one in)" \
+    test_transactions_find_hanging_and_abort_a_hanging_transaction
 suite_summary

@@ -10,7 +10,10 @@
 #
 # Environment: KAFKA_REF_PORT (default 19092), KAFKA_REF_CONTROLLER_PORT (default 19093),
 # KAFKA_REF_START_TIMEOUT seconds (default 90), KAFKA_REF_REQUEST_LOG=1 to log every request
-# (API key, version, client) to .kafka-ref/logs/requests.log.
+# (API key, version, client) to .kafka-ref/logs/requests.log, KAFKA_REF_EXTRA_CONFIG: lines
+# appended to server.properties (a later key wins), e.g.
+# KAFKA_REF_EXTRA_CONFIG=transaction.state.log.replication.factor=3 for a broker whose
+# transaction coordinator cannot start (what the transaction tests must fail against, bounded).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -128,6 +131,7 @@ transaction.state.log.num.partitions=4
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
+${KAFKA_REF_EXTRA_CONFIG:-}
 EOF
 
 

@@ -53,7 +53,8 @@ pub async fn refused(
             let Some(header) = p.records.as_deref().and_then(BatchHeader::parse) else {
                 continue;
             };
-            if !header.is_transactional() {
+            // Without a producer id there is no transaction to verify (Kafka appends it).
+            if !header.is_transactional() || !header.has_producer_id() {
                 continue;
             }
             let open = broker
