@@ -350,3 +350,88 @@ async fn an_idle_transactional_id_expires_and_comes_back_with_a_new_producer_id(
     assert_ne!(again.0, first.0, "a forgotten id gets a new producer id");
     assert_eq!(again.1, 0);
 }
+
+#[tokio::test]
+async fn malformed_transactional_requests_get_kafkas_errors_and_nothing_changes() {
+    let broker = TestBroker::start(&[("transaction.state.log.replication.factor", "1")]).await;
+    let mut client = broker.client().await;
+    assert_eq!(create_topic(&mut client, "t", 1).await, 0);
+    find_coordinator(&mut client, "bad").await;
+    // A timeout of 0 or above transaction.max.timeout.ms.
+    for timeout in [0, 900_001] {
+        let request = InitProducerIdRequest::default()
+            .with_transactional_id(Some(txn_id("bad")))
+            .with_transaction_timeout_ms(timeout);
+        let mut code = 0;
+        for _ in 0..100 {
+            code = client.call(&request, 4).await.error_code;
+            if code != ResponseError::CoordinatorLoadInProgress.code() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(
+            code,
+            ResponseError::InvalidTransactionTimeout.code(),
+            "{timeout} ms"
+        );
+    }
+    // A producer id the transactional id does not belong to.
+    let producer = init(&mut client, "bad", 60_000).await;
+    let stranger = (producer.0 + 4242, 0);
+    assert_eq!(
+        end(&mut client, "bad", stranger, true).await,
+        ResponseError::InvalidProducerIdMapping.code()
+    );
+    // A partition that does not exist spoils the whole request, as in Kafka.
+    let request = AddPartitionsToTxnRequest::default()
+        .with_v3_and_below_transactional_id(txn_id("bad"))
+        .with_v3_and_below_producer_id(ProducerId(producer.0))
+        .with_v3_and_below_producer_epoch(producer.1)
+        .with_v3_and_below_topics(vec![
+            AddPartitionsToTxnTopic::default()
+                .with_name(name("t"))
+                .with_partitions(vec![0]),
+            AddPartitionsToTxnTopic::default()
+                .with_name(name("missing"))
+                .with_partitions(vec![0]),
+        ]);
+    let response = client.call(&request, 3).await;
+    let code_of = |topic: &str| {
+        response
+            .results_by_topic_v3_and_below
+            .iter()
+            .find(|t| t.name.0.as_str() == topic)
+            .map(|t| t.results_by_partition[0].partition_error_code)
+    };
+    assert_eq!(
+        code_of("t"),
+        Some(ResponseError::OperationNotAttempted.code())
+    );
+    assert_eq!(
+        code_of("missing"),
+        Some(ResponseError::UnknownTopicOrPartition.code())
+    );
+    assert_eq!(
+        end(&mut client, "bad", producer, true).await,
+        ResponseError::InvalidTxnState.code(),
+        "nothing was added: no transaction to end"
+    );
+    // A client may not write a transaction marker itself.
+    let marker = highwater::log::control::encode(
+        producer.0,
+        producer.1,
+        highwater::log::control::Marker {
+            commit: true,
+            coordinator_epoch: 0,
+        },
+        now_ms(),
+    );
+    let written = produce(&mut client, "t", 0, marker).await;
+    assert_eq!(written.error_code, ResponseError::InvalidRecord.code());
+    assert_eq!(
+        fetch(&mut client, "t", 0, 0).await.high_watermark,
+        0,
+        "nothing appended"
+    );
+}
