@@ -351,6 +351,38 @@ async fn an_idle_transactional_id_expires_and_comes_back_with_a_new_producer_id(
     assert_eq!(again.1, 0);
 }
 
+/// AddPartitionsToTxn with "t" and a topic that does not exist: nothing is added.
+async fn add_a_missing_partition(client: &mut Client, producer: (i64, i16)) {
+    let request = AddPartitionsToTxnRequest::default()
+        .with_v3_and_below_transactional_id(txn_id("bad"))
+        .with_v3_and_below_producer_id(ProducerId(producer.0))
+        .with_v3_and_below_producer_epoch(producer.1)
+        .with_v3_and_below_topics(vec![
+            AddPartitionsToTxnTopic::default()
+                .with_name(name("t"))
+                .with_partitions(vec![0]),
+            AddPartitionsToTxnTopic::default()
+                .with_name(name("missing"))
+                .with_partitions(vec![0]),
+        ]);
+    let response = client.call(&request, 3).await;
+    let code_of = |topic: &str| {
+        response
+            .results_by_topic_v3_and_below
+            .iter()
+            .find(|t| t.name.0.as_str() == topic)
+            .map(|t| t.results_by_partition[0].partition_error_code)
+    };
+    assert_eq!(
+        code_of("t"),
+        Some(ResponseError::OperationNotAttempted.code())
+    );
+    assert_eq!(
+        code_of("missing"),
+        Some(ResponseError::UnknownTopicOrPartition.code())
+    );
+}
+
 #[tokio::test]
 async fn malformed_transactional_requests_get_kafkas_errors_and_nothing_changes() {
     let broker = TestBroker::start(&[("transaction.state.log.replication.factor", "1")]).await;
@@ -384,34 +416,7 @@ async fn malformed_transactional_requests_get_kafkas_errors_and_nothing_changes(
         ResponseError::InvalidProducerIdMapping.code()
     );
     // A partition that does not exist spoils the whole request, as in Kafka.
-    let request = AddPartitionsToTxnRequest::default()
-        .with_v3_and_below_transactional_id(txn_id("bad"))
-        .with_v3_and_below_producer_id(ProducerId(producer.0))
-        .with_v3_and_below_producer_epoch(producer.1)
-        .with_v3_and_below_topics(vec![
-            AddPartitionsToTxnTopic::default()
-                .with_name(name("t"))
-                .with_partitions(vec![0]),
-            AddPartitionsToTxnTopic::default()
-                .with_name(name("missing"))
-                .with_partitions(vec![0]),
-        ]);
-    let response = client.call(&request, 3).await;
-    let code_of = |topic: &str| {
-        response
-            .results_by_topic_v3_and_below
-            .iter()
-            .find(|t| t.name.0.as_str() == topic)
-            .map(|t| t.results_by_partition[0].partition_error_code)
-    };
-    assert_eq!(
-        code_of("t"),
-        Some(ResponseError::OperationNotAttempted.code())
-    );
-    assert_eq!(
-        code_of("missing"),
-        Some(ResponseError::UnknownTopicOrPartition.code())
-    );
+    add_a_missing_partition(&mut client, producer).await;
     assert_eq!(
         end(&mut client, "bad", producer, true).await,
         ResponseError::InvalidTxnState.code(),
