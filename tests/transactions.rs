@@ -8,44 +8,12 @@ mod common;
 
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
 use common::*;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
-
-/// A transactional batch of `count` records from `producer` (id, epoch) at `sequence`.
-fn txn_batch(count: i32, (producer_id, epoch): (i64, i16), sequence: i32) -> Bytes {
-    let records: Vec<Record> = (0..count)
-        .map(|i| Record {
-            transactional: true,
-            control: false,
-            partition_leader_epoch: -1,
-            producer_id,
-            producer_epoch: epoch,
-            timestamp_type: TimestampType::Creation,
-            offset: i64::from(i),
-            sequence: sequence + i,
-            timestamp: now_ms(),
-            key: Some(Bytes::from(format!("k{i}"))),
-            value: Some(Bytes::from(format!("txn{i}"))),
-            headers: Default::default(),
-            delete_horizon: false,
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions {
-        version: 2,
-        compression: Compression::None,
-    };
-    RecordBatchEncoder::encode(&mut buf, &records, &options).expect("encode");
-    buf.freeze()
-}
 
 fn txn_id(id: &str) -> TransactionalId {
     TransactionalId(StrBytes::from_string(id.to_string()))

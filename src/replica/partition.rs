@@ -319,22 +319,7 @@ impl Partition {
     /// log), and a role change takes the same two locks, so a broker that has just lost
     /// the leadership can never append at the old epoch.
     pub fn append_as_leader(&self, records: &[u8]) -> Result<AppendInfo, ReplicaError> {
-        let state = self.state();
-        let leader_epoch = match &state.role {
-            Role::Leader(_) => state.leader_epoch,
-            Role::Follower { leader } => {
-                let leader = *leader;
-                drop(state);
-                return Err(self.not_leader(leader));
-            }
-        };
-        let mut log = self.log_mut();
-        drop(state);
-        let info = log
-            .append_as_leader(records, leader_epoch)
-            .map_err(|e| self.log_error(e))?;
-        self.appended_as_leader(log);
-        Ok(info)
+        self.write_as_leader(|log, leader_epoch| log.append_as_leader(records, leader_epoch))
     }
 
     /// Appends a transaction marker (WriteTxnMarkers from the coordinator) as leader, like
@@ -344,6 +329,17 @@ impl Partition {
         producer_id: i64,
         producer_epoch: i16,
         marker: Marker,
+    ) -> Result<AppendInfo, ReplicaError> {
+        self.write_as_leader(|log, leader_epoch| {
+            log.append_marker_as_leader(producer_id, producer_epoch, marker, leader_epoch)
+        })
+    }
+
+    /// Runs a leader's append `write` (given the log and the leader epoch) with the log's
+    /// write lock taken while the role is held, then publishes its effects.
+    fn write_as_leader(
+        &self,
+        write: impl FnOnce(&mut Log, i32) -> Result<AppendInfo, LogError>,
     ) -> Result<AppendInfo, ReplicaError> {
         let state = self.state();
         let leader_epoch = match &state.role {
@@ -356,9 +352,7 @@ impl Partition {
         };
         let mut log = self.log_mut();
         drop(state);
-        let info = log
-            .append_marker_as_leader(producer_id, producer_epoch, marker, leader_epoch)
-            .map_err(|e| self.log_error(e))?;
+        let info = write(&mut log, leader_epoch).map_err(|e| self.log_error(e))?;
         self.appended_as_leader(log);
         Ok(info)
     }

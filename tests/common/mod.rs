@@ -214,19 +214,44 @@ impl Client {
 
 /// Encodes `count` records as one batch (keys `k{i}`, values `v{i}`), optionally idempotent.
 pub fn batch(count: i32, producer_id: i64, base_sequence: i32, timestamp: i64) -> Bytes {
+    let epoch = if producer_id >= 0 { 0 } else { -1 };
+    encode_records(
+        count,
+        (producer_id, epoch, false),
+        base_sequence,
+        timestamp,
+        "v",
+    )
+}
+
+/// A transactional batch of `count` records (values `txn{i}`) from `producer` (id, epoch)
+/// at `sequence`.
+pub fn txn_batch(count: i32, (producer_id, epoch): (i64, i16), sequence: i32) -> Bytes {
+    encode_records(count, (producer_id, epoch, true), sequence, now_ms(), "txn")
+}
+
+/// `count` records (keys `k{i}`, values `{prefix}{i}`) of a producer (id, epoch,
+/// transactional) as one uncompressed batch.
+fn encode_records(
+    count: i32,
+    (producer_id, producer_epoch, transactional): (i64, i16, bool),
+    base_sequence: i32,
+    timestamp: i64,
+    prefix: &str,
+) -> Bytes {
     let records: Vec<Record> = (0..count)
         .map(|i| Record {
-            transactional: false,
+            transactional,
             control: false,
             partition_leader_epoch: -1,
             producer_id,
-            producer_epoch: if producer_id >= 0 { 0 } else { -1 },
+            producer_epoch,
             timestamp_type: TimestampType::Creation,
             offset: i64::from(i),
             sequence: base_sequence.max(0) + i,
             timestamp: timestamp + i64::from(i),
             key: Some(Bytes::from(format!("k{i}"))),
-            value: Some(Bytes::from(format!("v{i}"))),
+            value: Some(Bytes::from(format!("{prefix}{i}"))),
             headers: Default::default(),
             delete_horizon: false,
         })
