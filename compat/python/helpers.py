@@ -68,3 +68,19 @@ def committed_offsets(bootstrap, group, topic, partitions, retries=None, timeout
         return {tp.partition: (tp.offset, tp.metadata) for tp in got}
     finally:
         c.close()
+
+
+def create_topic(admin, name, partitions, timeout_s=30):
+    """Creates `name` with confluent-kafka's AdminClient `admin` (one replica) and waits
+    until every partition has a leader."""
+    from confluent_kafka.admin import NewTopic
+    futures = admin.create_topics([NewTopic(name, num_partitions=partitions,
+                                            replication_factor=1)],
+                                  operation_timeout=timeout_s)
+    futures[name].result(timeout_s)
+
+    def ready():
+        md = admin.list_topics(topic=name, timeout=timeout_s).topics.get(name)
+        return (md is not None and md.error is None and len(md.partitions) == partitions
+                and all(p.leader >= 0 for p in md.partitions.values()))
+    wait_until(f"leaders for {name}", ready, timeout_s)

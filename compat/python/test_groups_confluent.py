@@ -10,9 +10,10 @@ import collections
 import time
 
 from confluent_kafka import Consumer, KafkaError, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
 from helpers import committed_offsets, wait_until
+from helpers import create_topic as create_topic_with
 
 TIMEOUT_S = 30
 CLIENT_ID = "compat-confluent-groups"
@@ -21,16 +22,7 @@ PARTITIONS = 6
 
 def create_topic(bootstrap, name, partitions):
     admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": CLIENT_ID})
-    futures = admin.create_topics([NewTopic(name, num_partitions=partitions,
-                                            replication_factor=1)],
-                                  operation_timeout=TIMEOUT_S)
-    futures[name].result(TIMEOUT_S)
-
-    def ready():
-        md = admin.list_topics(topic=name, timeout=TIMEOUT_S).topics.get(name)
-        return (md is not None and md.error is None and len(md.partitions) == partitions
-                and all(p.leader >= 0 for p in md.partitions.values()))
-    wait_until(f"leaders for {name}", ready)
+    create_topic_with(admin, name, partitions, TIMEOUT_S)
 
 
 def produce(bootstrap, topic, per_partition, partitions=PARTITIONS):

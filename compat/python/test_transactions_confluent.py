@@ -19,10 +19,9 @@ import pytest
 from confluent_kafka import (OFFSET_BEGINNING, Consumer, ConsumerGroupTopicPartitions,
                              IsolationLevel, KafkaError,
                              KafkaException, Producer, TopicPartition)
-from confluent_kafka.admin import (AdminClient, NewTopic,
-                                   OffsetSpec)
+from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from helpers import committed_offsets, wait_until
+from helpers import committed_offsets, wait_until, create_topic
 
 TIMEOUT_S = 30
 CLIENT_ID = "compat-confluent-txn"
@@ -35,19 +34,6 @@ NO_OFFSET = -1001  # librdkafka's OFFSET_INVALID: the group has no commit for th
 @pytest.fixture
 def admin(bootstrap):
     return AdminClient({"bootstrap.servers": bootstrap, "client.id": CLIENT_ID})
-
-
-def create_topic(admin, name, partitions):
-    futures = admin.create_topics([NewTopic(name, num_partitions=partitions,
-                                            replication_factor=1)],
-                                  operation_timeout=TIMEOUT_S)
-    futures[name].result(TIMEOUT_S)
-
-    def ready():
-        md = admin.list_topics(topic=name, timeout=TIMEOUT_S).topics.get(name)
-        return (md is not None and md.error is None and len(md.partitions) == partitions
-                and all(p.leader >= 0 for p in md.partitions.values()))
-    wait_until(f"leaders for {name}", ready)
 
 
 def txn_producer(bootstrap, txn_id, **conf):
