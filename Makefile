@@ -40,10 +40,11 @@ compat-deps:
 	./compat/install-deps.sh
 
 # The multi-process fault test (tests/chaos.rs) for CHAOS_SECS of faults (CHAOS_FAULTS:
-# kill, pause or both), replaying CHAOS_SEED if given; make test runs it for 120 s. Its
-# processes are stopped when it ends, and a failing run keeps their data and logs.
+# any of kill, pause, partition, disk; partitions and full disks need root), replaying
+# CHAOS_SEED if given; make test runs it for 120 s with all four. Its processes, network
+# namespaces and tmpfs mounts are removed when it ends; a failing run keeps data and logs.
 CHAOS_SECS ?= 600
-CHAOS_FAULTS ?= kill,pause
+CHAOS_FAULTS ?= kill,pause,partition,disk
 chaos:
 	HIGHWATER_CHAOS_SECS=$(CHAOS_SECS) HIGHWATER_CHAOS_FAULTS=$(CHAOS_FAULTS) \
 	$(if $(CHAOS_SEED),HIGHWATER_CHAOS_SEED=$(CHAOS_SEED)) \

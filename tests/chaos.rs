@@ -1,21 +1,34 @@
 //! Issue #5's multi-process fault test: three combined nodes, a topic with one partition,
 //! three replicas and `min.insync.replicas=2`, an idempotent acks=all producer writing a
 //! counter and a read_uncommitted consumer, while the test strikes a random broker every
-//! few seconds (half the faults aim at the partition's leader; at most one broker is down
-//! at a time) with kill -9 and a restart, or SIGSTOP beyond the broker session and SIGCONT
-//! (issue 11, item 8: a deposed leader that resumes must not acknowledge). Then everything heals, and the test asserts that:
+//! few seconds (half the faults aim at the partition's leader; at most one broker is struck
+//! at a time) with one of (issue 11, item 8):
+//! - kill -9 and a restart;
+//! - SIGSTOP beyond the broker session and SIGCONT (a deposed leader that resumes must not
+//!   acknowledge);
+//! - a network partition beyond the session (each node in its own network namespace, see
+//!   `common/netns.rs`): cut off from everyone, or from the other nodes only while clients
+//!   still reach it;
+//! - a full log directory (each node's on its own tmpfs): filled, then freed and the node
+//!   restarted, as an operator would.
+//!
+//! After each fault it waits until the ISR is whole again and records how long that took
+//! and the longest time without an acknowledgement. Then everything heals, and the test
+//! asserts that:
 //! 1. every acknowledged record is in the log exactly once, in order, at the offset it was
 //!    acknowledged at;
 //! 2. the three replicas' logs hold the same batches, byte for byte and segment by segment,
 //!    up to the high watermark (read from each node's `.log` files);
 //! 3. no fetch returned an offset at or above the high watermark of its own response, and
-//!    everything consumed is still in the final log at the same offset and was acknowledged.
+//!    everything consumed is still in the final log at the same offset and was acknowledged;
+//! 4. the ISR was whole again within [`HEAL_WAIT`] of every heal.
 //!
 //! `HIGHWATER_CHAOS_SECS` sets how long the faults go on (default 120),
-//! `HIGHWATER_CHAOS_FAULTS` which ones (`kill,pause`, the default, or either alone),
-//! `HIGHWATER_CHAOS_SEED=<seed>` replays the same fault choices (their timing against the
-//! clients still varies; `make chaos` sets all three), `HIGHWATER_CLUSTER_LOG=1` shows the nodes' logs; otherwise a failing
-//! run keeps them, with the data, in the directory it prints.
+//! `HIGHWATER_CHAOS_FAULTS` which ones (`kill,pause,partition,disk`, the default, or any
+//! of them; partitions and full disks need root, as CI runs), `HIGHWATER_CHAOS_SEED=<seed>`
+//! replays the same fault choices (their timing against the clients still varies; `make
+//! chaos` sets all three), `HIGHWATER_CLUSTER_LOG=1` shows the nodes' logs; otherwise a
+//! failing run keeps them, with the data, in the directory it prints.
 
 mod common;
 
@@ -30,6 +43,7 @@ use bytes::Bytes;
 use common::cluster_processes::*;
 use common::counter_log::{check_log, SentBatch};
 use common::seeded_rng::{seed_from_env, Rng};
+use common::small_disk::SmallDisk;
 use common::*;
 use highwater::log::batch::{self, BatchIter};
 use kafka_protocol::error::ResponseError;
@@ -69,6 +83,8 @@ const CONSUMER_WAIT_MS: i32 = 300;
 const HEAL_WAIT: Duration = Duration::from_secs(60);
 /// Small segments, so that the run rolls several and the comparison covers sealed ones.
 const SEGMENT_BYTES: u64 = 256 * 1024;
+/// Each node's log directory when full disks are among the faults: room for the whole run.
+const DISK_SIZE: &str = "64m";
 /// A follower out of contact this long leaves the ISR (Kafka's default is 30 s; a fenced
 /// broker leaves it sooner, after the session).
 const REPLICA_LAG_MS: u64 = 5000;
@@ -162,6 +178,8 @@ impl LeaderConnection {
 #[derive(Debug, Default)]
 struct ProducerReport {
     batches: Vec<SentBatch>,
+    /// When each acknowledgement came, in seconds since the clients started.
+    ack_times: Vec<f64>,
     /// Retries by cause (an error name, or "connection").
     retries: BTreeMap<String, usize>,
     /// Why the producer stopped early, if it did: the test fails with it.
@@ -245,7 +263,7 @@ async fn send_until_acked(
 /// Produces batches of counters until `stop`, finishing the batch in flight first;
 /// `in_flight` is set while a request awaits its response, so that kills can aim at it.
 async fn produce(
-    nodes: Vec<SocketAddr>,
+    (nodes, started): (Vec<SocketAddr>, Instant),
     mut rng: Rng,
     stop: Arc<AtomicBool>,
     in_flight: Arc<AtomicBool>,
@@ -269,7 +287,10 @@ async fn produce(
         let acked = send_until_acked(&mut leader, &records, &mut report.retries, &in_flight);
         let acked = acked.await;
         match acked {
-            Ok(offset) => batch.acked_at = Some(offset),
+            Ok(offset) => {
+                batch.acked_at = Some(offset);
+                report.ack_times.push(started.elapsed().as_secs_f64());
+            }
             Err(failure) => {
                 report.failure = Some(format!("counters {}..{next}: {failure}", batch.first));
                 report.batches.push(batch);
@@ -496,12 +517,49 @@ fn read_replica(dir: &Path, high_watermark: i64) -> Result<ReplicaLog, String> {
     Ok(replica)
 }
 
-/// What the kills did.
+/// One fault: when it struck (seconds since the start), which node, whether that node
+/// led the partition, and how long the cluster took to recover.
+#[derive(Debug, Clone)]
+struct Strike {
+    at: f64,
+    node: usize,
+    led: bool,
+    fault: Fault,
+    /// When the node was restarted, continued or reconnected.
+    healed_at: f64,
+    /// Seconds from `healed_at` until the ISR held all three brokers again (`None`: not
+    /// within [`HEAL_WAIT`]; the test fails).
+    isr_full_after: Option<f64>,
+}
+
+impl Strike {
+    /// When the cluster was whole again (or gave up on being so).
+    fn recovered_at(&self) -> f64 {
+        self.healed_at + self.isr_full_after.unwrap_or(HEAL_WAIT.as_secs_f64())
+    }
+
+    /// The longest time without an acknowledgement between the strike and the recovery
+    /// (up to the first acknowledgement after it), from the sorted acknowledgement times.
+    fn stall(&self, acks: &[f64]) -> f64 {
+        let (start, end) = (self.at, self.recovered_at());
+        let mut last = start;
+        let mut longest = 0f64;
+        for &ack in acks.iter().filter(|a| **a > start) {
+            longest = longest.max(ack - last);
+            last = ack;
+            if ack > end {
+                break;
+            }
+        }
+        longest
+    }
+}
+
+/// What the faults did.
 #[derive(Debug, Default)]
 struct ChaosReport {
-    /// (seconds since the start, node, whether it led the partition, the fault).
-    kills: Vec<(f64, usize, bool, Fault)>,
-    /// How many kills came while a produce request was in flight.
+    strikes: Vec<Strike>,
+    /// How many faults came while a produce request was in flight.
     aimed: usize,
 }
 
@@ -554,40 +612,108 @@ enum Fault {
     Kill,
     /// SIGSTOP past the broker session, then SIGCONT.
     Pause,
+    /// A network partition past the broker session: the node cut off from everyone
+    /// (`clients_too`) or from the other two nodes only, then reconnected.
+    Partition { clients_too: bool },
+    /// The node's log directory fills up (it goes offline at the next write), then the
+    /// operator frees space and restarts the node (kill -9 and start), as Kafka needs.
+    FullDisk,
 }
 
-/// The faults of `HIGHWATER_CHAOS_FAULTS` (`kill,pause` by default).
-fn chaos_faults() -> Vec<Fault> {
-    let wanted = std::env::var("HIGHWATER_CHAOS_FAULTS").unwrap_or_else(|_| "kill,pause".into());
+impl Fault {
+    /// The letter the summary shows after the node.
+    fn letter(self) -> &'static str {
+        match self {
+            Fault::Kill => "",
+            Fault::Pause => "P",
+            Fault::Partition { clients_too: true } => "I",
+            Fault::Partition { clients_too: false } => "C",
+            Fault::FullDisk => "D",
+        }
+    }
+}
+
+/// The fault kinds of `HIGHWATER_CHAOS_FAULTS` (all by default); a partition is drawn as
+/// either kind.
+fn chaos_faults() -> Vec<&'static str> {
+    let wanted = std::env::var("HIGHWATER_CHAOS_FAULTS");
+    let wanted = wanted.unwrap_or_else(|_| "kill,pause,partition,disk".into());
+    let known = ["kill", "pause", "partition", "disk"];
     wanted
         .split(',')
-        .map(|f| match f.trim() {
-            "kill" => Fault::Kill,
-            "pause" => Fault::Pause,
-            other => panic!("HIGHWATER_CHAOS_FAULTS: unknown fault {other:?} (kill, pause)"),
+        .map(|f| {
+            let found = known.iter().find(|k| **k == f.trim());
+            *found.unwrap_or_else(|| {
+                panic!(
+                    "HIGHWATER_CHAOS_FAULTS: unknown fault {f:?} ({})",
+                    known.join(", ")
+                )
+            })
         })
         .collect()
+}
+
+/// The cluster and, when full disks are among the faults, each node's log directory.
+struct Target {
+    cluster: Cluster,
+    disks: Vec<SmallDisk>,
+}
+
+/// Starts the fault on `victim`.
+fn strike(Target { cluster, disks }: &mut Target, victim: usize, fault: Fault) {
+    match fault {
+        Fault::FullDisk => disks[victim - 1].fill(),
+        Fault::Kill => cluster.kill(victim),
+        Fault::Pause => cluster.signal(victim, "-STOP"),
+        Fault::Partition { clients_too } => {
+            let network = cluster.network.as_ref().expect("namespaces");
+            match clients_too {
+                true => network.isolate(victim),
+                false => network.cut_from_peers(victim),
+            }
+        }
+    }
+}
+
+/// Ends the fault on `victim`.
+fn heal(Target { cluster, disks }: &mut Target, victim: usize, fault: Fault) {
+    match fault {
+        Fault::FullDisk => {
+            cluster.kill(victim);
+            disks[victim - 1].free();
+            cluster.spawn(victim);
+        }
+        Fault::Kill => cluster.spawn(victim),
+        Fault::Pause => cluster.signal(victim, "-CONT"),
+        Fault::Partition { .. } => cluster.network.as_ref().expect("namespaces").heal(victim),
+    }
 }
 
 /// Strikes one broker after another until `duration` has passed (at least once), with a
 /// fault of `faults`: half aim at the leader, the others at any broker, each while a
 /// produce request is in flight if one comes soon.
 async fn run_chaos(
-    cluster: &mut Cluster,
+    target: &mut Target,
     rng: &mut Rng,
-    (duration, seed): (Duration, u64),
+    (duration, seed, started): (Duration, u64, Instant),
     in_flight: &AtomicBool,
 ) -> ChaosReport {
-    let nodes: Vec<SocketAddr> = (1..=3).map(|n| cluster.addr(n)).collect();
+    let nodes: Vec<SocketAddr> = (1..=3).map(|n| target.cluster.addr(n)).collect();
     let faults = chaos_faults();
-    let started = Instant::now();
     let mut report = ChaosReport::default();
     loop {
         let up = Duration::from_millis(rng.between(UP_MS_MIN, UP_MS_MAX));
-        let fault = faults[rng.between(0, faults.len() as u64 - 1) as usize];
+        let fault = match faults[rng.between(0, faults.len() as u64 - 1) as usize] {
+            "kill" => Fault::Kill,
+            "pause" => Fault::Pause,
+            "disk" => Fault::FullDisk,
+            _ => Fault::Partition {
+                clients_too: rng.next().is_multiple_of(2),
+            },
+        };
         let down = match fault {
             Fault::Kill => rng.between(DOWN_MS_MIN, DOWN_MS_MAX),
-            Fault::Pause => rng.between(PAUSE_MS_MIN, PAUSE_MS_MAX),
+            _ => rng.between(PAUSE_MS_MIN, PAUSE_MS_MAX),
         };
         let down = Duration::from_millis(down);
         let aim_at_leader = rng.next().is_multiple_of(2);
@@ -600,20 +726,21 @@ async fn run_chaos(
             _ => any,
         };
         report.aimed += usize::from(aim_at_request_in_flight(in_flight, delay_us).await);
-        match fault {
-            Fault::Kill => cluster.kill(victim),
-            Fault::Pause => cluster.signal(victim, "-STOP"),
-        }
+        strike(target, victim, fault);
         let at = started.elapsed().as_secs_f64();
-        report
-            .kills
-            .push((at, victim, victim as i32 == leader, fault));
         tokio::time::sleep(down).await;
-        match fault {
-            Fault::Kill => cluster.spawn(victim),
-            Fault::Pause => cluster.signal(victim, "-CONT"),
-        }
+        heal(target, victim, fault);
+        let healed_at = started.elapsed().as_secs_f64();
         wait_answering(nodes[victim - 1], victim, seed).await;
+        let isr_full = within(HEAL_WAIT, || healed(&nodes)).await.ok();
+        report.strikes.push(Strike {
+            at,
+            node: victim,
+            led: victim as i32 == leader,
+            fault,
+            healed_at,
+            isr_full_after: isr_full.map(|_| started.elapsed().as_secs_f64() - healed_at),
+        });
         if started.elapsed() >= duration {
             return report;
         }
@@ -654,7 +781,7 @@ fn identical_replicas(
     leader: usize,
     high_watermark: i64,
 ) -> Result<ReplicaLog, String> {
-    let dir = |node: usize| cluster.data_dir(node).join(format!("{TOPIC}-0"));
+    let dir = |node: usize| log_dir(cluster, node).join(format!("{TOPIC}-0"));
     let reference = read_replica(&dir(leader), high_watermark)?;
     if reference.end() != high_watermark {
         return Err(format!(
@@ -714,24 +841,25 @@ fn summary(
     consumer: &ConsumerReport,
     high_watermark: i64,
 ) -> String {
-    let leader_kills = chaos.kills.iter().filter(|k| k.2).count();
-    let pauses = chaos.kills.iter().filter(|k| k.3 == Fault::Pause).count();
+    let leader_strikes = chaos.strikes.iter().filter(|k| k.led).count();
     let acked = producer.batches.iter().filter(|b| b.acked_at.is_some());
-    let kills: Vec<String> = chaos
-        .kills
+    let strikes: Vec<String> = chaos
+        .strikes
         .iter()
-        .map(|(at, node, led, fault)| {
-            let kind = if *fault == Fault::Pause { "P" } else { "" };
-            format!("{at:.1}s:{node}{}{kind}", if *led { "L" } else { "" })
+        .map(|k| {
+            let led = if k.led { "L" } else { "" };
+            format!("{:.1}s:{}{led}{}", k.at, k.node, k.fault.letter())
         })
         .collect();
     format!(
-        "{} faults ({pauses} pauses, {leader_kills} of the leader, {} during a produce): {}\nproducer: {} batches acknowledged of {}, \
-         {} records; retries {:?}\nconsumer: {} fetches, {} records; errors {:?}\nfinal high \
-         watermark {high_watermark}",
-        chaos.kills.len(),
+        "{} faults ({leader_strikes} of the leader, {} during a produce; L leader, P pause, \
+         I isolated, C cut from the other nodes, D full disk): {}\nrecovery:\n{}producer: {} batches \
+         acknowledged of {}, {} records; retries {:?}\nconsumer: {} fetches, {} records; \
+         errors {:?}\nfinal high watermark {high_watermark}",
+        chaos.strikes.len(),
         chaos.aimed,
-        kills.join(" "),
+        strikes.join(" "),
+        recovery_table(&chaos.strikes, &producer.ack_times),
         acked.count(),
         producer.batches.len(),
         producer.batches.iter().map(|b| b.count).sum::<u64>(),
@@ -740,6 +868,50 @@ fn summary(
         consumer.consumed.len(),
         consumer.errors,
     )
+}
+
+/// Per kind of fault (and whether it struck the leader): how many, the median and longest
+/// time without an acknowledgement, and the median and longest time from the heal until
+/// the ISR was full again.
+fn recovery_table(strikes: &[Strike], acks: &[f64]) -> String {
+    let median_max = |mut values: Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        let median = values.get(values.len() / 2).copied().unwrap_or(0.0);
+        let max = values.last().copied().unwrap_or(0.0);
+        format!("median {median:.2}s max {max:.2}s")
+    };
+    let kinds = [
+        ("kill", Fault::Kill),
+        ("pause", Fault::Pause),
+        ("isolated", Fault::Partition { clients_too: true }),
+        ("cut from nodes", Fault::Partition { clients_too: false }),
+        ("full disk", Fault::FullDisk),
+    ];
+    let mut table = String::new();
+    for (label, fault) in kinds {
+        for led in [true, false] {
+            let of: Vec<&Strike> = strikes
+                .iter()
+                .filter(|k| k.fault == fault && k.led == led)
+                .collect();
+            if of.is_empty() {
+                continue;
+            }
+            let stalls = of.iter().map(|k| k.stall(acks)).collect();
+            let isr = of
+                .iter()
+                .map(|k| k.isr_full_after.unwrap_or(f64::NAN))
+                .collect();
+            let whom = if led { "leader" } else { "follower" };
+            table += &format!(
+                "  {label} of a {whom} ×{}: no ack for {}; ISR full {} after the heal\n",
+                of.len(),
+                median_max(stalls),
+                median_max(isr)
+            );
+        }
+    }
+    table
 }
 
 /// How many lines of the nodes' logs contain `needle` (none with HIGHWATER_CLUSTER_LOG,
@@ -753,6 +925,46 @@ fn node_log_lines(cluster: &Cluster, needle: &str) -> usize {
         .sum()
 }
 
+/// The log directory of `node` (its metadata log stays in the node's directory).
+fn log_dir(cluster: &Cluster, node: usize) -> std::path::PathBuf {
+    cluster.data_dir(node).join("log")
+}
+
+/// The three nodes, in network namespaces when partitions are among the faults, each log
+/// directory on its own small tmpfs when full disks are.
+fn start_target() -> Target {
+    let faults = chaos_faults();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = |node: usize| dir.path().join(format!("node-{node}")).join("log");
+    let disks: Vec<SmallDisk> = match faults.contains(&"disk") {
+        true => (1..=3)
+            .map(|n| SmallDisk::mount(&log(n), DISK_SIZE))
+            .collect(),
+        false => Vec::new(),
+    };
+    let node_settings: Vec<(usize, String)> = (1..=3)
+        .flat_map(|n| {
+            let metadata = dir.path().join(format!("node-{n}"));
+            [
+                (n, format!("log.dirs={}", log(n).display())),
+                (n, format!("metadata.log.dir={}", metadata.display())),
+            ]
+        })
+        .collect();
+    let settings = [
+        format!("replica.lag.time.max.ms={REPLICA_LAG_MS}"),
+        format!("log.segment.bytes={SEGMENT_BYTES}"),
+    ];
+    let settings = settings.each_ref().map(String::as_str);
+    let cluster = match faults.contains(&"partition") {
+        true => Cluster::start_in_namespaces(dir, &settings, &node_settings).unwrap_or_else(|e| {
+            panic!("partitions need network namespaces: {e}; HIGHWATER_CHAOS_FAULTS=kill,pause,disk runs without")
+        }),
+        false => Cluster::start_with_nodes(dir, &settings, &node_settings),
+    };
+    Target { cluster, disks }
+}
+
 /// The producer and consumer tasks and what stops them.
 struct Clients {
     stop_producer: Arc<AtomicBool>,
@@ -764,13 +976,13 @@ struct Clients {
 }
 
 impl Clients {
-    fn start(nodes: &[SocketAddr], rng: &mut Rng) -> Clients {
+    fn start(nodes: &[SocketAddr], rng: &mut Rng, started: Instant) -> Clients {
         let stop_producer = Arc::new(AtomicBool::new(false));
         let stop_consumer = Arc::new(AtomicBool::new(false));
         let in_flight = Arc::new(AtomicBool::new(false));
         let position = Arc::new(AtomicI64::new(0));
         let producer = tokio::spawn(produce(
-            nodes.to_vec(),
+            (nodes.to_vec(), started),
             Rng(rng.next()),
             Arc::clone(&stop_producer),
             Arc::clone(&in_flight),
@@ -856,16 +1068,16 @@ async fn acknowledged_records_survive_random_kills_and_pauses_and_replicas_conve
     let duration = chaos_duration();
     println!("chaos seed {seed} (replay: HIGHWATER_CHAOS_SEED={seed}), {duration:?} of faults");
     let mut rng = Rng(seed);
-    let mut cluster = Cluster::start_with(&[
-        &format!("replica.lag.time.max.ms={REPLICA_LAG_MS}"),
-        &format!("log.segment.bytes={SEGMENT_BYTES}"),
-    ]);
+    let mut target = start_target();
+    let cluster = &target.cluster;
     let nodes: Vec<SocketAddr> = (1..=3).map(|n| cluster.addr(n)).collect();
-    create_chaos_topic(&cluster).await;
+    create_chaos_topic(cluster).await;
     let started = Instant::now();
-    let clients = Clients::start(&nodes, &mut rng);
-    let chaos = run_chaos(&mut cluster, &mut rng, (duration, seed), &clients.in_flight);
+    let clients = Clients::start(&nodes, &mut rng, started);
+    let run = (duration, seed, started);
+    let chaos = run_chaos(&mut target, &mut rng, run, &clients.in_flight);
     let chaos = chaos.await;
+    let cluster = &target.cluster;
     let view = within(HEAL_WAIT, || healed(&nodes)).await;
     let view = view.unwrap_or_else(|e| panic!("no full ISR after the kills (seed {seed}): {e}"));
     let (producer, consumer, log) = clients.finish(&nodes).await;
@@ -873,8 +1085,8 @@ async fn acknowledged_records_survive_random_kills_and_pauses_and_replicas_conve
     let report = summary(&chaos, &producer, &consumer, high_watermark);
     println!(
         "{report}\nnodes' logs: {} truncations as follower, {} leader elections; ran {:.1}s",
-        node_log_lines(&cluster, "truncated as follower"),
-        node_log_lines(&cluster, "became leader"),
+        node_log_lines(cluster, "truncated as follower"),
+        node_log_lines(cluster, "became leader"),
         started.elapsed().as_secs_f64()
     );
     let context = format!("seed {seed}; {report}");
@@ -890,14 +1102,23 @@ async fn acknowledged_records_survive_random_kills_and_pauses_and_replicas_conve
         .unwrap_or_else(|e| panic!("{e}; {context}"));
     let leader = view.leader as usize;
     let replicas = within(HEAL_WAIT, || async {
-        identical_replicas(&cluster, leader, high_watermark)
+        identical_replicas(cluster, leader, high_watermark)
     });
     let replicas = replicas
         .await
         .unwrap_or_else(|e| panic!("replicas differ: {e}; {context}"));
     println!("replicas identical: {:?}", replicas.segments);
     let acked = producer.batches.iter().filter(|b| b.acked_at.is_some());
-    assert!(acked.count() > chaos.kills.len(), "progress; {context}");
+    assert!(acked.count() > chaos.strikes.len(), "progress; {context}");
+    let unrecovered: Vec<&Strike> = chaos
+        .strikes
+        .iter()
+        .filter(|k| k.isr_full_after.is_none())
+        .collect();
+    assert!(
+        unrecovered.is_empty(),
+        "ISR not full within {HEAL_WAIT:?} of the heal: {unrecovered:?}; {context}"
+    );
     assert!(
         !consumer.consumed.is_empty(),
         "the consumer read; {context}"

@@ -88,17 +88,6 @@ async fn led_away_from(addr: SocketAddr, name: &str, gone: usize) -> MetadataRes
     .await
 }
 
-async fn active_controller(cluster: &Cluster, node: usize) -> i32 {
-    let addr = cluster.addr(node);
-    eventually("an active controller", || async move {
-        describe_cluster(addr)
-            .await
-            .map(|d| d.controller_id.0)
-            .filter(|id| *id > 0)
-    })
-    .await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_nodes_keep_their_metadata_when_the_active_controller_dies() {
     // Goal: the quorum forms, assigns replicas over all brokers, and a kill -9 of the active

@@ -7,92 +7,19 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::cluster_processes::*;
+use common::small_disk::SmallDisk;
 use common::*;
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::create_topics_request::{CreatableReplicaAssignment, CreatableTopic};
-use kafka_protocol::messages::{BrokerId, CreateTopicsRequest};
-
-/// A tmpfs mounted for the test's life.
-struct SmallDisk(std::path::PathBuf);
-
-impl SmallDisk {
-    fn mount(path: &Path, size: &str) -> SmallDisk {
-        std::fs::create_dir_all(path).expect("mount point");
-        let status = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(path)
-            .status()
-            .expect("mount");
-        assert!(
-            status.success(),
-            "mounting a tmpfs needs root (CI runs as root)"
-        );
-        SmallDisk(path.to_path_buf())
-    }
-
-    /// Fills the disk to the last byte.
-    fn fill(&self) {
-        use std::io::Write;
-        let mut file = std::fs::File::create(self.0.join("filler")).expect("filler");
-        let chunk = vec![0u8; 64 * 1024];
-        while file.write_all(&chunk).is_ok() {}
-        while file.write_all(&[0]).is_ok() {}
-    }
-
-    fn free(&self) {
-        std::fs::remove_file(self.0.join("filler")).expect("remove filler");
-    }
-}
-
-impl Drop for SmallDisk {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
-}
-
-/// Creates `topic` with one partition on replicas `replicas` (the first leads).
-async fn create_assigned(cluster: &Cluster, topic: &str, replicas: &[i32]) {
-    let mut client = Client::connect(cluster.addr(1)).await;
-    let assignment = CreatableReplicaAssignment::default()
-        .with_partition_index(0)
-        .with_broker_ids(replicas.iter().copied().map(BrokerId).collect());
-    let request = CreateTopicsRequest::default()
-        .with_topics(vec![CreatableTopic::default()
-            .with_name(name(topic))
-            .with_num_partitions(-1)
-            .with_replication_factor(-1)
-            .with_assignments(vec![assignment])])
-        .with_timeout_ms(15_000);
-    assert_eq!(client.call(&request, 7).await.topics[0].error_code, 0);
-}
-
-/// The ISR of `topic`-0 as `node` reports it, once it has a leader.
-async fn isr(cluster: &Cluster, node: usize, topic: &str) -> (Vec<i32>, Vec<i32>) {
-    let addr = cluster.addr(node);
-    eventually(&format!("{topic} led"), || async move {
-        let metadata = metadata(addr).await?;
-        let found = metadata
-            .topics
-            .iter()
-            .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == topic))?;
-        let p = found.partitions.first().filter(|p| p.leader_id.0 >= 0)?;
-        let ids = |v: &Vec<BrokerId>| v.iter().map(|b| b.0).collect::<Vec<i32>>();
-        Some((ids(&p.isr_nodes), ids(&p.offline_replicas)))
-    })
-    .await
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_follower_whose_disk_fills_up_leaves_the_isr_at_once_and_serves_its_other_dir() {
     let dir = tempfile::tempdir().expect("tempdir");
     let small = SmallDisk::mount(&dir.path().join("small"), "2m");
     let node2 = dir.path().join("node-2");
-    let node2_dirs = format!("log.dirs={},{}", small.0.display(), node2.display());
+    let node2_dirs = format!("log.dirs={},{}", small.path().display(), node2.display());
     let metadata_dir = format!("metadata.log.dir={}", node2.display());
     let cluster = Cluster::start_with_nodes(
         dir,
@@ -108,7 +35,7 @@ async fn a_follower_whose_disk_fills_up_leaves_the_isr_at_once_and_serves_its_ot
     // Node 2 places its first replica on the small disk and its second on the other dir.
     create_assigned(&cluster, "full", &[1, 2, 3]).await;
     eventually("full-0 on the small disk", || async {
-        small.0.join("full-0").is_dir().then_some(())
+        small.path().join("full-0").is_dir().then_some(())
     })
     .await;
     create_assigned(&cluster, "other", &[1, 2, 3]).await;

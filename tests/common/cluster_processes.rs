@@ -7,11 +7,14 @@ use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use kafka_protocol::messages::create_topics_request::{CreatableReplicaAssignment, CreatableTopic};
 use kafka_protocol::messages::{
-    DescribeClusterRequest, DescribeClusterResponse, MetadataRequest, MetadataResponse,
+    BrokerId, CreateTopicsRequest, DescribeClusterRequest, DescribeClusterResponse,
+    MetadataRequest, MetadataResponse,
 };
 
-use super::Client;
+use super::netns::Network;
+use super::{name, Client};
 
 /// The broker session of these tests (Kafka's default is 9000 ms).
 pub const SESSION_MS: u64 = 2000;
@@ -26,11 +29,19 @@ pub fn free_port() -> u16 {
 /// `highwater serve --config FILE` with the quorum in `voters`, a short broker session and
 /// election timeout; stdout discarded.
 pub fn serve(config_file: &str, voters: &str) -> Command {
+    serve_in(
+        Command::new(env!("CARGO_BIN_EXE_highwater")),
+        config_file,
+        voters,
+    )
+}
+
+/// [`serve`]'s arguments added to `command` (the binary, maybe run through a wrapper).
+fn serve_in(mut command: Command, config_file: &str, voters: &str) -> Command {
     let config = format!(
         "{}/config/cluster/{config_file}",
         env!("CARGO_MANIFEST_DIR")
     );
-    let mut command = Command::new(env!("CARGO_BIN_EXE_highwater"));
     command
         .args(["serve", "--config", &config])
         .args(["--set", &format!("controller.quorum.voters={voters}")])
@@ -51,6 +62,9 @@ pub struct Cluster {
     settings: Vec<String>,
     /// `KEY=VALUE` settings of one node (1-based), after the common ones.
     node_settings: Vec<(usize, String)>,
+    /// The nodes' network namespaces, when the test partitions the network; otherwise
+    /// every node listens on 127.0.0.1.
+    pub network: Option<Network>,
 }
 
 impl Cluster {
@@ -77,6 +91,7 @@ impl Cluster {
             children: vec![None, None, None],
             settings: settings.iter().map(|s| (*s).to_string()).collect(),
             node_settings: node_settings.to_vec(),
+            network: None,
         };
         for node in 1..=3 {
             cluster.spawn(node);
@@ -84,12 +99,43 @@ impl Cluster {
         cluster
     }
 
+    /// Like [`Cluster::start_with_nodes`], each node in its own network namespace (see
+    /// [`Network`]), listening on port 9092 (clients) and 9093 (the quorum) of its own
+    /// address; `Err` when namespaces cannot be made here.
+    pub fn start_in_namespaces(
+        dir: tempfile::TempDir,
+        settings: &[&str],
+        node_settings: &[(usize, String)],
+    ) -> Result<Cluster, String> {
+        let mut cluster = Cluster {
+            dir,
+            client_ports: vec![9092; 3],
+            controller_ports: vec![9093; 3],
+            children: vec![None, None, None],
+            settings: settings.iter().map(|s| (*s).to_string()).collect(),
+            node_settings: node_settings.to_vec(),
+            network: Some(Network::create(3)?),
+        };
+        for node in 1..=3 {
+            cluster.spawn(node);
+        }
+        Ok(cluster)
+    }
+
+    /// The address `node` listens on.
+    fn host(&self, node: usize) -> String {
+        match &self.network {
+            Some(network) => network.node_ip(node).to_string(),
+            None => "127.0.0.1".into(),
+        }
+    }
+
     pub fn voters(&self) -> String {
         let voters: Vec<String> = self
             .controller_ports
             .iter()
             .enumerate()
-            .map(|(i, port)| format!("{}@127.0.0.1:{port}", i + 1))
+            .map(|(i, port)| format!("{}@{}:{port}", i + 1, self.host(i + 1)))
             .collect();
         voters.join(",")
     }
@@ -100,13 +146,19 @@ impl Cluster {
     }
 
     pub fn command(&self, node: usize, node_id: usize) -> Command {
+        let host = self.host(node);
         let listeners = format!(
-            "PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:{}",
+            "PLAINTEXT://{host}:{},CONTROLLER://{host}:{}",
             self.client_ports[node - 1],
             self.controller_ports[node - 1]
         );
         let data = self.data_dir(node);
-        let mut command = serve(&format!("node-{node}.toml"), &self.voters());
+        let binary = env!("CARGO_BIN_EXE_highwater");
+        let program = match &self.network {
+            Some(network) => network.command(node, binary),
+            None => Command::new(binary),
+        };
+        let mut command = serve_in(program, &format!("node-{node}.toml"), &self.voters());
         command
             .args(["--listeners", &listeners])
             .args(["--node-id", &node_id.to_string()])
@@ -152,7 +204,7 @@ impl Cluster {
     }
 
     pub fn addr(&self, node: usize) -> SocketAddr {
-        format!("127.0.0.1:{}", self.client_ports[node - 1])
+        format!("{}:{}", self.host(node), self.client_ports[node - 1])
             .parse()
             .expect("addr")
     }
@@ -191,6 +243,50 @@ pub async fn describe_cluster(addr: SocketAddr) -> Option<DescribeClusterRespons
     let mut client = Client::try_connect(addr).await?;
     let request = DescribeClusterRequest::default().with_include_fenced_brokers(true);
     client.try_call(&request, 2).await
+}
+
+/// Creates `topic` with one partition on replicas `replicas` (the first leads).
+pub async fn create_assigned(cluster: &Cluster, topic: &str, replicas: &[i32]) {
+    let mut client = Client::connect(cluster.addr(1)).await;
+    let assignment = CreatableReplicaAssignment::default()
+        .with_partition_index(0)
+        .with_broker_ids(replicas.iter().copied().map(BrokerId).collect());
+    let request = CreateTopicsRequest::default()
+        .with_topics(vec![CreatableTopic::default()
+            .with_name(name(topic))
+            .with_num_partitions(-1)
+            .with_replication_factor(-1)
+            .with_assignments(vec![assignment])])
+        .with_timeout_ms(15_000);
+    assert_eq!(client.call(&request, 7).await.topics[0].error_code, 0);
+}
+
+/// The ISR of `topic`-0 as `node` reports it, once it has a leader.
+pub async fn isr(cluster: &Cluster, node: usize, topic: &str) -> (Vec<i32>, Vec<i32>) {
+    let addr = cluster.addr(node);
+    eventually(&format!("{topic} led"), || async move {
+        let metadata = metadata(addr).await?;
+        let found = metadata
+            .topics
+            .iter()
+            .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == topic))?;
+        let p = found.partitions.first().filter(|p| p.leader_id.0 >= 0)?;
+        let ids = |v: &Vec<BrokerId>| v.iter().map(|b| b.0).collect::<Vec<i32>>();
+        Some((ids(&p.isr_nodes), ids(&p.offline_replicas)))
+    })
+    .await
+}
+
+/// The active controller as `node` reports it (DescribeCluster's controller id).
+pub async fn active_controller(cluster: &Cluster, node: usize) -> i32 {
+    let addr = cluster.addr(node);
+    eventually("an active controller", || async move {
+        describe_cluster(addr)
+            .await
+            .map(|d| d.controller_id.0)
+            .filter(|id| *id > 0)
+    })
+    .await
 }
 
 /// Polls `probe` until it returns `Some`, failing after [`WAIT`].

@@ -6,8 +6,10 @@ pub mod cluster_processes;
 pub mod consumer_groups;
 pub mod counter_log;
 pub mod groups;
+pub mod netns;
 pub mod seeded_rng;
 pub mod sim;
+pub mod small_disk;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -380,9 +382,14 @@ impl Client {
         Some(R::Response::decode(&mut response, version).expect("response body"))
     }
 
-    /// Connects, or `None` when nothing listens at `addr` yet.
+    /// Connects, or `None` when nothing listens at `addr` yet or it stays silent for 3 s
+    /// (a partitioned node).
     pub async fn try_connect(addr: SocketAddr) -> Option<Client> {
-        let stream = TcpStream::connect(addr).await.ok()?;
+        let connect = TcpStream::connect(addr);
+        let stream = tokio::time::timeout(Duration::from_secs(3), connect)
+            .await
+            .ok()?
+            .ok()?;
         Some(Client {
             stream,
             correlation_id: 0,
