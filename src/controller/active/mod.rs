@@ -338,6 +338,10 @@ impl ActiveController {
     /// it has none, fencing of brokers whose session expired, and periodic preferred-leader
     /// election (`auto.leader.rebalance.enable`).
     pub async fn run(self: Arc<Self>) {
+        tokio::join!(self.quorum.keep_confirming(), self.duties());
+    }
+
+    async fn duties(&self) {
         let mut metrics = self.quorum.raft.metrics();
         let rebalance_every = Duration::from_secs(
             self.config
@@ -349,7 +353,8 @@ impl ActiveController {
         let mut last_rebalance = Instant::now();
         let mut last_leader = None;
         loop {
-            let leader = metrics.borrow_and_update().current_leader.map(|l| l as i32);
+            metrics.borrow_and_update();
+            let leader = self.quorum.leader();
             if leader != last_leader {
                 match leader {
                     Some(id) => tracing::info!(controller_id = id, "active controller elected"),

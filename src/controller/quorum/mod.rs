@@ -15,7 +15,8 @@ pub mod state_machine;
 use std::collections::BTreeMap;
 use std::io::Cursor;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use openraft::{BasicNode, Config, Raft, SnapshotPolicy};
 
@@ -49,6 +50,11 @@ pub struct Quorum {
     pub raft: MetadataRaft,
     pub state_machine: StateMachineStore,
     pub node_id: u64,
+    /// When a quorum last confirmed this node's leadership ([`Quorum::confirm_leadership`]).
+    confirmed: Arc<Mutex<Option<Instant>>>,
+    /// How long a confirmation lasts: twice the election timeout, the time Kafka's KRaft
+    /// leader waits for a majority's fetches before it resigns (its "check quorum").
+    lease: Duration,
 }
 
 fn raft_config(config: &BrokerConfig) -> Result<Config, ControllerError> {
@@ -147,21 +153,73 @@ impl Quorum {
             raft,
             state_machine,
             node_id,
+            confirmed: Arc::new(Mutex::new(None)),
+            lease: Duration::from_millis(2 * config.quorum_election_timeout_ms.max(10)),
         })
     }
 
-    /// The current Raft leader, if known.
+    /// The current Raft leader, if known; never this node while its leadership is not
+    /// confirmed by a quorum within the lease, so that a leader cut off from the majority
+    /// stops acting (and its own broker looks for the majority's controller) at once,
+    /// instead of when it hears of the next term.
     pub fn leader(&self) -> Option<i32> {
-        self.raft
-            .metrics()
-            .borrow()
-            .current_leader
-            .map(|l| l as i32)
+        let leader = self.raft.metrics().borrow().current_leader;
+        let me = leader == Some(self.node_id);
+        let confirmed = *self
+            .confirmed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match me && confirmed.is_none_or(|at| at.elapsed() >= self.lease) {
+            true => None,
+            false => leader.map(|l| l as i32),
+        }
     }
 
-    /// Whether this node is the leader.
+    /// Whether this node is the leader, confirmed by a quorum within the lease.
     pub fn is_leader(&self) -> bool {
         self.leader() == Some(self.node_id as i32)
+    }
+
+    /// Whether Raft elected this node, confirmed or not.
+    pub fn is_elected(&self) -> bool {
+        self.raft.metrics().borrow().current_leader == Some(self.node_id)
+    }
+
+    /// Asks a quorum whether this node still leads (a round of heartbeats, waited for at
+    /// most half the lease) and, if so, renews the lease; returns whether it did.
+    async fn confirm_leadership(&self) -> bool {
+        let asked = Instant::now();
+        let answer = tokio::time::timeout(self.lease / 2, self.raft.get_read_log_id()).await;
+        let confirmed = matches!(answer, Ok(Ok(_)));
+        if confirmed {
+            *self
+                .confirmed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(asked);
+        }
+        confirmed
+    }
+
+    /// Renews the lease while this node is elected: at once after an election, then four
+    /// times per lease. Runs until dropped.
+    pub async fn keep_confirming(&self) {
+        let mut metrics = self.raft.metrics();
+        let mut was_confirmed = true;
+        loop {
+            metrics.borrow_and_update();
+            if self.is_elected() {
+                let confirmed = self.confirm_leadership().await;
+                if was_confirmed && !confirmed {
+                    tracing::warn!(
+                        lease_ms = self.lease.as_millis() as u64,
+                        "a quorum no longer confirms this controller's leadership; \
+                         it stops acting as the active controller"
+                    );
+                }
+                was_confirmed = confirmed;
+            }
+            let _ = tokio::time::timeout(self.lease / 4, metrics.changed()).await;
+        }
     }
 
     /// Proposes `record` and waits until it is committed and applied here (only the leader
