@@ -8,7 +8,7 @@
 mod common;
 
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::cluster_processes::*;
@@ -439,71 +439,14 @@ async fn a_node_that_missed_a_purged_log_catches_up_from_a_snapshot() {
     assert!(snapshot.exists(), "the returning node holds a snapshot");
 }
 
-/// Processes killed when dropped.
-struct Processes(Vec<Child>);
-
-impl Drop for Processes {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-/// Starts `config/cluster/split/NAME.toml` with its listener, voters and data moved.
-fn spawn_split(dir: &std::path::Path, name: &str, listeners: &str, voters: &str) -> Child {
-    serve(&format!("split/{name}.toml"), voters)
-        .args(["--listeners", listeners])
-        .args(["--log-dirs", &dir.join(name).display().to_string()])
-        .spawn()
-        .expect("spawn highwater")
-}
-
-/// The split-role example on free ports: three controllers, then three brokers; returns
-/// the processes in that order and the brokers' client addresses.
-fn start_split(dir: &std::path::Path) -> (Processes, Vec<SocketAddr>) {
-    let controller_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let broker_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let voters: Vec<String> = controller_ports
-        .iter()
-        .enumerate()
-        .map(|(i, port)| format!("{}@127.0.0.1:{port}", 3000 + i))
-        .collect();
-    let voters = voters.join(",");
-    let nodes = controller_ports
-        .iter()
-        .enumerate()
-        .map(|(i, port)| {
-            (
-                format!("controller-{}", i + 1),
-                format!("CONTROLLER://127.0.0.1:{port}"),
-            )
-        })
-        .chain(broker_ports.iter().enumerate().map(|(i, port)| {
-            (
-                format!("broker-{}", i + 1),
-                format!("PLAINTEXT://127.0.0.1:{port}"),
-            )
-        }));
-    let processes = nodes
-        .map(|(name, listener)| spawn_split(dir, &name, &listener, &voters))
-        .collect();
-    let brokers = broker_ports
-        .iter()
-        .map(|port| format!("127.0.0.1:{port}").parse().expect("addr"))
-        .collect();
-    (Processes(processes), brokers)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_brokers_follow_three_separate_controllers() {
     // Goal: the split-role example works: broker-only nodes register with a quorum of
     // controller-only nodes, forward topic changes to it, follow its metadata, and survive
     // the loss of one controller; a killed broker's leaderships move. Method: the shipped
     // config/cluster/split/ files on free ports, 6 real processes.
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (mut processes, brokers) = start_split(dir.path());
+    let mut cluster = Cluster::start_split(&[]);
+    let brokers: Vec<SocketAddr> = (1..=3).map(|n| cluster.addr(n)).collect();
     let broker = |i: usize| brokers[i - 1];
     let seen = eventually("three brokers", || async move {
         metadata(broker(1)).await.filter(|m| m.brokers.len() == 3)
@@ -533,9 +476,7 @@ async fn three_brokers_follow_three_separate_controllers() {
     let led = led_away_from(broker(3), "split", 0).await;
     assert_eq!(led.partitions.len(), 3, "broker 3 follows the new topic");
 
-    let mut controller = processes.0.remove(0);
-    let _ = controller.kill();
-    let _ = controller.wait();
+    cluster.kill_controller(1);
     let created = eventually("a change with two controllers left", || async move {
         let mut client = Client::try_connect(broker(1)).await?;
         let response = client.try_call(&create("after-controller-loss"), 7).await?;
@@ -543,10 +484,7 @@ async fn three_brokers_follow_three_separate_controllers() {
     });
     created.await;
 
-    // processes.0 now holds controllers 2 and 3, then brokers 1, 2 and 3.
-    let mut victim = processes.0.remove(2);
-    let _ = victim.kill();
-    let _ = victim.wait();
+    cluster.kill(1);
     led_away_from(broker(2), "split", 1).await;
 }
 

@@ -81,6 +81,8 @@ impl Controller {
             incarnation_id: uuid::Uuid::from_u128(self.offset as u128 + 100),
             host: "sim".into(),
             port: 1,
+            // Every restart in the simulator follows a crash.
+            previous_broker_epoch: -1,
         });
         self.epochs.insert(node_id, self.offset as i64);
     }

@@ -82,7 +82,9 @@ impl Broker {
             // Nothing is led or followed from the local, possibly stale, metadata: the
             // partitions take their roles from the first image that shows this process
             // registered and unfenced.
-            controller.start_broker().await?;
+            controller
+                .start_broker(replicas.previous_broker_epoch())
+                .await?;
             replicas.apply_image(&controller.image())?;
             groups.on_image(&controller.image());
             transactions.on_image(&controller.image());

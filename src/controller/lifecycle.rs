@@ -32,7 +32,14 @@ impl Controller {
     /// incarnation at once, and another live process holding this node id once two
     /// session timeouts have passed (a restart after a crash waits for the old session to
     /// expire).
-    pub async fn start_broker(self: &Arc<Self>) -> Result<(), ControllerError> {
+    /// `previous_broker_epoch` is the epoch the clean-shutdown markers name (-1 after a
+    /// crash), sent with the registration.
+    pub async fn start_broker(
+        self: &Arc<Self>,
+        previous_broker_epoch: i64,
+    ) -> Result<(), ControllerError> {
+        self.previous_broker_epoch
+            .store(previous_broker_epoch, Ordering::Relaxed);
         let session = Duration::from_millis(self.config.broker_session_timeout_ms);
         let give_up = Instant::now() + session * 2;
         let pause = Duration::from_millis(self.config.broker_heartbeat_interval_ms);
@@ -74,12 +81,18 @@ impl Controller {
         Ok(())
     }
 
+    /// This process's broker epoch (-1 before it registered).
+    pub fn broker_epoch(&self) -> i64 {
+        self.broker_epoch.load(Ordering::Relaxed)
+    }
+
     async fn register(&self) -> Result<(), ControllerError> {
         let request = ControllerRequest::RegisterBroker {
             node_id: self.config.node_id,
             incarnation_id: self.incarnation_id,
             host: self.config.advertised_host.clone(),
             port: self.config.advertised_port,
+            previous_broker_epoch: self.previous_broker_epoch.load(Ordering::Relaxed),
         };
         match self.request(request).await? {
             ControllerReply::Registered { broker_epoch } => {

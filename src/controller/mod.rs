@@ -103,6 +103,8 @@ pub struct Controller {
     producer_ids: tokio::sync::Mutex<(i64, i64)>,
     incarnation_id: Uuid,
     broker_epoch: AtomicI64,
+    /// The epoch this process's clean-shutdown markers named at start (-1: a crash).
+    previous_broker_epoch: AtomicI64,
     shutting_down: AtomicBool,
 }
 
@@ -235,6 +237,7 @@ impl Controller {
             producer_ids: tokio::sync::Mutex::new((0, 0)),
             incarnation_id: Uuid::new_v4(),
             broker_epoch: AtomicI64::new(-1),
+            previous_broker_epoch: AtomicI64::new(-1),
             shutting_down: AtomicBool::new(false),
         }))
     }

@@ -21,6 +21,11 @@ pub const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
 /// Past incarnations remembered per broker, to refuse a registration from a stale process.
 pub const PAST_INCARNATIONS_MAX: usize = 16;
 
+/// The broker epoch of a registration that follows no clean shutdown.
+pub(crate) fn no_epoch() -> i64 {
+    -1
+}
+
 /// A change of one partition's leader or ISR, as the active controller decided it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartitionChange {
@@ -87,6 +92,11 @@ pub enum Record {
         incarnation_id: Uuid,
         host: String,
         port: u16,
+        /// The broker epoch its clean-shutdown markers name (KIP-966's
+        /// `PreviousBrokerEpoch`), -1 after a crash: only a restart after a clean shutdown
+        /// of the registration the controller knows keeps the broker's ELR memberships.
+        #[serde(default = "no_epoch")]
+        previous_broker_epoch: i64,
     },
     FenceBroker {
         node_id: i32,
@@ -186,7 +196,17 @@ impl ClusterState {
                 incarnation_id,
                 host,
                 port,
-            } => self.register(offset, *node_id, *incarnation_id, host, *port),
+                previous_broker_epoch,
+            } => {
+                let address = (host.as_str(), *port);
+                self.register(
+                    offset,
+                    *node_id,
+                    *incarnation_id,
+                    address,
+                    *previous_broker_epoch,
+                )
+            }
             Record::FenceBroker {
                 node_id,
                 broker_epoch,
@@ -242,10 +262,13 @@ impl ClusterState {
         offset: u64,
         node_id: i32,
         incarnation_id: Uuid,
-        host: &str,
-        port: u16,
+        (host, port): (&str, u16),
+        previous_broker_epoch: i64,
     ) -> RecordResult {
         let broker_epoch = offset as i64;
+        let clean = self.brokers.get(&node_id).is_some_and(|old| {
+            previous_broker_epoch >= 0 && old.broker_epoch == previous_broker_epoch
+        });
         if let Some(old) = self.brokers.get(&node_id) {
             if old.incarnation_id == incarnation_id {
                 return RecordResult::Registered {
@@ -263,12 +286,14 @@ impl ClusterState {
                 past.remove(0);
             }
         }
-        // A new incarnation may have lost its unflushed tail in a crash: it is no longer
-        // eligible to lead where it was (KIP-966 removes it after an unclean shutdown; the
-        // broker does not tell a clean one here, so every restart counts as unclean).
-        for topic in self.topics.values_mut() {
-            for partition in &mut topic.partitions {
-                partition.elr.retain(|r| *r != node_id);
+        // A new incarnation after a crash may have lost its unflushed tail: it is no
+        // longer eligible to lead where it was (KIP-966). After a clean shutdown of the
+        // registration known here, its log is whole and it stays eligible.
+        if !clean {
+            for topic in self.topics.values_mut() {
+                for partition in &mut topic.partitions {
+                    partition.elr.retain(|r| *r != node_id);
+                }
             }
         }
         self.brokers.insert(
@@ -424,11 +449,22 @@ mod tests {
         node_id: i32,
         incarnation: u128,
     ) -> RecordResult {
+        register_after(state, (offset, node_id, incarnation), -1)
+    }
+
+    /// A registration of (offset, node, incarnation) after a clean shutdown at
+    /// `previous_broker_epoch` (-1: a crash).
+    fn register_after(
+        state: &mut ClusterState,
+        (offset, node_id, incarnation): (u64, i32, u128),
+        previous_broker_epoch: i64,
+    ) -> RecordResult {
         let record = Record::RegisterBroker {
             node_id,
             incarnation_id: Uuid::from_u128(incarnation),
             host: "h".into(),
             port: 1,
+            previous_broker_epoch,
         };
         state.apply(offset, &record)
     }
@@ -510,6 +546,24 @@ mod tests {
         );
         register(&mut state, 4, 2, 8);
         assert!(state.topics["t"].partitions[0].elr.is_empty());
+    }
+
+    #[test]
+    fn only_a_restart_after_a_clean_shutdown_of_the_known_registration_stays_eligible() {
+        let mut state = ClusterState::default();
+        state.apply(1, &Record::CreateTopic(topic("t", &[&[1, 2, 3]])));
+        register(&mut state, 2, 2, 1);
+        let mut change = PartitionChange::new("t", 0, 1, vec![1]);
+        change.elr = vec![2];
+        state.apply(3, &Record::ChangePartitions(vec![change]));
+        let elr = |state: &ClusterState| state.topics["t"].partitions[0].elr.clone();
+        register_after(&mut state, (4, 2, 2), 2);
+        assert_eq!(elr(&state), vec![2], "clean shutdown of epoch 2");
+        register_after(&mut state, (5, 2, 3), 2);
+        assert!(
+            elr(&state).is_empty(),
+            "epoch 4 is known: 2 names an older one"
+        );
     }
 
     #[test]

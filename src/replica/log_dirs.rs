@@ -29,10 +29,26 @@ pub struct LogDir {
     failures: watch::Sender<u64>,
     /// Whether the last stop left the clean-shutdown marker here.
     pub clean_start: bool,
+    /// The broker epoch that marker names (Kafka's `brokerEpoch`), -1 without one.
+    pub clean_shutdown_epoch: i64,
     /// Read from this directory's checkpoint files at start.
     pub recovery_points: HashMap<TopicPartition, i64>,
     pub log_start_offsets: HashMap<TopicPartition, i64>,
     pub high_watermarks: HashMap<TopicPartition, i64>,
+}
+
+/// The `brokerEpoch` of a clean-shutdown marker (`{"version":0,"brokerEpoch":N}`), or -1
+/// when it has none or cannot be read (the log is still whole: only KIP-966's eligibility
+/// after a restart is given up).
+fn marker_epoch(marker: &Path) -> i64 {
+    let parsed = std::fs::read(marker)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok());
+    let epoch = parsed.and_then(|v| v.get("brokerEpoch").and_then(serde_json::Value::as_i64));
+    if epoch.is_none() {
+        tracing::warn!(marker = %marker.display(), "clean-shutdown marker without a broker epoch");
+    }
+    epoch.unwrap_or(-1)
 }
 
 impl LogDir {
@@ -41,7 +57,9 @@ impl LogDir {
         std::fs::create_dir_all(path).map_err(|e| LogError::io(path, e))?;
         let marker = path.join(CLEAN_SHUTDOWN_FILE);
         let clean_start = marker.exists();
+        let mut clean_shutdown_epoch = -1;
         if clean_start {
+            clean_shutdown_epoch = marker_epoch(&marker);
             std::fs::remove_file(&marker).map_err(|e| LogError::io(&marker, e))?;
         } else {
             tracing::info!(log_dir = %path.display(), "no clean-shutdown marker: recovering logs");
@@ -52,6 +70,7 @@ impl LogDir {
             offline: AtomicBool::new(false),
             failures,
             clean_start,
+            clean_shutdown_epoch,
             recovery_points: read(checkpoints::RECOVERY_POINT_FILE)?,
             log_start_offsets: read(checkpoints::LOG_START_OFFSET_FILE)?,
             high_watermarks: read(checkpoints::HIGH_WATERMARK_FILE)?,
@@ -70,6 +89,7 @@ impl LogDir {
             offline: AtomicBool::new(offline),
             failures,
             clean_start: false,
+            clean_shutdown_epoch: -1,
             recovery_points: HashMap::new(),
             log_start_offsets: HashMap::new(),
             high_watermarks: HashMap::new(),

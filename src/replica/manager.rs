@@ -518,9 +518,9 @@ impl ReplicaManager {
         }
     }
 
-    /// Closes every log cleanly and writes the clean-shutdown marker in every live log
-    /// directory whose logs all closed.
-    pub fn shutdown(&self) -> Result<(), ReplicaError> {
+    /// Closes every log cleanly and writes the clean-shutdown marker, naming this
+    /// process's `broker_epoch`, in every live log directory whose logs all closed.
+    pub fn shutdown(&self, broker_epoch: i64) -> Result<(), ReplicaError> {
         self.cleaner.stop();
         let checkpointed = self.write_checkpoints();
         if let Err(error) = &checkpointed {
@@ -537,16 +537,28 @@ impl ReplicaManager {
             }
             if clean {
                 let marker = dir.path.join(CLEAN_SHUTDOWN_FILE);
-                write_atomically(&marker, br#"{"version":0,"brokerEpoch":0}"#).map_err(
-                    |source| ReplicaError::Log {
+                let content = format!(r#"{{"version":0,"brokerEpoch":{broker_epoch}}}"#);
+                write_atomically(&marker, content.as_bytes()).map_err(|source| {
+                    ReplicaError::Log {
                         topic: String::new(),
                         partition: -1,
                         source,
-                    },
-                )?;
+                    }
+                })?;
             }
         }
         Ok(())
+    }
+
+    /// The broker epoch the last clean shutdown named, if every log directory had its
+    /// marker and they agree; -1 otherwise (a crash, a directory lost or added).
+    pub fn previous_broker_epoch(&self) -> i64 {
+        let mut epochs = self.log_dirs.all().iter().map(|d| d.clean_shutdown_epoch);
+        let first = epochs.next().unwrap_or(-1);
+        match epochs.all(|e| e == first) {
+            true => first,
+            false => -1,
+        }
     }
 
     /// Number of hosted partitions.

@@ -65,7 +65,7 @@ pub async fn run(broker: Arc<Broker>, listener: TcpListener, shutdown: impl Futu
     tracing::info!(connections = connections.len(), "shutting down");
     broker.controller.controlled_shutdown().await;
     connections.shutdown().await;
-    match broker.replicas.shutdown() {
+    match broker.replicas.shutdown(broker.controller.broker_epoch()) {
         Ok(()) => tracing::info!("logs closed cleanly"),
         Err(error) => tracing::error!(%error, "logs not closed cleanly; next start recovers"),
     }

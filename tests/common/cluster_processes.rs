@@ -65,6 +65,10 @@ pub struct Cluster {
     /// The nodes' network namespaces, when the test partitions the network; otherwise
     /// every node listens on 127.0.0.1.
     pub network: Option<Network>,
+    /// With split roles (`config/cluster/split/`), the three controller-only processes
+    /// (ids 3000–3002, never struck by the tests); the nodes are then broker-only.
+    controllers: Vec<Child>,
+    split: bool,
 }
 
 impl Cluster {
@@ -92,6 +96,8 @@ impl Cluster {
             settings: settings.iter().map(|s| (*s).to_string()).collect(),
             node_settings: node_settings.to_vec(),
             network: None,
+            controllers: Vec::new(),
+            split: false,
         };
         for node in 1..=3 {
             cluster.spawn(node);
@@ -115,11 +121,69 @@ impl Cluster {
             settings: settings.iter().map(|s| (*s).to_string()).collect(),
             node_settings: node_settings.to_vec(),
             network: Some(Network::create(3)?),
+            controllers: Vec::new(),
+            split: false,
         };
         for node in 1..=3 {
             cluster.spawn(node);
         }
         Ok(cluster)
+    }
+
+    /// Three controller-only processes, then three broker-only nodes (the shipped
+    /// `config/cluster/split/` files on free ports), with `settings` added to each, the
+    /// controllers included (they decide with the cluster's defaults, as Kafka's do).
+    pub fn start_split(settings: &[&str]) -> Cluster {
+        let mut cluster = Cluster {
+            dir: tempfile::tempdir().expect("tempdir"),
+            client_ports: (0..3).map(|_| free_port()).collect(),
+            controller_ports: (0..3).map(|_| free_port()).collect(),
+            children: vec![None, None, None],
+            settings: settings.iter().map(|s| (*s).to_string()).collect(),
+            node_settings: Vec::new(),
+            network: None,
+            controllers: Vec::new(),
+            split: true,
+        };
+        for i in 1..=3 {
+            let listener = format!("CONTROLLER://127.0.0.1:{}", cluster.controller_ports[i - 1]);
+            let data = cluster.dir.path().join(format!("controller-{i}"));
+            let mut command = serve(&format!("split/controller-{i}.toml"), &cluster.voters());
+            command
+                .args(["--listeners", &listener])
+                .args(["--log-dirs", &data.display().to_string()]);
+            for setting in &cluster.settings {
+                command.args(["--set", setting]);
+            }
+            cluster.log_to(&mut command, &format!("controller-{i}"));
+            cluster
+                .controllers
+                .push(command.spawn().expect("spawn highwater"));
+        }
+        for node in 1..=3 {
+            cluster.spawn(node);
+        }
+        cluster
+    }
+
+    /// kill -9 of controller `i` (1-based) of a split cluster, reaped.
+    pub fn kill_controller(&mut self, i: usize) {
+        let controller = &mut self.controllers[i - 1];
+        let _ = controller.kill();
+        let _ = controller.wait();
+    }
+
+    /// Sends `node`'s stderr to `<dir>/NAME.log` unless `HIGHWATER_CLUSTER_LOG` is set.
+    fn log_to(&self, command: &mut Command, name: &str) {
+        if std::env::var_os("HIGHWATER_CLUSTER_LOG").is_none() {
+            let log = self.dir.path().join(format!("{name}.log"));
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(log)
+                .expect("node log file");
+            command.stderr(file);
+        }
     }
 
     /// The address `node` listens on.
@@ -135,7 +199,10 @@ impl Cluster {
             .controller_ports
             .iter()
             .enumerate()
-            .map(|(i, port)| format!("{}@{}:{port}", i + 1, self.host(i + 1)))
+            .map(|(i, port)| match self.split {
+                false => format!("{}@{}:{port}", i + 1, self.host(i + 1)),
+                true => format!("{}@127.0.0.1:{port}", 3000 + i),
+            })
             .collect();
         voters.join(",")
     }
@@ -147,18 +214,27 @@ impl Cluster {
 
     pub fn command(&self, node: usize, node_id: usize) -> Command {
         let host = self.host(node);
-        let listeners = format!(
-            "PLAINTEXT://{host}:{},CONTROLLER://{host}:{}",
-            self.client_ports[node - 1],
-            self.controller_ports[node - 1]
-        );
+        let (config, listeners) = match self.split {
+            true => (
+                format!("split/broker-{node}.toml"),
+                format!("PLAINTEXT://{host}:{}", self.client_ports[node - 1]),
+            ),
+            false => (
+                format!("node-{node}.toml"),
+                format!(
+                    "PLAINTEXT://{host}:{},CONTROLLER://{host}:{}",
+                    self.client_ports[node - 1],
+                    self.controller_ports[node - 1]
+                ),
+            ),
+        };
         let data = self.data_dir(node);
         let binary = env!("CARGO_BIN_EXE_highwater");
         let program = match &self.network {
             Some(network) => network.command(node, binary),
             None => Command::new(binary),
         };
-        let mut command = serve_in(program, &format!("node-{node}.toml"), &self.voters());
+        let mut command = serve_in(program, &config, &self.voters());
         command
             .args(["--listeners", &listeners])
             .args(["--node-id", &node_id.to_string()])
@@ -169,16 +245,19 @@ impl Cluster {
         for (_, setting) in self.node_settings.iter().filter(|(n, _)| *n == node) {
             command.args(["--set", setting]);
         }
-        if std::env::var_os("HIGHWATER_CLUSTER_LOG").is_none() {
-            let log = self.dir.path().join(format!("node-{node}.log"));
-            let file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(log)
-                .expect("node log file");
-            command.stderr(file);
-        }
+        self.log_to(&mut command, &format!("node-{node}"));
         command
+    }
+
+    /// Waits until `node` exits (after a SIGTERM: its controlled shutdown), at most
+    /// [`WAIT`].
+    pub fn wait_exit(&mut self, node: usize) {
+        let mut child = self.children[node - 1].take().expect("running");
+        let deadline = Instant::now() + WAIT;
+        while child.try_wait().expect("wait").is_none() {
+            assert!(Instant::now() < deadline, "node {node} did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     pub fn spawn(&mut self, node: usize) {
@@ -220,6 +299,10 @@ impl Drop for Cluster {
                     .status();
             }
             self.kill(node);
+        }
+        for controller in &mut self.controllers {
+            let _ = controller.kill();
+            let _ = controller.wait();
         }
         if std::thread::panicking() {
             let empty = tempfile::tempdir().expect("tempdir");

@@ -18,8 +18,8 @@ impl ActiveController {
         &self,
         node_id: i32,
         incarnation_id: Uuid,
-        host: String,
-        port: u16,
+        (host, port): (String, u16),
+        previous_broker_epoch: i64,
     ) -> Result<ControllerReply, ControllerError> {
         let (existing, stale) = self.state(|s| {
             let stale = s
@@ -50,6 +50,7 @@ impl ActiveController {
             incarnation_id,
             host,
             port,
+            previous_broker_epoch,
         };
         match self.propose(record).await? {
             RecordResult::Registered { broker_epoch } => {

@@ -67,6 +67,9 @@ pub enum ControllerRequest {
         incarnation_id: Uuid,
         host: String,
         port: u16,
+        /// See [`crate::controller::state::Record::RegisterBroker`].
+        #[serde(default = "crate::controller::state::no_epoch")]
+        previous_broker_epoch: i64,
     },
     BrokerHeartbeat {
         node_id: i32,
@@ -309,7 +312,12 @@ impl ActiveController {
                 incarnation_id,
                 host,
                 port,
-            } => self.register(node_id, incarnation_id, host, port).await,
+                previous_broker_epoch,
+            } => {
+                let address = (host, port);
+                self.register(node_id, incarnation_id, address, previous_broker_epoch)
+                    .await
+            }
             ControllerRequest::BrokerHeartbeat {
                 node_id,
                 broker_epoch,
