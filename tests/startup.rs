@@ -51,8 +51,10 @@ fn start_up_time_with_many_partitions_clean_and_unclean() {
         }
     }
     let expected_end = (batches * 160) as i64;
-    let epoch = broker.controller.broker_epoch();
-    broker.replicas.shutdown(epoch).expect("clean shutdown");
+    broker
+        .replicas
+        .shutdown(broker.controller.broker_epoch())
+        .expect("clean shutdown");
     stop(&runtime, broker);
     let total_gb = (partitions as usize * batches * batch.len()) as f64 / 1e9;
     let through_log = started.elapsed();
