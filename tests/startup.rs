@@ -18,6 +18,19 @@ fn env(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// Appends `batches` copies of `batch` to every partition of "load", then closes the logs
+/// cleanly (the marker names this registration's epoch).
+fn fill_and_close(broker: &Broker, partitions: i32, batches: usize, batch: &bytes::Bytes) {
+    for p in 0..partitions {
+        let partition = broker.replicas.partition("load", p).expect("partition");
+        for _ in 0..batches {
+            partition.append_as_leader(batch).expect("append");
+        }
+    }
+    let epoch = broker.controller.broker_epoch();
+    broker.replicas.shutdown(epoch).expect("clean shutdown");
+}
+
 #[test]
 #[ignore]
 fn start_up_time_with_many_partitions_clean_and_unclean() {
@@ -44,17 +57,8 @@ fn start_up_time_with_many_partitions_clean_and_unclean() {
     let created = runtime.block_on(broker.controller.create_topic(&topic, false));
     created.expect("topic");
     broker.publish().expect("publish");
-    for p in 0..partitions {
-        let partition = broker.replicas.partition("load", p).expect("partition");
-        for _ in 0..batches {
-            partition.append_as_leader(&batch).expect("append");
-        }
-    }
+    fill_and_close(&broker, partitions, batches, &batch);
     let expected_end = (batches * 160) as i64;
-    broker
-        .replicas
-        .shutdown(broker.controller.broker_epoch())
-        .expect("clean shutdown");
     stop(&runtime, broker);
     let total_gb = (partitions as usize * batches * batch.len()) as f64 / 1e9;
     let through_log = started.elapsed();
