@@ -1,9 +1,10 @@
 //! Eligible leader replicas across real processes (issue 11, item 6; KIP-966): three
 //! controller-only and three broker-only processes, a partition on all three brokers with
-//! `min.insync.replicas=2`. The ISR shrinks to one member and that broker dies; an
-//! eligible replica, and only one, is elected, and it has every acknowledged record.
-//! Without ELR the partition stays offline until the dead broker returns (or, with
-//! unclean election, loses records).
+//! `min.insync.replicas=2`. The ISR shrinks to one member and that broker dies; the
+//! partition waits for an eligible replica (not one that missed records, nor the crashed
+//! last leader while an eligible one may return), which then leads with every
+//! acknowledged record. Without ELR the partition stays offline until the dead broker
+//! returns (or, with unclean election, loses records).
 
 mod common;
 
@@ -12,6 +13,9 @@ use std::time::{Duration, Instant};
 use common::cluster_processes::*;
 use common::*;
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::{
+    describe_topic_partitions_request, ApiVersionsRequest, DescribeTopicPartitionsRequest,
+};
 
 const TOPIC: &str = "eligible";
 
@@ -53,6 +57,26 @@ async fn partition_when(
         wanted(partition.leader_id.0, &isr).then_some((partition.leader_id.0, isr))
     })
     .await
+}
+
+/// The partition's (ELR, last known ELR) from DescribeTopicPartitions (API 75) at `node`.
+async fn eligible(cluster: &Cluster, node: usize) -> (Vec<i32>, Vec<i32>) {
+    let mut client = Client::connect(cluster.addr(node)).await;
+    let topic = describe_topic_partitions_request::TopicRequest::default().with_name(name(TOPIC));
+    let request = DescribeTopicPartitionsRequest::default()
+        .with_topics(vec![topic])
+        .with_response_partition_limit(10);
+    let response = client.call(&request, 0).await;
+    let partition = &response.topics[0].partitions[0];
+    let ids = |ids: &Option<Vec<kafka_protocol::messages::BrokerId>>| {
+        let mut ids: Vec<i32> = ids.iter().flatten().map(|b| b.0).collect();
+        ids.sort_unstable();
+        ids
+    };
+    (
+        ids(&partition.eligible_leader_replicas),
+        ids(&partition.last_known_elr),
+    )
 }
 
 fn values(prefix: &str) -> Vec<String> {
@@ -107,12 +131,25 @@ async fn when_the_last_isr_member_dies_an_eligible_replica_with_every_acked_reco
     })
     .await;
     assert_eq!(offline, -1, "broker 3 is not eligible: it missed b0..b9");
+    assert_eq!(eligible(&cluster, 3).await, (vec![1, 2], vec![1]));
+
+    // Broker 1 comes back from a crash: no longer eligible while broker 2 may return.
+    cluster.spawn(1);
+    // It answers requests once it is registered and unfenced.
+    eventually("broker 1 serving again", || async {
+        let mut client = Client::try_connect(cluster.addr(1)).await?;
+        client.try_call(&ApiVersionsRequest::default(), 0).await
+    })
+    .await;
+    let (leader, _) = partition_when(&cluster, 3, "still offline", |_, _| true).await;
+    assert_eq!(leader, -1, "a crashed replica waits for the eligible one");
+    assert_eq!(eligible(&cluster, 3).await, (vec![2], vec![1]));
 
     cluster.spawn(2);
     let (elected, isr) = partition_when(&cluster, 3, "an eligible leader", |l, _| l > 0).await;
     assert_eq!((elected, isr), (2, vec![2]), "broker 2 was eligible");
-    // Strict min ISR: the high watermark moves once broker 3 has caught up and rejoined.
-    partition_when(&cluster, 2, "ISR [2, 3]", |_, isr| isr == [2, 3]).await;
+    // Strict min ISR: the high watermark moves once another broker has caught up.
+    partition_when(&cluster, 2, "ISR of 3", |_, isr| isr.len() == 3).await;
     let mut client = Client::connect(cluster.addr(2)).await;
     let stored: Vec<String> = fetch_all(&mut client, TOPIC, 0)
         .await

@@ -34,9 +34,10 @@ fn topic_partitions(
         .filter(|p| p.partition_index >= first)
         .take(limit)
         .map(|p| {
-            let elr = topic
-                .partition(p.partition_index)
-                .map(|image| image.elr.iter().copied().map(BrokerId).collect());
+            let image = topic.partition(p.partition_index);
+            let ids = |ids: &[i32]| ids.iter().copied().map(BrokerId).collect();
+            let elr = image.map(|image| ids(&image.elr));
+            let last_known_elr = image.map(|image| ids(&image.last_known_elr));
             DescribeTopicPartitionsResponsePartition::default()
                 .with_error_code(p.error_code)
                 .with_partition_index(p.partition_index)
@@ -45,7 +46,7 @@ fn topic_partitions(
                 .with_replica_nodes(p.replica_nodes)
                 .with_isr_nodes(p.isr_nodes)
                 .with_eligible_leader_replicas(elr)
-                .with_last_known_elr(Some(Vec::new()))
+                .with_last_known_elr(last_known_elr)
                 .with_offline_replicas(p.offline_replicas)
         })
         .collect();

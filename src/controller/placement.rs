@@ -50,9 +50,22 @@ fn eligible(partition: &PartitionImage, gone: i32, usable: &dyn Fn(i32) -> bool)
         .find(|r| *r != gone && usable(*r))
 }
 
+/// The last known leader, when neither the ISR nor the ELR has a member left (all of
+/// them came back from a crash, or never): it holds at least as much as any other
+/// replica of the last epoch, so electing it keeps the partition available, as Kafka's
+/// controller does by default.
+fn last_known(partition: &PartitionImage, usable: &dyn Fn(i32) -> bool) -> Option<i32> {
+    let none_left = partition.isr.is_empty() && partition.elr.is_empty();
+    match partition.last_known_elr.as_slice() {
+        [leader] if none_left && usable(*leader) => Some(*leader),
+        _ => None,
+    }
+}
+
 /// The change that takes `gone` (fenced or shutting down) out of `partition`: out of the
-/// ISR (unless it is the last member), and out of the lead in favour of the first usable
-/// ISR member in replica order, or with unclean election of any usable replica.
+/// ISR (the last member too: it then joins the eligible leader replicas, KIP-966), and
+/// out of the lead in favour of the first usable ISR member in replica order, else an
+/// eligible replica, else with unclean election any usable replica.
 fn without_broker(
     topic: &TopicImage,
     partition: &PartitionImage,
@@ -69,11 +82,7 @@ fn without_broker(
         .copied()
         .filter(|r| *r != gone)
         .collect();
-    let isr = if remaining.is_empty() {
-        partition.isr.clone()
-    } else {
-        remaining.clone()
-    };
+    let isr = remaining.clone();
     if partition.leader != gone {
         return (isr != partition.isr).then_some((partition.leader, isr));
     }
@@ -98,11 +107,13 @@ fn without_broker(
             return Some((leader, vec![leader]));
         }
     }
-    // No one else may lead: the partition goes offline (no leader, a new leader epoch) and
-    // keeps that broker as its last ISR member, so that it is elected again, at a newer
-    // epoch, when it comes back. It never resumes at the epoch it had: after a crash it may
-    // have lost its unflushed tail, and only a new epoch lets followers that hold more of
-    // the old one find the divergence (KIP-101).
+    // No one else may lead: the partition goes offline (no leader, a new leader epoch).
+    // The broker that was its last ISR member joins the ELR (see `with_elr`) and is
+    // remembered as the last known leader: it leads again, at a newer epoch, when it comes
+    // back after a clean shutdown, or after a crash if no eligible replica can (KIP-966).
+    // It never resumes at the epoch it had: after a crash it may have lost its unflushed
+    // tail, and only a new epoch lets followers that hold more of the old one find the
+    // divergence (KIP-101).
     Some((NO_LEADER, isr))
 }
 
@@ -188,7 +199,7 @@ fn wanted_leader(
     if let Some(leader) = clean {
         return Some((leader, p.isr.clone()));
     }
-    if let Some(leader) = eligible(p, NO_LEADER, usable) {
+    if let Some(leader) = eligible(p, NO_LEADER, usable).or_else(|| last_known(p, usable)) {
         return Some((leader, vec![leader]));
     }
     if unclean_allowed(topic, election.unclean_default) {
@@ -299,15 +310,44 @@ mod tests {
         let usable = |b: i32| b == 2 || b == 3;
         let changes = move_away_from(&state, 1, &usable, false);
         assert_eq!((changes[0].leader, changes[0].isr.clone()), (2, vec![2]));
-        // Without an ELR member the partition goes offline, keeping 1 as its last member.
+        // Without an ELR member the partition goes offline with an empty ISR (1 joins
+        // the ELR when the controller proposes the change: `with_elr`).
         state.topics.get_mut("t").expect("t").partitions[0]
             .elr
             .clear();
         let offline = move_away_from(&state, 1, &usable, false);
         assert_eq!(
             (offline[0].leader, offline[0].isr.clone()),
-            (NO_LEADER, vec![1])
+            (NO_LEADER, vec![])
         );
+    }
+
+    /// `t`-0 offline after its last ISR member 1 went: ISR empty, `elr`, last known
+    /// leader 1.
+    fn offline_with(elr: &[i32]) -> ClusterState {
+        let mut state = state_with(&[1, 2, 3], &[], NO_LEADER, false);
+        let partition = &mut state.topics.get_mut("t").expect("t").partitions[0];
+        partition.elr = elr.to_vec();
+        partition.last_known_elr = vec![1];
+        state
+    }
+
+    #[test]
+    fn an_offline_partition_elects_an_eligible_replica_then_its_last_known_leader() {
+        let elected = |state: &ClusterState, usable: &dyn Fn(i32) -> bool| {
+            let changes = elect_leaders(state, usable, PLAIN);
+            changes.first().map(|c| (c.leader, c.isr.clone()))
+        };
+        let back_clean = offline_with(&[1, 2]);
+        assert_eq!(elected(&back_clean, &|b| b == 2), Some((2, vec![2])));
+        assert_eq!(elected(&back_clean, &|b| b == 3), None, "3 is not eligible");
+        // 1 came back from a crash (struck from the ELR); 2 is still eligible: wait for it.
+        let crashed = offline_with(&[2]);
+        assert_eq!(elected(&crashed, &|b| b == 1), None);
+        // Nobody eligible is left: the last known leader leads.
+        let none_left = offline_with(&[]);
+        assert_eq!(elected(&none_left, &|b| b == 1), Some((1, vec![1])));
+        assert_eq!(elected(&none_left, &|b| b == 2), None);
     }
 
     #[test]
@@ -325,14 +365,14 @@ mod tests {
 
     #[test]
     fn without_an_isr_candidate_only_an_unclean_topic_elects_outside_it() {
-        // A clean topic goes offline, keeping its last ISR member for when it returns.
+        // A clean topic goes offline; its last ISR member joins the ELR.
         let clean = state_with(&[1, 2], &[1], 1, false);
         let offline = move_away_from(&clean, 1, &|b| b != 1, false);
         assert_eq!(
             (offline[0].leader, offline[0].isr.clone()),
-            (NO_LEADER, vec![1])
+            (NO_LEADER, vec![])
         );
-        let gone = state_with(&[1, 2], &[1], NO_LEADER, false);
+        let gone = offline_with(&[1]);
         assert!(
             move_away_from(&gone, 1, &|b| b != 1, false).is_empty(),
             "an offline partition is not changed again"

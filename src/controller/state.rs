@@ -37,6 +37,9 @@ pub struct PartitionChange {
     /// controller when it proposes the change ([`PartitionChange::with_elr`]).
     #[serde(default)]
     pub elr: Vec<i32>,
+    /// See [`PartitionImage::last_known_elr`]; set with `elr`.
+    #[serde(default)]
+    pub last_known_elr: Vec<i32>,
 }
 
 impl PartitionChange {
@@ -48,6 +51,7 @@ impl PartitionChange {
             leader,
             isr,
             elr: Vec::new(),
+            last_known_elr: Vec::new(),
         }
     }
 
@@ -55,10 +59,17 @@ impl PartitionChange {
     /// ISR is smaller than `min_isr` (capped by the replication factor), the members it
     /// loses join the ELR (with strict min ISR the high watermark stood still, so they
     /// hold every record below it); ISR members are never in it; once the ISR is back to
-    /// `min_isr` it is empty.
+    /// `min_isr` it is empty. A change that leaves the partition without a leader
+    /// remembers the last one (`last_known_elr`); one that elects a leader forgets it.
     pub fn with_elr(mut self, current: &PartitionImage, min_isr: usize) -> Self {
         let min_isr = min_isr.min(current.replicas.len());
-        self.elr = match self.isr.len() < min_isr {
+        let below = self.isr.len() < min_isr;
+        self.last_known_elr = match (below, self.leader, current.leader) {
+            (true, NO_LEADER, NO_LEADER) => current.last_known_elr.clone(),
+            (true, NO_LEADER, last) => vec![last],
+            _ => Vec::new(),
+        };
+        self.elr = match below {
             false => Vec::new(),
             true => {
                 let mut elr: Vec<i32> = current
@@ -383,6 +394,7 @@ impl ClusterState {
             partition.leader = change.leader;
             partition.isr = change.isr.clone();
             partition.elr = change.elr.clone();
+            partition.last_known_elr = change.last_known_elr.clone();
             partition.partition_epoch += 1;
         }
         RecordResult::Applied
@@ -411,7 +423,19 @@ impl ClusterState {
         }
         for topic in self.topics.values() {
             for p in &topic.partitions {
-                debug_assert!(!p.isr.is_empty(), "{}: empty ISR", topic.name);
+                // KIP-966: an ISR empties only when its last member left, into the ELR.
+                debug_assert!(
+                    !p.isr.is_empty()
+                        || (p.leader == NO_LEADER && !p.elr.is_empty())
+                        || p.leader == NO_LEADER && !p.last_known_elr.is_empty(),
+                    "{}: empty ISR with a leader or without an eligible replica",
+                    topic.name
+                );
+                debug_assert!(
+                    p.elr.iter().all(|r| !p.isr.contains(r)),
+                    "{}: an ISR member in the ELR",
+                    topic.name
+                );
                 debug_assert!(
                     p.isr.iter().all(|r| p.replicas.contains(r)),
                     "{}: ISR outside the replicas",
@@ -546,6 +570,27 @@ mod tests {
         );
         register(&mut state, 4, 2, 8);
         assert!(state.topics["t"].partitions[0].elr.is_empty());
+    }
+
+    #[test]
+    fn a_partition_left_without_a_leader_remembers_the_last_one() {
+        let mut current = PartitionImage::new(vec![1, 2, 3]);
+        current.isr = vec![1];
+        let offline = PartitionChange::new("t", 0, NO_LEADER, vec![]).with_elr(&current, 2);
+        assert_eq!(
+            (offline.elr.clone(), offline.last_known_elr.clone()),
+            (vec![1], vec![1])
+        );
+        let mut now = current.clone();
+        (now.leader, now.isr, now.elr) = (NO_LEADER, vec![], vec![1]);
+        now.last_known_elr = vec![1];
+        let still = PartitionChange::new("t", 0, NO_LEADER, vec![]).with_elr(&now, 2);
+        assert_eq!(still.last_known_elr, vec![1], "kept while offline");
+        let elected = PartitionChange::new("t", 0, 2, vec![2]).with_elr(&now, 2);
+        assert!(
+            elected.last_known_elr.is_empty(),
+            "forgotten once a leader is elected"
+        );
     }
 
     #[test]

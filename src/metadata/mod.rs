@@ -51,6 +51,11 @@ pub struct PartitionImage {
     /// (which did not move meanwhile); one may lead when no ISR member can.
     #[serde(default)]
     pub elr: Vec<i32>,
+    /// The last known leader while the partition has no leader (KIP-966's `LastKnownElr`
+    /// as Kafka fills it by default): elected when it returns if neither an ISR member
+    /// nor an eligible replica can lead.
+    #[serde(default)]
+    pub last_known_elr: Vec<i32>,
 }
 
 impl PartitionImage {
@@ -63,6 +68,7 @@ impl PartitionImage {
             leader_epoch: 0,
             partition_epoch: 0,
             elr: Vec::new(),
+            last_known_elr: Vec::new(),
         }
     }
 }

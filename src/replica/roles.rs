@@ -409,6 +409,7 @@ mod tests {
             leader_epoch,
             partition_epoch: leader_epoch,
             elr: Vec::new(),
+            last_known_elr: Vec::new(),
         }
     }
 
