@@ -55,6 +55,8 @@ pub struct Quorum {
     /// How long a confirmation lasts: twice the election timeout, the time Kafka's KRaft
     /// leader waits for a majority's fetches before it resigns (its "check quorum").
     lease: Duration,
+    /// A quorum of one voter: its own election is its confirmation.
+    alone: bool,
 }
 
 fn raft_config(config: &BrokerConfig) -> Result<Config, ControllerError> {
@@ -155,6 +157,7 @@ impl Quorum {
             node_id,
             confirmed: Arc::new(Mutex::new(None)),
             lease: Duration::from_millis(2 * config.quorum_election_timeout_ms.max(10)),
+            alone: config.voters.len() <= 1,
         })
     }
 
@@ -164,7 +167,7 @@ impl Quorum {
     /// instead of when it hears of the next term.
     pub fn leader(&self) -> Option<i32> {
         let leader = self.raft.metrics().borrow().current_leader;
-        let me = leader == Some(self.node_id);
+        let me = leader == Some(self.node_id) && !self.alone;
         let confirmed = *self
             .confirmed
             .lock()
@@ -201,13 +204,13 @@ impl Quorum {
     }
 
     /// Renews the lease while this node is elected: at once after an election, then four
-    /// times per lease. Runs until dropped.
+    /// times per lease. Runs until dropped or the Raft node stops.
     pub async fn keep_confirming(&self) {
         let mut metrics = self.raft.metrics();
         let mut was_confirmed = true;
         loop {
             metrics.borrow_and_update();
-            if self.is_elected() {
+            if self.is_elected() && !self.alone {
                 let confirmed = self.confirm_leadership().await;
                 if was_confirmed && !confirmed {
                     tracing::warn!(
@@ -218,7 +221,10 @@ impl Quorum {
                 }
                 was_confirmed = confirmed;
             }
-            let _ = tokio::time::timeout(self.lease / 4, metrics.changed()).await;
+            let changed = tokio::time::timeout(self.lease / 4, metrics.changed()).await;
+            if matches!(changed, Ok(Err(_))) {
+                return; // the Raft node stopped
+            }
         }
     }
 
