@@ -174,3 +174,33 @@ impl LogDirs {
             .min_by_key(|d| hosted(d))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_clean_shutdown_marker_names_its_broker_epoch_and_a_damaged_one_none() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let open = |content: &[u8]| {
+            std::fs::write(dir.path().join(CLEAN_SHUTDOWN_FILE), content).expect("marker");
+            let (failures, _) = watch::channel(0);
+            LogDir::open(dir.path(), failures).expect("open")
+        };
+        let clean = open(br#"{"version":0,"brokerEpoch":42}"#);
+        assert!(clean.clean_start);
+        assert_eq!(clean.clean_shutdown_epoch, 42);
+        assert!(!dir.path().join(CLEAN_SHUTDOWN_FILE).exists(), "consumed");
+        for damaged in [&b"{\"version\":0"[..], b"", b"{\"brokerEpoch\":\"x\"}"] {
+            let opened = open(damaged);
+            assert!(opened.clean_start, "the logs are still whole");
+            assert_eq!(opened.clean_shutdown_epoch, -1, "{damaged:?}");
+        }
+        let (failures, _) = watch::channel(0);
+        let crashed = LogDir::open(dir.path(), failures).expect("open");
+        assert_eq!(
+            (crashed.clean_start, crashed.clean_shutdown_epoch),
+            (false, -1)
+        );
+    }
+}
