@@ -15,6 +15,22 @@ use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListO
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
+/// Evaluates `$attempt` (which may `.await`) until `$done(&value)` holds, at most 100
+/// times 50 ms apart, and yields the last value.
+macro_rules! poll {
+    ($attempt:expr, $done:expr) => {{
+        let mut value = $attempt;
+        for _ in 0..100 {
+            if $done(&value) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            value = $attempt;
+        }
+        value
+    }};
+}
+
 fn txn_id(id: &str) -> TransactionalId {
     TransactionalId(StrBytes::from_string(id.to_string()))
 }
@@ -158,16 +174,14 @@ async fn an_open_transaction_holds_read_committed_readers_across_a_kill_9_until_
             .last_stable_offset,
         0
     );
-    let mut code = -1;
-    for _ in 0..100 {
-        code = end(&mut client, "app-1", producer, true).await;
-        if code != ResponseError::CoordinatorLoadInProgress.code()
-            && code != ResponseError::NotCoordinator.code()
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let loading = [
+        ResponseError::CoordinatorLoadInProgress.code(),
+        ResponseError::NotCoordinator.code(),
+    ];
+    let code = poll!(
+        end(&mut client, "app-1", producer, true).await,
+        |c: &i16| { !loading.contains(c) }
+    );
     assert_eq!(code, 0, "the restarted coordinator commits the transaction");
     let committed = fetch_committed(&mut client, "t", 0).await;
     assert_eq!(
@@ -208,14 +222,10 @@ async fn a_transaction_open_past_its_timeout_is_aborted_and_listed_for_readers_a
             .error_code,
         0
     );
-    let mut aborted = fetch_committed(&mut client, "t", 0).await;
-    for _ in 0..100 {
-        if aborted.last_stable_offset == 5 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        aborted = fetch_committed(&mut client, "t", 0).await;
-    }
+    let aborted = poll!(
+        fetch_committed(&mut client, "t", 0).await,
+        |a: &fetch_response::PartitionData| { a.last_stable_offset == 5 }
+    );
     assert_eq!(
         aborted.last_stable_offset, 5,
         "aborted by the coordinator: marker at 4"
@@ -301,14 +311,11 @@ async fn an_idle_transactional_id_expires_and_comes_back_with_a_new_producer_id(
     let first = init(&mut client, "idle", 60_000).await;
     let describe =
         DescribeTransactionsRequest::default().with_transactional_ids(vec![txn_id("idle")]);
-    let mut code = 0;
-    for _ in 0..100 {
-        code = client.call(&describe, 0).await.transaction_states[0].error_code;
-        if code != 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let states = poll!(
+        client.call(&describe, 0).await,
+        |d: &DescribeTransactionsResponse| { d.transaction_states[0].error_code != 0 }
+    );
+    let code = states.transaction_states[0].error_code;
     assert_eq!(
         code,
         ResponseError::TransactionalIdNotFound.code(),
@@ -362,14 +369,9 @@ async fn malformed_transactional_requests_get_kafkas_errors_and_nothing_changes(
         let request = InitProducerIdRequest::default()
             .with_transactional_id(Some(txn_id("bad")))
             .with_transaction_timeout_ms(timeout);
-        let mut code = 0;
-        for _ in 0..100 {
-            code = client.call(&request, 4).await.error_code;
-            if code != ResponseError::CoordinatorLoadInProgress.code() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let loading = ResponseError::CoordinatorLoadInProgress.code();
+        let code = poll!(client.call(&request, 4).await.error_code, |c: &i16| *c
+            != loading);
         assert_eq!(
             code,
             ResponseError::InvalidTransactionTimeout.code(),
