@@ -1,12 +1,13 @@
 //! highwater: a Kafka wire-protocol compatible broker.
 //!
 //! Modules are layered; each imports only from the ones below it (see STYLE.md):
-//! `cli` → `server` → `api` → `txn`, `group` → `controller`, `replica` → `metadata` → `log` → `config`.
+//! `cli` → `server` → `api` → `txn`, `group` → `controller`, `replica` → `metadata` → `log` → `config`, `clock`.
 //! `dump` (the offline `highwater dump` tool) reads `log`'s file formats; only `cli` uses it.
 #![deny(unsafe_code)]
 
 pub mod api;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod controller;
 pub mod dump;

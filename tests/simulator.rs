@@ -7,8 +7,11 @@
 //! A seed drives every choice: produce with acks 1 or all, follower fetches, lost
 //! responses, kill -9, power failures that lose the unflushed tail (a torn one too),
 //! restarts, preferred-leader elections (which make epochs without records), checkpoints,
-//! followers leaving the ISR as if they lagged (below min ISR they become eligible leader
-//! replicas, KIP-966, which an election may pick), idle steps. After every step: the partition invariants (they stop on their own), the
+//! and time passing (every broker reads one simulated clock, moved only by the seed): idle
+//! periods in which followers fetch as their fetchers would, or one stalls, after which the
+//! leader drops the followers that lag past `replica.lag.time.max.ms` by its own rule
+//! (below min ISR they become eligible leader replicas, KIP-966, which an election may
+//! pick). After every step: the partition invariants (they stop on their own), the
 //! replicas in the ISR identical below the leader's high watermark, and no consumer handed
 //! an offset at or above the high watermark of its fetch. At the end every node is
 //! restarted and must settle within a bounded number of rounds, and every record
@@ -41,7 +44,13 @@ const STEPS: usize = 80;
 /// Fetch rounds the healed cluster may take to settle before the seed fails (liveness).
 const SETTLE_ROUNDS_MAX: usize = 60;
 /// Record timestamps are fixed, so that a seed replays byte for byte.
-const TIMESTAMP: i64 = 1_700_000_000_000;
+const TIMESTAMP: i64 = common::sim::SIM_START_MS;
+/// `replica.lag.time.max.ms` of the brokers.
+const LAG_MAX_MS: i64 = 10_000;
+/// At most this much simulated time passes in an ordinary step.
+const STEP_MS_MAX: u64 = 400;
+/// How often a follower's fetcher asks when there is nothing new (its fetch.max.wait).
+const IDLE_FETCH_MS: u64 = 500;
 
 /// The active controller, as its state machine and election rules decide.
 struct Controller {
@@ -153,10 +162,9 @@ impl Controller {
         self.change(changes);
     }
 
-    fn shrink_isr(&mut self, follower: i32) {
-        let p = self.partition();
-        let isr: Vec<i32> = p.isr.iter().copied().filter(|m| *m != follower).collect();
-        self.change(vec![PartitionChange::new("t", 0, p.leader, isr)]);
+    /// The leader's AlterPartition to `isr`.
+    fn set_isr(&mut self, leader: i32, isr: Vec<i32>) {
+        self.change(vec![PartitionChange::new("t", 0, leader, isr)]);
     }
 
     fn expand_isr(&mut self, follower: i32) {
@@ -219,9 +227,11 @@ impl Sim {
     async fn new(seed: u64, pre_kip_101: bool) -> Sim {
         let mut rng = Rng(seed);
         let flush = rng.between(1, 8).to_string();
+        let lag_max = LAG_MAX_MS.to_string();
         let keys = [
             ("min.insync.replicas", "2"),
             ("log.flush.interval.messages", flush.as_str()),
+            ("replica.lag.time.max.ms", lag_max.as_str()),
         ];
         let cluster = SimCluster::with_config(&NODES, &keys).await;
         let sim = Sim {
@@ -302,9 +312,11 @@ impl Sim {
                     self.cluster.checkpoint(node);
                 }
             }
-            94..=96 => self.shrink_isr(),
-            _ => self.trace.push("idle".into()),
+            _ => self.time_passes().await,
         }
+        // Every step takes a little time.
+        let step_ms = self.rng.between(0, STEP_MS_MAX);
+        self.cluster.clock.advance(step_ms as i64);
         self.settle_tasks().await;
         self.check()
     }
@@ -349,23 +361,54 @@ impl Sim {
         Ok(())
     }
 
-    /// A follower leaves the ISR as if it lagged past replica.lag.time.max.ms (the
-    /// leader's AlterPartition), alive or not: below min ISR it becomes an eligible leader
-    /// replica (KIP-966), which a later election may pick when no ISR member can lead.
-    fn shrink_isr(&mut self) {
-        let partition = self.controller.partition();
-        let followers: Vec<i32> = partition
-            .isr
-            .iter()
-            .copied()
-            .filter(|m| *m != partition.leader)
+    /// Up to two lag timeouts pass with no record produced: every live follower fetches
+    /// every `IDLE_FETCH_MS` as its fetcher would, except (half the time) one that stalls
+    /// (paused, or cut off). Then the leader checks its followers' lag by the real rule
+    /// (`Broker::isr_shrinks`, on the simulated clock) and its AlterPartition goes to the
+    /// model: below min ISR the follower becomes an eligible leader replica (KIP-966),
+    /// which a later election may pick when no ISR member can lead.
+    async fn time_passes(&mut self) {
+        let ms = self.rng.between(0, 2 * LAG_MAX_MS as u64);
+        let leader = self.live_leader();
+        let followers: Vec<i32> = self
+            .up()
+            .into_iter()
+            .filter(|n| Some(*n) != leader)
             .collect();
-        if partition.leader == NO_LEADER {
-            return;
+        let stalled = match self.rng.between(0, 1) {
+            0 => self.pick(&followers),
+            _ => None,
+        };
+        self.trace.push(match stalled {
+            Some(node) => format!("{ms} ms pass, {node} stalled"),
+            None => format!("{ms} ms pass"),
+        });
+        let mut passed = 0;
+        while passed < ms {
+            let tick = IDLE_FETCH_MS.min(ms - passed);
+            self.cluster.clock.advance(tick as i64);
+            passed += tick;
+            let Some(leader) = leader else { continue };
+            for follower in followers.iter().copied().filter(|f| Some(*f) != stalled) {
+                let _ = self.cluster.fetch(follower, leader).await;
+                self.maybe_expand_isr(leader, follower);
+            }
         }
-        if let Some(follower) = self.pick(&followers) {
-            self.trace.push(format!("{follower} leaves the ISR (lag)"));
-            self.controller.shrink_isr(follower);
+        self.check_lag();
+    }
+
+    /// The leader's periodic check of its followers' lag, its AlterPartition applied.
+    fn check_lag(&mut self) {
+        let Some(leader) = self.live_leader() else {
+            return;
+        };
+        let broker = self.cluster.broker(leader).expect("up");
+        for change in broker.isr_shrinks() {
+            self.trace.push(format!(
+                "{leader} shrinks the ISR to {:?} (lag)",
+                change.isr
+            ));
+            self.controller.set_isr(leader, change.isr);
             self.push_roles();
         }
     }
@@ -604,6 +647,7 @@ struct Tally {
     power_failures: usize,
     elections: usize,
     lost_responses: usize,
+    lag_shrinks: usize,
 }
 
 impl Tally {
@@ -613,6 +657,7 @@ impl Tally {
         self.kills += count("kill -9 ");
         self.power_failures += count("power failure ");
         self.elections += count("preferred election");
+        self.lag_shrinks += trace.iter().filter(|t| t.ends_with("(lag)")).count();
         self.lost_responses += trace
             .iter()
             .filter(|t| t.ends_with("(response lost)"))
@@ -685,6 +730,7 @@ async fn every_seed_keeps_acknowledged_records_and_identical_replicas() {
                 total.power_failures += tally.power_failures;
                 total.elections += tally.elections;
                 total.lost_responses += tally.lost_responses;
+                total.lag_shrinks += tally.lag_shrinks;
             }
             Err(failure) => {
                 panic!("seed {seed} failed (replay: HIGHWATER_SIM_SEED={seed}): {failure}")

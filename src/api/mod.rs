@@ -37,6 +37,7 @@ use bytes::Bytes;
 use kafka_protocol::messages::{ApiKey, RequestHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
+use crate::clock::Clock;
 use crate::config::BrokerConfig;
 use crate::controller::{AlterPartition, ControllerRequest};
 use crate::controller::{Controller, ControllerError};
@@ -63,8 +64,16 @@ impl Broker {
     /// active controller and waits until it is unfenced, as a Kafka broker does before it
     /// opens its listeners.
     pub async fn open(config: Arc<BrokerConfig>) -> Result<Self, StartupError> {
-        let controller = Controller::open(Arc::clone(&config)).await?;
-        let replicas = ReplicaManager::open(Arc::clone(&config))
+        Broker::open_with_clock(config, Clock::system()).await
+    }
+
+    /// [`Broker::open`] on `clock` (the simulator's, moved by hand) instead of the system's.
+    pub async fn open_with_clock(
+        config: Arc<BrokerConfig>,
+        clock: Clock,
+    ) -> Result<Self, StartupError> {
+        let controller = Controller::open(Arc::clone(&config), clock.clone()).await?;
+        let replicas = ReplicaManager::open(Arc::clone(&config), clock)
             .map_err(|source| ControllerError::Storage { source })?;
         let cluster_id = controller.wait_for_cluster_id().await;
         // A first meta.properties is written (two fsyncs) while the broker registers.
@@ -198,25 +207,34 @@ impl Broker {
         }
     }
 
-    /// Proposes ISRs without followers that fell `replica.lag.time.max.ms` behind.
+    /// Proposes ISRs without followers that fell `replica.lag.time.max.ms` behind, every
+    /// half of it.
     async fn shrink_isrs(&self) {
-        let lag_max_ms: i64 = self
-            .config
-            .parse("replica.lag.time.max.ms")
-            .unwrap_or(30_000);
-        let period = std::time::Duration::from_millis((lag_max_ms / 2).clamp(100, 5_000) as u64);
+        let period =
+            std::time::Duration::from_millis((self.lag_max_ms() / 2).clamp(100, 5_000) as u64);
         let mut ticks = tokio::time::interval(period);
         loop {
             ticks.tick().await;
-            let now = crate::log::segment::now_ms();
-            let changes: Vec<IsrChange> = self
-                .replicas
-                .hosted()
-                .iter()
-                .filter_map(|p| p.maybe_shrink_isr(now, lag_max_ms))
-                .collect();
-            self.propose_isr_changes(&changes);
+            self.propose_isr_changes(&self.isr_shrinks());
         }
+    }
+
+    fn lag_max_ms(&self) -> i64 {
+        self.config
+            .parse("replica.lag.time.max.ms")
+            .unwrap_or(30_000)
+    }
+
+    /// The ISRs this broker's leaders want without the followers that have not caught up
+    /// for `replica.lag.time.max.ms`, by the replicas' clock (each marked pending until the
+    /// controller answers).
+    pub fn isr_shrinks(&self) -> Vec<IsrChange> {
+        let (now, lag_max_ms) = (self.replicas.clock().now_ms(), self.lag_max_ms());
+        self.replicas
+            .hosted()
+            .iter()
+            .filter_map(|p| p.maybe_shrink_isr(now, lag_max_ms))
+            .collect()
     }
 }
 

@@ -24,8 +24,8 @@ use kafka_protocol::messages::{
 
 use super::errors::{controller_error, group_error, txn_error, txn_error_at};
 use super::{str_bytes, topic_name, Broker, HandlerError, Outcome, Request};
+use crate::clock::system_now_ms as now_ms;
 use crate::group::{Committer, OffsetCommit, OFFSETS_TOPIC};
-use crate::log::segment::now_ms;
 use crate::replica::journal::TxnProducer;
 use crate::txn::{EndPlan, InitPlan, TransactionMetadata, TxnError, TxnPartition};
 

@@ -221,7 +221,7 @@ async fn finish(broker: &Broker, transition: Transition) {
         }
     }
     let id = next.transactional_id.clone();
-    let now_ms = crate::log::segment::now_ms();
+    let now_ms = crate::clock::system_now_ms();
     let completed = broker
         .transactions
         .transition(&broker.replicas, &id, |current| {
@@ -277,7 +277,7 @@ impl Broker {
 
     /// Forgets transactional ids idle past `transactional.id.expiration.ms` (tombstones).
     async fn expire_transactional_ids(&self) {
-        let now_ms = crate::log::segment::now_ms();
+        let now_ms = crate::clock::system_now_ms();
         let expiration_ms = self.transactions.config.id_expiration_ms;
         for id in self.transactions.expired(now_ms) {
             let removed = self
@@ -300,7 +300,7 @@ impl Broker {
 
     /// Aborts every transaction open past its timeout, at a bumped epoch.
     async fn abort_timed_out(&self) {
-        let now_ms = crate::log::segment::now_ms();
+        let now_ms = crate::clock::system_now_ms();
         for id in self.transactions.timed_out(now_ms) {
             let aborted = self
                 .transactions

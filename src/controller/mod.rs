@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
+use crate::clock::Clock;
 use crate::config::{BrokerConfig, ConfigMap};
 use crate::log::checkpoint::read_properties;
 use crate::log::LogError;
@@ -187,7 +188,10 @@ impl Controller {
     /// Starts this node's part of the quorum: for a controller, its Raft node, leader duties
     /// and controller listener; for a broker-only node, a follower of the controllers'
     /// metadata. Returns once started; the image fills in as the log is replayed.
-    pub async fn open(config: Arc<BrokerConfig>) -> Result<Arc<Self>, ControllerError> {
+    pub async fn open(
+        config: Arc<BrokerConfig>,
+        clock: Clock,
+    ) -> Result<Arc<Self>, ControllerError> {
         let publisher = Arc::new(Publisher::default());
         let mut tasks = Vec::new();
         let active = if config.roles.controller {
@@ -199,6 +203,7 @@ impl Controller {
                 quorum,
                 Arc::clone(&publisher),
                 init,
+                clock,
             ));
             tasks.push(tokio::spawn(Arc::clone(&active).run()));
             if let Some(address) = config.controller_listener {

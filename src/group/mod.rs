@@ -307,7 +307,7 @@ impl GroupCoordinator {
     }
 
     fn expire_offsets(&self, replicas: &ReplicaManager) {
-        let now_ms = classic::now_ms();
+        let now_ms = crate::clock::system_now_ms();
         for shard in self.shards.iter() {
             let mut shard = lock(&shard);
             let records = shard.expire_offsets(self.config.offsets_retention_ms, now_ms);

@@ -1,11 +1,11 @@
 //! OffsetCommit, OffsetFetch and OffsetDelete on the coordinator: validation against the
 //! group, then records written to `__consumer_offsets` before the answer.
 
-use super::classic::now_ms;
 use super::error::GroupError;
 use super::records::{CommittedOffset, CoordinatorRecord, OffsetKey};
 use super::shard::{tombstones, Membership, TopicPartition};
 use super::GroupCoordinator;
+use crate::clock::system_now_ms as now_ms;
 use crate::replica::journal::TxnProducer;
 use crate::replica::ReplicaManager;
 

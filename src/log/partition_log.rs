@@ -16,7 +16,8 @@ use super::cleaner::CompactionConfig;
 use super::epoch_cache::EpochCache;
 use super::error::LogError;
 use super::producer_state::{ProducerStateTable, SequenceCheck};
-use super::segment::{file_name, now_ms, OpenMode, Segment, SegmentConfig};
+use super::segment::{file_name, OpenMode, Segment, SegmentConfig};
+use crate::clock::system_now_ms as now_ms;
 
 /// The configuration a log needs (resolved from broker defaults and topic overrides).
 #[derive(Debug, Clone, Copy)]

@@ -36,13 +36,6 @@ pub fn file_name(base_offset: i64, suffix: &str) -> String {
     format!("{base_offset:020}.{suffix}")
 }
 
-/// Milliseconds since the epoch.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
 /// How a segment is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OpenMode {
@@ -103,7 +96,7 @@ impl Segment {
             next_offset: base_offset,
             max_timestamp: -1,
             offset_of_max_timestamp: base_offset,
-            created_ms: now_ms(),
+            created_ms: crate::clock::system_now_ms(),
             first_batch_timestamp: None,
             bytes_since_last_index_entry: 0,
             index_interval_bytes: config.index_interval_bytes,

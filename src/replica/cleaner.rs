@@ -239,7 +239,14 @@ mod tests {
             partition: 0,
         };
         let log_dir = Arc::new(crate::replica::log_dirs::LogDir::standalone(&dir));
-        Arc::new(Partition::new(tp, uuid::Uuid::nil(), (1, 0), log, log_dir))
+        Arc::new(Partition::new(
+            tp,
+            uuid::Uuid::nil(),
+            (1, 0),
+            log,
+            log_dir,
+            crate::clock::Clock::system(),
+        ))
     }
 
     /// Goal: a partition whose cleaning fails is skipped afterwards and the others still

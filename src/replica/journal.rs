@@ -76,7 +76,7 @@ pub fn write(
         return Ok(Written::default());
     }
     let target = replicas.partition(topic, partition)?;
-    let batch = encode(records, producer);
+    let batch = encode(records, producer, target.clock().now_ms());
     let info = target.append_as_leader(&batch)?;
     Ok(Written {
         end_offset: info.last_offset + 1,
@@ -101,8 +101,11 @@ pub fn write_marker(
     })
 }
 
-fn encode(records: &[(Bytes, Option<Bytes>)], producer: Option<TxnProducer>) -> Bytes {
-    let timestamp = crate::log::segment::now_ms();
+fn encode(
+    records: &[(Bytes, Option<Bytes>)],
+    producer: Option<TxnProducer>,
+    timestamp: i64,
+) -> Bytes {
     let records: Vec<Record> = records
         .iter()
         .enumerate()

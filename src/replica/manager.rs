@@ -15,6 +15,7 @@ use super::cleaner::LogCleaner;
 use super::error::ReplicaError;
 use super::log_dirs::{is_dir_failure, LogDir, LogDirs};
 use super::partition::{Partition, TopicPartition};
+use crate::clock::Clock;
 use crate::config::{topic, BrokerConfig};
 use crate::controller::base64url;
 use crate::log::checkpoint::write_atomically;
@@ -45,6 +46,8 @@ pub struct ReplicaManager {
     /// metadata follower).
     applying: Mutex<()>,
     cleaner: Arc<LogCleaner>,
+    /// The time every hosted partition reads.
+    clock: Clock,
 }
 
 /// Stops the log cleaner's running round when the maintenance task ends or is aborted.
@@ -95,8 +98,9 @@ fn partition_dir(log_dir: &Path, tp: &TopicPartition) -> PathBuf {
 }
 
 impl ReplicaManager {
-    /// Prepares the manager; partitions are opened by [`ReplicaManager::apply_image`].
-    pub fn open(config: Arc<BrokerConfig>) -> Result<Self, LogError> {
+    /// Prepares the manager; partitions are opened by [`ReplicaManager::apply_image`] and
+    /// read `clock`.
+    pub fn open(config: Arc<BrokerConfig>, clock: Clock) -> Result<Self, LogError> {
         let log_dirs = LogDirs::open(&config.log_dirs)?;
         let cleaner = Arc::new(LogCleaner::open(&config)?);
         Ok(ReplicaManager {
@@ -107,7 +111,13 @@ impl ReplicaManager {
             image: RwLock::new(Arc::new(MetadataImage::default())),
             applying: Mutex::new(()),
             cleaner,
+            clock,
         })
+    }
+
+    /// The clock the hosted partitions read.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
     }
 
     /// The broker's log directories.
@@ -369,7 +379,14 @@ impl ReplicaManager {
         let wanted = image.partition(tp.partition);
         let (leader, leader_epoch) = wanted.map_or((-1, 0), |p| (p.leader, p.leader_epoch));
         let role = (leader, leader_epoch);
-        let partition = Partition::new(tp.clone(), image.topic_id, role, log, log_dir);
+        let partition = Partition::new(
+            tp.clone(),
+            image.topic_id,
+            role,
+            log,
+            log_dir,
+            self.clock.clone(),
+        );
         partition.restore_high_watermark(high_watermark);
         if let Some(wanted) = wanted {
             partition.apply_partition_image(self.config.node_id, wanted)?;
@@ -486,13 +503,14 @@ impl ReplicaManager {
     fn spawn_cleaning(&self) -> tokio::task::JoinHandle<()> {
         let cleaner = Arc::clone(&self.cleaner);
         let partitions = self.hosted();
+        let now = self.clock.now_ms();
         tokio::task::spawn_blocking(move || {
-            cleaner.clean_filthiest(&partitions, crate::log::segment::now_ms());
+            cleaner.clean_filthiest(&partitions, now);
         })
     }
 
     fn maintain_partitions(&self) {
-        let now = crate::log::segment::now_ms();
+        let now = self.clock.now_ms();
         let producer_expiration_ms = self
             .config
             .parse::<i64>("producer.id.expiration.ms")

@@ -25,6 +25,7 @@ use super::error::ReplicaError;
 use super::invariants::{self, InvariantHistory};
 use super::leader_state::LeaderState;
 use super::log_dirs::{is_dir_failure, LogDir};
+use crate::clock::Clock;
 use crate::log::cleaner::CleanedSegment;
 use crate::log::control::Marker;
 use crate::log::{AppendInfo, Log, LogError};
@@ -95,6 +96,8 @@ pub struct Partition {
     log_dir: Arc<LogDir>,
     /// What the invariant checks remember between two checks.
     history: InvariantHistory,
+    /// The time follower lag is measured in (the simulator moves it by hand).
+    clock: Clock,
 }
 
 impl Partition {
@@ -106,6 +109,7 @@ impl Partition {
         (leader, leader_epoch): (i32, i32),
         log: Log,
         log_dir: Arc<LogDir>,
+        clock: Clock,
     ) -> Self {
         let log_end_offset = log.log_end_offset();
         let (high_watermark, _) = watch::channel(log_end_offset);
@@ -125,7 +129,13 @@ impl Partition {
             truncate_to_high_watermark: std::sync::atomic::AtomicBool::new(false),
             log_dir,
             history: InvariantHistory::default(),
+            clock,
         }
+    }
+
+    /// The clock this replica reads.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
     }
 
     /// What the invariant checks remember (role changes reset it, under the role's lock).
@@ -144,7 +154,7 @@ impl Partition {
             partition: 0,
         };
         let log_dir = Arc::new(LogDir::standalone(dir));
-        Partition::new(tp, Uuid::nil(), (-1, 0), log, log_dir)
+        Partition::new(tp, Uuid::nil(), (-1, 0), log, log_dir, Clock::system())
     }
 
     /// Whether this replica's log directory failed (KAFKA_STORAGE_ERROR for every use).

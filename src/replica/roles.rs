@@ -73,7 +73,7 @@ impl Partition {
         let same_epoch = state.leader_epoch == leader_epoch;
         if let Role::Leader(leader) = &mut state.role {
             if same_epoch {
-                leader.update_replicas(replicas, isr, crate::log::segment::now_ms());
+                leader.update_replicas(replicas, isr, self.clock().now_ms());
                 state.partition_epoch = partition_epoch;
                 drop(state);
                 self.maybe_increment_high_watermark();
@@ -92,7 +92,7 @@ impl Partition {
                 "leader epoch older than the log's latest: not recorded");
         }
         drop(log);
-        let now = crate::log::segment::now_ms();
+        let now = self.clock().now_ms();
         *state = ReplicaState {
             leader_epoch,
             partition_epoch,
@@ -189,7 +189,7 @@ impl Partition {
         fetch_offset: i64,
         leo: i64,
     ) -> Result<Option<IsrChange>, ReplicaError> {
-        let now = crate::log::segment::now_ms();
+        let now = self.clock().now_ms();
         let mut state = self.state();
         let (leader_epoch, partition_epoch) = (state.leader_epoch, state.partition_epoch);
         // The refusals are built from the guarded state: `not_leader` would take the lock

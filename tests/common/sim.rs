@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use highwater::api::{Broker, Outcome};
+use highwater::clock::Clock;
 use highwater::metadata::{PartitionImage, TopicImage};
 use highwater::replica::fetcher::{
     decode_fetch_response, encode_fetch, fetch_round, LeaderLink, LinkError, Round,
@@ -15,6 +16,10 @@ use highwater::replica::Partition;
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 
 use super::config;
+
+/// The simulated clock's reading when a cluster starts (2023-11-14, like the records'
+/// timestamps).
+pub const SIM_START_MS: i64 = 1_700_000_000_000;
 
 /// The network between the simulated brokers.
 #[derive(Default)]
@@ -81,6 +86,8 @@ pub struct SimCluster {
     dirs: HashMap<i32, tempfile::TempDir>,
     /// Broker config keys every broker starts with.
     keys: Vec<(String, String)>,
+    /// The time every broker reads: it moves only when the test moves it.
+    pub clock: Clock,
 }
 
 impl SimCluster {
@@ -102,6 +109,7 @@ impl SimCluster {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            clock: Clock::manual(SIM_START_MS),
         };
         for id in ids {
             cluster
@@ -130,7 +138,9 @@ impl SimCluster {
         let node = id.to_string();
         let mut keys: Vec<(&str, &str)> = vec![("node.id", node.as_str())];
         keys.extend(self.keys.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        let broker = Broker::open(config(dir, &keys)).await.expect("open");
+        let broker = Broker::open_with_clock(config(dir, &keys), self.clock.clone())
+            .await
+            .expect("open");
         let mut image = (*broker.image()).clone();
         let topic = TopicImage {
             name: "t".into(),

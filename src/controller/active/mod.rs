@@ -11,9 +11,8 @@
 //! This file holds the requests, the dispatch and the leader's duties; `topics` the topic
 //! changes, `brokers` registrations, heartbeats, fencing, ISR changes and elections.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -25,11 +24,15 @@ use super::quorum::Quorum;
 use super::rpc::{RpcHandler, RpcRequest, RpcResponse};
 use super::state::{ClusterState, PartitionChange, Record, RecordResult, PRODUCER_ID_BLOCK_SIZE};
 use super::NewTopic;
+use crate::clock::Clock;
 use crate::config::BrokerConfig;
 use crate::metadata::{PartitionImage, TopicImage};
 
 mod brokers;
+mod sessions;
 mod topics;
+
+use sessions::Sessions;
 
 pub use brokers::AlterPartition;
 pub use topics::PARTITIONS_PER_TOPIC_MAX;
@@ -116,31 +119,6 @@ pub enum ControllerReply {
     Elections(Vec<(String, i32, ElectionOutcome)>),
 }
 
-#[derive(Debug)]
-struct Sessions {
-    /// The Raft term in which these sessions were started.
-    term: u64,
-    /// When this node started leading in `term`: a broker not heard from since expires one
-    /// session timeout after it.
-    leading_since: Instant,
-    /// The last registration or heartbeat of each broker received in `term`.
-    last_seen: HashMap<i32, Instant>,
-    /// When the sessions were last checked: a longer gap than half a session means this
-    /// process itself was not running (paused, starved), and cannot tell who was.
-    last_check: Instant,
-}
-
-impl Sessions {
-    /// Gives every broker a fresh session from `now` (Kafka's controller does this when it
-    /// becomes active): a broker is fenced only after a whole session not heard from by
-    /// a controller that was running all along.
-    fn restart(&mut self, term: u64, now: Instant) {
-        self.term = term;
-        self.leading_since = now;
-        self.last_seen.clear();
-    }
-}
-
 /// The active-controller logic of one controller node (acting only while it leads).
 pub struct ActiveController {
     config: Arc<BrokerConfig>,
@@ -148,6 +126,8 @@ pub struct ActiveController {
     publisher: Arc<Publisher>,
     write: tokio::sync::Mutex<()>,
     sessions: Mutex<Sessions>,
+    /// The time sessions are measured in.
+    clock: Clock,
     /// What a new cluster starts from: its id and a pre-Raft snapshot's topics, if any.
     init: Record,
 }
@@ -167,19 +147,16 @@ impl ActiveController {
         quorum: Quorum,
         publisher: Arc<Publisher>,
         init: Record,
+        clock: Clock,
     ) -> Self {
         ActiveController {
             config,
             quorum,
             publisher,
             write: tokio::sync::Mutex::new(()),
-            sessions: Mutex::new(Sessions {
-                term: 0,
-                leading_since: Instant::now(),
-                last_seen: HashMap::new(),
-                last_check: Instant::now(),
-            }),
+            sessions: Mutex::new(Sessions::new(clock.monotonic_ms())),
             init,
+            clock,
         }
     }
 
@@ -205,18 +182,15 @@ impl ActiveController {
 
     fn touch(&self, node_id: i32) {
         let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-        sessions.last_seen.insert(node_id, Instant::now());
+        sessions.touch(node_id, self.clock.monotonic_ms());
     }
 
     /// Whether this leader heard from `node_id` within a session timeout (a broker it never
     /// heard from does not block a new registration of the same id).
     fn session_alive(&self, node_id: i32) -> bool {
-        let timeout = Duration::from_millis(self.config.broker_session_timeout_ms);
+        let timeout_ms = self.config.broker_session_timeout_ms as i64;
         let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-        sessions
-            .last_seen
-            .get(&node_id)
-            .is_some_and(|seen| seen.elapsed() < timeout)
+        sessions.alive(node_id, self.clock.monotonic_ms(), timeout_ms)
     }
 
     async fn propose(&self, record: Record) -> Result<RecordResult, ControllerError> {
@@ -351,14 +325,14 @@ impl ActiveController {
 
     async fn duties(&self) {
         let mut metrics = self.quorum.raft.metrics();
-        let rebalance_every = Duration::from_secs(
-            self.config
+        let rebalance_every_ms = 1_000
+            * self
+                .config
                 .get("leader.imbalance.check.interval.seconds")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(300),
-        );
+                .and_then(|v| v.parse::<i64>().ok())
+                .unwrap_or(300);
         let rebalance = self.config.get("auto.leader.rebalance.enable") != Some("false");
-        let mut last_rebalance = Instant::now();
+        let mut last_rebalance = self.clock.monotonic_ms();
         let mut last_leader = None;
         loop {
             metrics.borrow_and_update();
@@ -375,8 +349,9 @@ impl ActiveController {
                 if let Err(error) = self.lead_once().await {
                     tracing::warn!(%error, "controller duty failed; retrying");
                 }
-                if rebalance && last_rebalance.elapsed() >= rebalance_every {
-                    last_rebalance = Instant::now();
+                let now = self.clock.monotonic_ms();
+                if rebalance && now - last_rebalance >= rebalance_every_ms {
+                    last_rebalance = now;
                     let _write = self.write.lock().await;
                     if let Err(error) = self.elect_preferred().await {
                         tracing::warn!(%error, "preferred leader election failed");
@@ -402,39 +377,18 @@ impl ActiveController {
             conflict(self.propose(self.init.clone()).await?)?;
             tracing::info!("cluster metadata initialized");
         }
-        let expired: Vec<(i32, i64)> = {
-            let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-            let now = Instant::now();
-            let timeout = Duration::from_millis(self.config.broker_session_timeout_ms);
-            let gap = now.duration_since(sessions.last_check);
-            sessions.last_check = now;
-            if sessions.term != term {
-                tracing::info!(
-                    term,
-                    "active controller: every broker starts a fresh session"
-                );
-                sessions.restart(term, now);
-            } else if gap > timeout / 2 {
-                tracing::warn!(
-                    gap_ms = gap.as_millis() as u64,
-                    "controller was not running; every broker starts a fresh session"
-                );
-                sessions.restart(term, now);
-            }
-            brokers
-                .iter()
-                .filter(|(_, _, fenced)| !fenced)
-                .filter(|(id, _, _)| {
-                    let seen = sessions
-                        .last_seen
-                        .get(id)
-                        .copied()
-                        .unwrap_or(sessions.leading_since);
-                    now.duration_since(seen) >= timeout
-                })
-                .map(|(id, epoch, _)| (*id, *epoch))
-                .collect()
-        };
+        let unfenced: Vec<(i32, i64)> = brokers
+            .iter()
+            .filter(|(_, _, fenced)| !fenced)
+            .map(|(id, epoch, _)| (*id, *epoch))
+            .collect();
+        let timeout_ms = self.config.broker_session_timeout_ms as i64;
+        let now = self.clock.monotonic_ms();
+        let expired = self
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .expired(term, now, timeout_ms, &unfenced);
         for (node_id, broker_epoch) in expired {
             tracing::warn!(node_id, "broker session expired; fencing it");
             self.fence(node_id, broker_epoch).await?;

@@ -202,21 +202,13 @@ pub struct ClassicGroup {
     pub records: Vec<CoordinatorRecord>,
 }
 
-/// Wall-clock milliseconds, for the state timestamps Kafka stores.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or_default()
-}
-
 impl ClassicGroup {
     /// A new, empty group.
     pub fn new(id: &str) -> Self {
         ClassicGroup {
             id: id.to_string(),
             state: State::Empty,
-            state_since_ms: now_ms(),
+            state_since_ms: crate::clock::system_now_ms(),
             generation_id: 0,
             protocol_type: None,
             protocol_name: None,
@@ -291,7 +283,7 @@ impl ClassicGroup {
 
     fn set_state(&mut self, state: State) {
         self.state = state;
-        self.state_since_ms = now_ms();
+        self.state_since_ms = crate::clock::system_now_ms();
     }
 
     fn unknown_member(&self, member_id: &str) -> GroupError {
