@@ -6,7 +6,8 @@
 # Usage: compat/with-highwater.sh CMD [ARGS...]      e.g. compat/with-highwater.sh compat/run-all.sh
 # Environment: HIGHWATER_BIN (default ./target/release/highwater), HIGHWATER_CONFIG (default
 # config/server.toml), HIGHWATER_START_TIMEOUT seconds (default 30), COMPAT_BROKER_LOG (a
-# path to keep a copy of the broker's log).
+# path to keep a copy of the broker's log), HIGHWATER_HTTP_LISTENERS (its http.listeners;
+# default off, so that it never takes the config's fixed port).
 #
 # CMD gets COMPAT_RESTART_BROKER in its environment: an executable that stops the broker
 # (SIGTERM) and starts it again on the same address and log dirs, returning once it answers
@@ -97,7 +98,7 @@ else
 fi
 
 (cd "$root" && exec "$bin" serve --config "$config" --listeners "$bootstrap" \
-    --log-dirs "$tmp/data") >>"$log" 2>&1 </dev/null &
+    --log-dirs "$tmp/data" --set "http.listeners=${HIGHWATER_HTTP_LISTENERS:-}") >>"$log" 2>&1 </dev/null &
 pid=$!
 echo "$pid" >"$tmp/pid"
 

@@ -285,6 +285,9 @@ async fn run_node(
     ready: impl FnOnce(),
 ) -> anyhow::Result<()> {
     {
+        let http = crate::http::bind(&config.http_listeners)
+            .await
+            .context("cannot start")?;
         let broker = Arc::new(
             Broker::open(Arc::clone(&config))
                 .await
@@ -301,6 +304,10 @@ async fn run_node(
         );
         let background = Arc::clone(&broker);
         let background = tokio::spawn(async move { background.run_background().await });
+        let http: Vec<_> = http
+            .into_iter()
+            .map(|listener| tokio::spawn(crate::http::serve(Arc::clone(&broker), listener)))
+            .collect();
         ready();
         match listener {
             Some(listener) => {
@@ -312,6 +319,9 @@ async fn run_node(
             }
         }
         background.abort();
+        for task in http {
+            task.abort();
+        }
         Ok(())
     }
 }

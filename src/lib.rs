@@ -1,7 +1,7 @@
 //! highwater: a Kafka wire-protocol compatible broker.
 //!
 //! Modules are layered; each imports only from the ones below it (see STYLE.md):
-//! `cli` → `server` → `api` → `txn`, `group` → `controller`, `replica` → `metadata` → `log` → `config`, `clock`.
+//! `cli` → `server`, `http` → `api` → `txn`, `group` → `controller`, `replica` → `metadata` → `log` → `config`, `clock`, `metrics`.
 //! `dump` (the offline `highwater dump` tool) reads `log`'s file formats; only `cli` uses it.
 #![deny(unsafe_code)]
 
@@ -12,8 +12,10 @@ pub mod config;
 pub mod controller;
 pub mod dump;
 pub mod group;
+pub mod http;
 pub mod log;
 pub mod metadata;
+pub mod metrics;
 pub mod replica;
 pub mod server;
 pub mod txn;

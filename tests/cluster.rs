@@ -288,6 +288,7 @@ fn an_inconsistent_quorum_config_is_refused_at_start() {
             env!("CARGO_MANIFEST_DIR"),
             "/config/cluster/node-1.toml"
         ))
+        .args(["--set", "http.listeners="])
         .args([
             "--listeners",
             &format!(
@@ -503,6 +504,7 @@ async fn a_node_restarted_with_other_voters_than_its_log_is_refused() {
         ])
         .args(["--listeners", &format!("127.0.0.1:{port}")])
         .args(["--log-dirs", &dir.path().display().to_string()])
+        .args(["--set", "http.listeners="])
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn");

@@ -68,6 +68,7 @@ fn spawn(dir: &Path, port: u16) -> Child {
         ])
         .args(["--listeners", &format!("127.0.0.1:{port}")])
         .args(["--log-dirs", &dir.display().to_string()])
+        .args(["--set", "http.listeners="])
         .args(["--set", "log.segment.bytes=32768"])
         .args(["--set", "log.index.interval.bytes=512"])
         .args(["--set", "log.index.size.max.bytes=4096"])

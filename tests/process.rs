@@ -32,7 +32,8 @@ fn spawn_with(dir: &Path, port: u16, sets: &[&str]) -> Child {
             concat!(env!("CARGO_MANIFEST_DIR"), "/config/server.toml"),
         ])
         .args(["--listeners", &format!("127.0.0.1:{port}")])
-        .args(["--log-dirs", &dir.display().to_string()]);
+        .args(["--log-dirs", &dir.display().to_string()])
+        .args(["--set", "http.listeners="]);
     for set in sets {
         command.args(["--set", set]);
     }

@@ -59,7 +59,7 @@ start_node() {
     local node="$1"
     (cd "$root" && exec "$bin" serve --config "config/cluster/node-$node.toml" \
         --listeners "PLAINTEXT://127.0.0.1:${client_ports[node]},CONTROLLER://127.0.0.1:${controller_ports[node]}" \
-        --log-dirs "$data/node-$node" \
+        --log-dirs "$data/node-$node" --set http.listeners= \
         --set "controller.quorum.voters=$voters" \
         --set broker.session.timeout.ms=2000 --set broker.heartbeat.interval.ms=200 \
         --set controller.quorum.election.timeout.ms=500) >>"$data/node-$node.log" 2>&1 &

@@ -59,7 +59,7 @@ port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
 print(s.getsockname()[1])')"
 bootstrap="127.0.0.1:$port"
 "$bin" serve --config "$root/config/server.toml" --listeners "$bootstrap" \
-    --log-dirs "$data" --set log.segment.bytes=4096 --set log.index.interval.bytes=256 \
+    --log-dirs "$data" --set http.listeners= --set log.segment.bytes=4096 --set log.index.interval.bytes=256 \
     --set log.cleaner.backoff.ms=100 >"$out/broker.log" 2>&1 </dev/null &
 pid=$!
 if ! wait_until 30 kcat -L -b "$bootstrap" -m 2; then

@@ -327,6 +327,12 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         }
         wait_for_data(&mut receivers, deadline).await;
     };
+    for ((name, _), topic) in topics.iter().zip(&reading.topics) {
+        let records = topic.partitions.iter().filter_map(|p| p.records.as_ref());
+        broker
+            .metrics
+            .sent(name, records.map(Bytes::len).sum(), follower);
+    }
     let mut response = FetchResponse::default().with_responses(reading.topics);
     if request.version() >= NODE_ENDPOINTS_VERSION {
         let leaders: Vec<i32> = targets

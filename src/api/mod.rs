@@ -43,6 +43,7 @@ use crate::controller::{AlterPartition, ControllerRequest};
 use crate::controller::{Controller, ControllerError};
 use crate::group::{GroupConfig, GroupCoordinator};
 use crate::metadata::MetadataImage;
+use crate::metrics::Metrics;
 use crate::replica::{IsrChange, Partition, ReplicaError, ReplicaManager};
 use crate::txn::{TransactionCoordinator, TxnConfig};
 use kafka_protocol::error::ResponseError;
@@ -56,6 +57,8 @@ pub struct Broker {
     pub replicas: ReplicaManager,
     pub groups: GroupCoordinator,
     pub transactions: TransactionCoordinator,
+    /// Counters and histograms for `/metrics`.
+    pub metrics: Arc<Metrics>,
 }
 
 impl Broker {
@@ -73,7 +76,8 @@ impl Broker {
         clock: Clock,
     ) -> Result<Self, StartupError> {
         let controller = Controller::open(Arc::clone(&config), clock.clone()).await?;
-        let replicas = ReplicaManager::open(Arc::clone(&config), clock)
+        let metrics = Arc::new(Metrics::new());
+        let replicas = ReplicaManager::open(Arc::clone(&config), clock, Arc::clone(&metrics))
             .map_err(|source| ControllerError::Storage { source })?;
         let cluster_id = controller.wait_for_cluster_id().await;
         // A first meta.properties is written (two fsyncs) while the broker registers.
@@ -112,6 +116,7 @@ impl Broker {
             replicas,
             groups,
             transactions,
+            metrics,
         })
     }
 
@@ -190,9 +195,19 @@ impl Broker {
             });
             let controller = Arc::clone(&self.controller);
             let change = change.clone();
+            let current = image
+                .topics
+                .get(&tp.topic)
+                .and_then(|t| t.partition(tp.partition))
+                .map_or(0, |p| p.isr.len());
+            let counter = match change.isr.len() < current {
+                true => self.metrics.isr_shrinks.clone(),
+                false => self.metrics.isr_expands.clone(),
+            };
             tokio::spawn(async move {
                 match controller.request(request).await {
                     Ok(_) => {
+                        counter.inc();
                         tracing::info!(partition = %change.topic_partition, isr = ?change.isr,
                             "ISR changed");
                         partition.complete_isr_change(Some(change.isr), change.partition_epoch + 1);

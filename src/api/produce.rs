@@ -56,6 +56,10 @@ fn append(
         });
     match result {
         Ok((partition, info)) => {
+            if !info.duplicate {
+                let count = info.last_offset - info.base_offset + 1;
+                broker.metrics.appended(topic, records.len(), count);
+            }
             let response = PartitionProduceResponse::default()
                 .with_index(index)
                 .with_base_offset(info.base_offset)
@@ -67,6 +71,7 @@ fn append(
         Err(error) => {
             let code = replica_error(&error);
             log_failure(request, &error, code);
+            broker.metrics.produce_failed(topic);
             (failed(request, index, code, &error, leaders), None)
         }
     }

@@ -27,6 +27,9 @@ pub const BROKER_DEFAULTS: &[(&str, &str)] = &[
     ("process.roles", "broker,controller"),
     ("listeners", "PLAINTEXT://127.0.0.1:9092"),
     ("advertised.listeners", ""),
+    // The HTTP listener(s) of /metrics, /healthz, /readyz and the live page (not a Kafka
+    // key): `host:port`, comma-separated; none when empty.
+    ("http.listeners", ""),
     (
         "listener.security.protocol.map",
         security::DEFAULT_PROTOCOL_MAP,
@@ -171,6 +174,8 @@ pub struct BrokerConfig {
     pub queued_max_request_bytes: Option<usize>,
     /// `max.connections`, `max.connections.per.ip` and its overrides.
     pub connection_limits: ConnectionLimits,
+    /// `http.listeners`: where /metrics, /healthz, /readyz and the live page are served.
+    pub http_listeners: Vec<SocketAddr>,
     /// Every broker key with its value, defaults included (DescribeConfigs, topic defaults).
     pub values: ConfigMap,
     /// The keys set explicitly by the file or flags (DescribeConfigs reports their source).
@@ -385,6 +390,27 @@ fn socket_addr(key: &'static str, host: &str, port: u16) -> Result<SocketAddr, C
         })
 }
 
+/// `http.listeners`: `host:port` addresses (an `http://` prefix allowed), comma-separated.
+fn http_listeners(value: &str) -> Result<Vec<SocketAddr>, ConfigError> {
+    let invalid = || ConfigError::Invalid {
+        key: "http.listeners",
+        value: value.to_string(),
+    };
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(|a| {
+            let a = a.strip_prefix("http://").unwrap_or(a).trim_end_matches('/');
+            let (host, port) = a.rsplit_once(':').ok_or_else(invalid)?;
+            let port = port.parse().map_err(|_| invalid())?;
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            let host = if host.is_empty() { "0.0.0.0" } else { host };
+            socket_addr("http.listeners", host, port)
+        })
+        .collect()
+}
+
 /// The listener names of `controller.listener.names`, upper case.
 fn controller_listener_names(values: &ConfigMap) -> Vec<String> {
     values["controller.listener.names"]
@@ -500,6 +526,7 @@ impl BrokerConfig {
                 socket_request_max_bytes,
             )?,
             connection_limits: connections::connection_limits(&values)?,
+            http_listeners: http_listeners(&values["http.listeners"])?,
             values,
             explicit,
         })
@@ -550,6 +577,21 @@ mod tests {
     }
 
     const VOTERS: &str = "1@127.0.0.1:9192,2@127.0.0.1:9193";
+
+    #[test]
+    fn http_listeners_are_host_port_pairs_and_off_when_empty() {
+        assert_eq!(http_listeners("").expect("off"), Vec::<SocketAddr>::new());
+        let parsed = http_listeners("127.0.0.1:9644, http://[::1]:9645/").expect("two");
+        assert_eq!(
+            parsed[0],
+            "127.0.0.1:9644".parse::<SocketAddr>().expect("v4")
+        );
+        assert_eq!(parsed[1], "[::1]:9645".parse::<SocketAddr>().expect("v6"));
+        assert_eq!(http_listeners(":9646").expect("any host")[0].port(), 9646);
+        for bad in ["9644", "host:port", "127.0.0.1:99999"] {
+            assert!(http_listeners(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn a_combined_node_finds_its_client_and_controller_listeners() {

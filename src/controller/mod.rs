@@ -90,6 +90,17 @@ pub struct NewTopic {
     pub configs: ConfigMap,
 }
 
+/// A voter's view of the metadata quorum.
+#[derive(Debug, Clone, Copy)]
+pub struct QuorumStatus {
+    /// The leader it knows (itself only while a quorum confirms it), if any.
+    pub leader: Option<i32>,
+    /// The Raft term (Kafka's epoch).
+    pub term: u64,
+    /// The index of the last record applied.
+    pub applied: u64,
+}
+
 /// The broker's handle on the metadata quorum. See the module docs.
 pub struct Controller {
     config: Arc<BrokerConfig>,
@@ -255,6 +266,18 @@ impl Controller {
     /// A receiver of every later image.
     pub fn subscribe(&self) -> tokio::sync::watch::Receiver<Arc<MetadataImage>> {
         self.publisher.subscribe()
+    }
+
+    /// This node's view of the metadata quorum, if it is a voter: the leader it knows
+    /// (confirmed within the lease), the Raft term, and the last applied log index.
+    pub fn quorum_status(&self) -> Option<QuorumStatus> {
+        let active = self.active.as_ref()?;
+        let metrics = active.quorum.raft.metrics().borrow().clone();
+        Some(QuorumStatus {
+            leader: active.quorum.leader(),
+            term: metrics.current_term,
+            applied: metrics.last_applied.map_or(0, |l| l.index),
+        })
     }
 
     /// The broker's own configuration.

@@ -33,7 +33,7 @@ pub use error::GroupError;
 pub use membership::{DescribedMember, GroupDescription};
 pub use offsets::{Committer, OffsetCommit, PartitionResults};
 pub use records::{CommittedOffset, CoordinatorRecord};
-use shard::{Group, Shard};
+use shard::{Group, Shard, TopicPartition};
 
 use crate::metadata::MetadataImage;
 use crate::replica::journal::TxnProducer;
@@ -241,6 +241,23 @@ impl GroupCoordinator {
             .get(&self.partition_for(group_id))
             .map(|s| Arc::clone(&s));
         shard.is_some_and(|s| lock(&s).has_pending_offset(group_id, topic, partition))
+    }
+
+    /// The committed offset of every (group, partition) this broker coordinates.
+    pub fn committed_offsets(&self) -> Vec<(String, TopicPartition, i64)> {
+        let mut committed = Vec::new();
+        for shard in self.shards.iter() {
+            let shard = lock(&shard);
+            for group in shard.groups.values() {
+                committed.extend(
+                    group
+                        .offsets
+                        .iter()
+                        .map(|(tp, c)| (group.id.clone(), tp.clone(), c.offset)),
+                );
+            }
+        }
+        committed
     }
 
     /// Every group of every loaded shard, filtered by state and type names (lower case

@@ -90,6 +90,8 @@ pub struct Log {
     /// after the log is opened or truncated (there are no producer snapshots yet), so that
     /// start-up reads no batch header.
     producers: OnceLock<ProducerStateTable>,
+    /// Where the time of each flush goes (the broker's flush histogram), once given.
+    flush_timer: Option<prometheus::Histogram>,
 }
 
 /// Removes the files of the segments starting at `bases` (after a truncated segment).
@@ -186,6 +188,7 @@ impl Log {
             last_flush_ms: now_ms(),
             epoch_cache,
             producers: OnceLock::new(),
+            flush_timer: None,
         };
         log.check_invariants();
         Ok(log)
@@ -406,11 +409,20 @@ impl Log {
 
     /// Writes all dirty pages to disk; the recovery point moves to the log end.
     pub fn flush(&mut self) -> Result<(), LogError> {
+        let started = std::time::Instant::now();
         self.active().flush()?;
+        if let Some(timer) = &self.flush_timer {
+            timer.observe(crate::metrics::millis_since(started));
+        }
         self.recovery_point = self.log_end_offset();
         self.unflushed_messages = 0;
         self.last_flush_ms = now_ms();
         Ok(())
+    }
+
+    /// Records the time of every later flush in `timer`, in milliseconds.
+    pub fn time_flushes(&mut self, timer: prometheus::Histogram) {
+        self.flush_timer = Some(timer);
     }
 
     /// Flushes if data has stayed unflushed for longer than `flush.ms`; returns whether it

@@ -23,6 +23,7 @@ use crate::log::cleaner::CompactionConfig;
 use crate::log::segment::SegmentConfig;
 use crate::log::{Log, LogConfig, LogError, OpenOptions};
 use crate::metadata::{MetadataImage, TopicImage};
+use crate::metrics::Metrics;
 
 /// Kafka's clean-shutdown marker file name.
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
@@ -48,6 +49,8 @@ pub struct ReplicaManager {
     cleaner: Arc<LogCleaner>,
     /// The time every hosted partition reads.
     clock: Clock,
+    /// The broker's instruments (each log's flushes are timed into them).
+    metrics: Arc<Metrics>,
 }
 
 /// Stops the log cleaner's running round when the maintenance task ends or is aborted.
@@ -99,8 +102,12 @@ fn partition_dir(log_dir: &Path, tp: &TopicPartition) -> PathBuf {
 
 impl ReplicaManager {
     /// Prepares the manager; partitions are opened by [`ReplicaManager::apply_image`] and
-    /// read `clock`.
-    pub fn open(config: Arc<BrokerConfig>, clock: Clock) -> Result<Self, LogError> {
+    /// read `clock`; their flushes are timed into `metrics`.
+    pub fn open(
+        config: Arc<BrokerConfig>,
+        clock: Clock,
+        metrics: Arc<Metrics>,
+    ) -> Result<Self, LogError> {
         let log_dirs = LogDirs::open(&config.log_dirs)?;
         let cleaner = Arc::new(LogCleaner::open(&config)?);
         Ok(ReplicaManager {
@@ -112,6 +119,7 @@ impl ReplicaManager {
             applying: Mutex::new(()),
             cleaner,
             clock,
+            metrics,
         })
     }
 
@@ -272,6 +280,12 @@ impl ReplicaManager {
             .collect()
     }
 
+    /// Replicas assigned here whose log directory failed (open or never opened).
+    pub fn offline_count(&self) -> usize {
+        let open = self.partitions.iter().filter(|p| p.value().is_offline());
+        open.count() + self.unopened.len()
+    }
+
     /// The broker's configuration.
     pub fn config(&self) -> &BrokerConfig {
         &self.config
@@ -369,7 +383,8 @@ impl ReplicaManager {
             recovery_point: log_dir.recovery_points.get(tp).copied(),
             log_start_offset: log_dir.log_start_offsets.get(tp).copied(),
         };
-        let log = Log::open(&dir, log_config(&self.config, image), options).map_err(wrap)?;
+        let mut log = Log::open(&dir, log_config(&self.config, image), options).map_err(wrap)?;
+        log.time_flushes(self.metrics.log_flush_ms.clone());
         let metadata_path = dir.join(PARTITION_METADATA_FILE);
         if !metadata_path.exists() {
             let text = format!("version: 0\ntopic_id: {}\n", base64url(image.topic_id));

@@ -19,6 +19,8 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader};
 use kafka_protocol::protocol::Decodable;
+use prometheus::IntGauge;
+use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, BufWriter};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -119,6 +121,8 @@ struct Budgets {
 struct QueuedFrame {
     frame: Bytes,
     held: (PoolPermit, PoolPermit),
+    /// When its last byte was read (a request's time is measured from here).
+    read_at: Instant,
 }
 
 impl Budgets {
@@ -152,6 +156,7 @@ async fn read_ahead<R: AsyncRead + Unpin>(
     budgets: Budgets,
     frames: mpsc::Sender<Result<QueuedFrame, CloseReason>>,
     client: SocketAddr,
+    queued: IntGauge,
 ) {
     loop {
         let item = match read_length(&mut reader, frame_bytes_max).await {
@@ -160,13 +165,21 @@ async fn read_ahead<R: AsyncRead + Unpin>(
                 let held = budgets.reserve(length, client).await;
                 read_body(&mut reader, length)
                     .await
-                    .map(|frame| QueuedFrame { frame, held })
+                    .map(|frame| QueuedFrame {
+                        frame,
+                        held,
+                        read_at: Instant::now(),
+                    })
             }
             Err(reason) => Err(reason),
         };
         let stop = item.is_err();
+        let frame = item.is_ok();
         if frames.send(item).await.is_err() || stop {
             return;
+        }
+        if frame {
+            queued.inc();
         }
     }
 }
@@ -207,6 +220,9 @@ pub async fn serve(
     pool: Arc<MemoryPool>,
 ) {
     let _ = stream.set_nodelay(true);
+    let metrics = Arc::clone(&broker.metrics);
+    metrics.connections_accepted.inc();
+    metrics.connections.inc();
     let (read_half, write_half) = stream.into_split();
     let (frames, mut queue) = mpsc::channel(limits.queued_requests_max);
     let budgets = Budgets {
@@ -219,10 +235,16 @@ pub async fn serve(
         budgets,
         frames,
         client,
+        metrics.request_queue_size.clone(),
     ));
     let mut writer = BufWriter::with_capacity(WRITE_BUFFER_BYTES, write_half);
     let result = answer_all(&broker, &mut queue, &mut writer, client).await;
     reader.abort();
+    queue.close();
+    while let Ok(Ok(_)) = queue.try_recv() {
+        metrics.request_queue_size.dec();
+    }
+    metrics.connections.dec();
     match result {
         Ok(()) => tracing::debug!(%client, "connection closed by client"),
         Err(CloseReason::Io(error)) => tracing::debug!(%client, %error, "connection lost"),
@@ -238,7 +260,12 @@ async fn answer_all<W: tokio::io::AsyncWrite + Unpin>(
     client: SocketAddr,
 ) -> Result<(), CloseReason> {
     while let Some(queued) = queue.recv().await {
-        let QueuedFrame { frame, held } = queued?;
+        let QueuedFrame {
+            frame,
+            held,
+            read_at,
+        } = queued?;
+        broker.metrics.request_queue_size.dec();
         let request = parse_request(frame, client)?;
         let outcome =
             api::handle(broker, &request)
@@ -253,6 +280,8 @@ async fn answer_all<W: tokio::io::AsyncWrite + Unpin>(
                 writer.write_all(chunk).await?;
             }
         }
+        let api = format!("{:?}", request.api_key);
+        broker.metrics.answered(&api, request.version(), read_at);
         // Answered: its bytes go back to both budgets.
         drop(held);
         if queue.is_empty() {

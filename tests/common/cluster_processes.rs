@@ -48,6 +48,8 @@ fn serve_in(mut command: Command, config_file: &str, voters: &str) -> Command {
         .args(["--set", &format!("broker.session.timeout.ms={SESSION_MS}")])
         .args(["--set", "broker.heartbeat.interval.ms=200"])
         .args(["--set", "controller.quorum.election.timeout.ms=500"])
+        // Off unless a test turns it on at a free port (the shipped files name fixed ones).
+        .args(["--set", "http.listeners="])
         .stdout(Stdio::null());
     command
 }

@@ -1,0 +1,119 @@
+//! The HTTP listener (`http.listeners`): `/metrics` in Prometheus' text format, `/healthz`
+//! and `/readyz`, and `/` the live replication page. HTTP/1.1 by hyper on the broker's own
+//! runtime; each connection in its own task, so that a slow scraper holds nothing else.
+//! Read-only: every route is a GET (HEAD too), anything else is 405.
+
+mod health;
+mod page;
+mod scrape;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+
+use crate::api::Broker;
+
+/// How long one HTTP connection may take to send its request head.
+const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Binds every address of `http.listeners` (failing start-up when one cannot be bound,
+/// as a Kafka listener does).
+pub async fn bind(addresses: &[SocketAddr]) -> std::io::Result<Vec<TcpListener>> {
+    let mut listeners = Vec::with_capacity(addresses.len());
+    for address in addresses {
+        let listener = TcpListener::bind(address)
+            .await
+            .map_err(|e| std::io::Error::new(e.kind(), format!("http.listeners {address}: {e}")))?;
+        listeners.push(listener);
+    }
+    Ok(listeners)
+}
+
+/// Serves `listener` until the task is dropped.
+pub async fn serve(broker: Arc<Broker>, listener: TcpListener) {
+    let local = listener.local_addr().ok();
+    tracing::info!(address = ?local, "HTTP listener serving /metrics, /healthz, /readyz and /");
+    loop {
+        let (stream, client) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                tracing::warn!(%error, "HTTP accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let broker = Arc::clone(&broker);
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request| {
+                let broker = Arc::clone(&broker);
+                async move { Ok::<_, Infallible>(route(&broker, &request)) }
+            });
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT);
+            let connection = builder.serve_connection(TokioIo::new(stream), service);
+            if let Err(error) = connection.await {
+                tracing::debug!(%client, %error, "HTTP connection ended with an error");
+            }
+        });
+    }
+}
+
+fn route(broker: &Broker, request: &Request<Incoming>) -> Response<Full<Bytes>> {
+    if request.method() != Method::GET && request.method() != Method::HEAD {
+        return text(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "only GET is served\n".into(),
+        );
+    }
+    match request.uri().path() {
+        "/metrics" => respond(
+            StatusCode::OK,
+            "text/plain; version=0.0.4; charset=utf-8",
+            scrape::render(broker),
+        ),
+        "/healthz" => text(StatusCode::OK, "ok\n".into()),
+        "/readyz" => match health::not_ready(broker) {
+            reasons if reasons.is_empty() => text(StatusCode::OK, "ready\n".into()),
+            reasons => text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("not ready:\n{}\n", reasons.join("\n")),
+            ),
+        },
+        "/" => respond(
+            StatusCode::OK,
+            "text/html; charset=utf-8",
+            page::HTML.into(),
+        ),
+        "/state.json" => respond(StatusCode::OK, "application/json", page::state(broker)),
+        path => text(StatusCode::NOT_FOUND, format!("no such page: {path}\n")),
+    }
+}
+
+fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
+    respond(status, "text/plain; charset=utf-8", body)
+}
+
+fn respond(status: StatusCode, content_type: &str, body: String) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    if let Ok(value) = content_type.parse() {
+        response
+            .headers_mut()
+            .insert(hyper::header::CONTENT_TYPE, value);
+    }
+    if let Ok(value) = "no-store".parse() {
+        response
+            .headers_mut()
+            .insert(hyper::header::CACHE_CONTROL, value);
+    }
+    response
+}
