@@ -90,3 +90,61 @@ async fn a_follower_whose_disk_fills_up_leaves_the_isr_at_once_and_serves_its_ot
     assert_eq!(end.error_code, 0);
     assert_eq!(end.base_offset, 210, "every acknowledged record is there");
 }
+
+#[tokio::test]
+async fn a_node_whose_metadata_log_directory_fills_up_exits() {
+    // Goal: when the metadata log cannot be written (its directory full), the node stops
+    // with an error naming the directory, as a Kafka node halts when its metadata log
+    // directory fails, instead of staying up without a metadata quorum (before the fix it
+    // kept running and spun two cores at 100%). Method: the real binary on a small tmpfs,
+    // the disk filled, then a topic created (a metadata write).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let small = SmallDisk::mount(&dir.path().join("small"), "4m");
+    let port = free_port();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_highwater"))
+        .args(["serve", "--config"])
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/config/server.toml"))
+        .args(["--listeners", &format!("127.0.0.1:{port}")])
+        .args(["--log-dirs", &small.path().display().to_string()])
+        .args(["--set", "http.listeners="])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("node.log")).expect("log"))
+        .spawn()
+        .expect("spawn");
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    eventually("the node", || async move { metadata(addr).await }).await;
+    small.fill();
+    let mut client = Client::connect(addr).await;
+    let request = kafka_protocol::messages::CreateTopicsRequest::default()
+        .with_topics(vec![
+            kafka_protocol::messages::create_topics_request::CreatableTopic::default()
+                .with_name(name("after-full"))
+                .with_num_partitions(1)
+                .with_replication_factor(1),
+        ])
+        .with_timeout_ms(2000);
+    let _ = client.try_call(&request, 7).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let stderr = std::fs::read_to_string(dir.path().join("node.log")).expect("log");
+    let Some(status) = status else {
+        child.kill().expect("kill");
+        let _ = child.wait();
+        let tail: Vec<&str> = stderr.lines().rev().take(8).collect();
+        panic!("the node kept running with its metadata log directory full: {tail:#?}");
+    };
+    assert_eq!(status.code(), Some(1));
+    assert!(
+        stderr.contains("metadata log directory failed"),
+        "{}",
+        stderr.lines().rev().take(5).collect::<Vec<_>>().join("\n")
+    );
+}

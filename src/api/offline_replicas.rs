@@ -23,6 +23,12 @@ impl Broker {
                 if !dir.is_offline() || reported.contains(&dir.path) {
                     continue;
                 }
+                if dir.path == self.config.metadata_log_dir {
+                    crate::controller::halt_on_metadata_dir_failure(
+                        &dir.path,
+                        "the log directory holding the metadata log went offline",
+                    );
+                }
                 let partitions: Vec<(String, i32)> = self
                     .replicas
                     .offline_partitions_in(dir)

@@ -90,6 +90,15 @@ pub struct NewTopic {
     pub configs: ConfigMap,
 }
 
+/// Stops the process because the metadata log directory `dir` failed (`cause`): as a Kafka
+/// node halts then, since it can neither follow the metadata nor take part in the quorum;
+/// an orchestrator restarts it once the disk is back.
+pub fn halt_on_metadata_dir_failure(dir: &std::path::Path, cause: &str) -> ! {
+    tracing::error!(dir = %dir.display(), cause,
+        "the metadata log directory failed; the process exits");
+    std::process::exit(1)
+}
+
 /// A voter's view of the metadata quorum.
 #[derive(Debug, Clone, Copy)]
 pub struct QuorumStatus {
@@ -494,6 +503,9 @@ impl Controller {
     }
 
     fn abort_tasks(&self) {
+        if let Some(active) = &self.active {
+            active.stopping.store(true, Ordering::SeqCst);
+        }
         let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(PoisonError::into_inner));
         for task in tasks {
             task.abort();

@@ -130,6 +130,9 @@ pub struct ActiveController {
     clock: Clock,
     /// What a new cluster starts from: its id and a pre-Raft snapshot's topics, if any.
     init: Record,
+    /// Set before this process stops the Raft node itself (shutdown, or a test dropping
+    /// the broker): only a Raft node that stops otherwise is fatal.
+    pub(crate) stopping: std::sync::atomic::AtomicBool,
 }
 
 fn conflict(result: RecordResult) -> Result<RecordResult, ControllerError> {
@@ -157,6 +160,7 @@ impl ActiveController {
             sessions: Mutex::new(Sessions::new(clock.monotonic_ms())),
             init,
             clock,
+            stopping: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -358,8 +362,25 @@ impl ActiveController {
                     }
                 }
             }
-            let _ = tokio::time::timeout(SESSION_CHECK_INTERVAL, metrics.changed()).await;
+            let changed = tokio::time::timeout(SESSION_CHECK_INTERVAL, metrics.changed()).await;
+            if matches!(changed, Ok(Err(_))) {
+                return self.raft_stopped();
+            }
         }
+    }
+
+    /// The Raft node stopped while this process still runs: openraft stops on a storage
+    /// error, so the metadata log directory failed. Like a Kafka node whose metadata log
+    /// directory fails, the process halts (it can neither follow the metadata nor take
+    /// part in the quorum; an orchestrator restarts it once the disk is back).
+    fn raft_stopped(&self) {
+        if self.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        super::halt_on_metadata_dir_failure(
+            &self.config.metadata_log_dir,
+            "the metadata quorum stopped on a storage error",
+        );
     }
 
     async fn lead_once(&self) -> Result<(), ControllerError> {
