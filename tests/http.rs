@@ -114,6 +114,7 @@ async fn a_single_node_reports_what_was_produced_and_committed() {
     assert_eq!((status, body.as_str()), (200, "ready\n"));
     check_counts(web, bytes);
     check_live_state(web);
+    check_page_in_browser(web);
     check_refusals(web);
     assert_eq!(fetch(&mut client, "m", 0, 0).await.high_watermark, 30);
     child.kill().expect("kill");
@@ -204,6 +205,34 @@ fn check_live_state(web: SocketAddr) {
     );
     let (status, page) = http(web, "GET", "/").expect("/");
     assert!(status == 200 && page.contains("/state.json"));
+}
+
+/// The live page as headless Chromium renders it (its script run): the row of m-0 shows
+/// the broker's log end offset, high watermark and last stable offset.
+fn check_page_in_browser(web: SocketAddr) {
+    let profile = tempfile::tempdir().expect("profile dir");
+    let output = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--virtual-time-budget=5000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(["--dump-dom", &format!("http://{web}/")])
+        .stderr(Stdio::null())
+        .output()
+        .expect("chromium (apt-get install chromium; .ci/run installs it)");
+    let dom = String::from_utf8_lossy(&output.stdout);
+    let row = dom
+        .split("<tr")
+        .find(|r| r.contains(r#"data-partition="m-0""#))
+        .unwrap_or_else(|| panic!("no row for m-0 in the rendered page: {dom}"));
+    for (class, value) in [("leo", 30), ("hw", 30), ("lso", 30)] {
+        let cell = format!(r#"<td class="{class}">{value}</td>"#);
+        assert!(row.contains(&cell), "{cell} not in {row}");
+    }
+    assert!(row.contains(">leader<"), "{row}");
 }
 
 /// What is not served is refused, and the listener goes on serving.
