@@ -2,7 +2,8 @@
 //! of the file, `highwater dev` (a throwaway test broker) and `highwater dump FILE...`. Loads configuration and starts the broker, or
 //! hands the files to [`crate::dump`]; no logic of its own.
 
-use std::path::PathBuf;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -41,7 +42,7 @@ pub struct DevArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
-    /// Nodes to run (only 1 so far).
+    /// Nodes to run: 1, or a replicated cluster of that many in this process.
     #[arg(long, default_value_t = 1)]
     pub nodes: u16,
     /// Any other key, as key=value (repeatable).
@@ -230,33 +231,104 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     })
 }
 
-/// Runs `highwater dev`: binds the port, starts a single node on a fresh temporary
-/// directory, prints `host:port` once it serves, and removes the directory when it stops.
+/// Runs `highwater dev`: binds the ports, starts `--nodes` nodes (one, or a real
+/// replicated cluster in this process, the quorum and replication over loopback) on a
+/// fresh temporary directory, prints the bootstrap address (`host:port`, comma-separated
+/// for several nodes) once every node serves, and removes the directory when it stops.
 pub fn dev(args: &DevArgs) -> anyhow::Result<()> {
-    use std::io::Write;
     init_tracing(&args.log_level);
-    if args.nodes != 1 {
-        anyhow::bail!(
-            "--nodes {}: highwater dev runs a single node so far",
-            args.nodes
-        );
+    if args.nodes == 0 || args.nodes > DEV_NODES_MAX {
+        anyhow::bail!("--nodes {}: 1 to {DEV_NODES_MAX} nodes", args.nodes);
     }
     let dir = std::env::temp_dir().join(format!("highwater-dev-{}", uuid::Uuid::new_v4()));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let outcome = runtime.block_on(async {
-        let wanted = format!("{}:{}", args.host, args.port);
+    let outcome = runtime.block_on(run_dev(args, &dir));
+    if let Err(error) = std::fs::remove_dir_all(&dir) {
+        tracing::warn!(dir = %dir.display(), %error, "cannot remove the dev data directory");
+    }
+    outcome
+}
+
+/// Most nodes `highwater dev --nodes` starts.
+const DEV_NODES_MAX: u16 = 9;
+
+/// The config of dev node `node` of `nodes` (1-based), before the user's `--set` keys:
+/// a single node has no controller listener; several form a quorum of them all, with
+/// every internal topic replicated to up to three of them.
+fn dev_config(
+    node: usize,
+    client: SocketAddr,
+    controllers: &[SocketAddr],
+    dir: &Path,
+) -> ConfigMap {
+    let mut map: ConfigMap = DEV_DEFAULTS
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    map.insert("node.id".into(), node.to_string());
+    map.insert("listeners".into(), format!("PLAINTEXT://{client}"));
+    if controllers.len() > 1 {
+        let voters: Vec<String> = controllers
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{}@{c}", i + 1))
+            .collect();
+        let controller = controllers[node - 1];
+        map.insert(
+            "listeners".into(),
+            format!("PLAINTEXT://{client},CONTROLLER://{controller}"),
+        );
+        map.insert("controller.listener.names".into(), "CONTROLLER".into());
+        map.insert("controller.quorum.voters".into(), voters.join(","));
+        let factor = controllers.len().min(3);
+        let min_isr = factor.div_ceil(2).max(1);
+        for key in [
+            "default.replication.factor",
+            "offsets.topic.replication.factor",
+            "transaction.state.log.replication.factor",
+        ] {
+            map.insert(key.into(), factor.to_string());
+        }
+        map.insert("transaction.state.log.min.isr".into(), min_isr.to_string());
+        map.insert("min.insync.replicas".into(), min_isr.to_string());
+    }
+    let log_dir = match controllers.len() {
+        1 => dir.to_path_buf(),
+        _ => dir.join(format!("node-{node}")),
+    };
+    map.insert("log.dirs".into(), log_dir.display().to_string());
+    map
+}
+
+async fn run_dev(args: &DevArgs, dir: &Path) -> anyhow::Result<()> {
+    use std::io::Write;
+    let nodes = usize::from(args.nodes);
+    let mut listeners = Vec::with_capacity(nodes);
+    for node in 0..nodes {
+        // The first node takes --port; the others (and every controller) a free one.
+        let port = if node == 0 { args.port } else { 0 };
+        let wanted = format!("{}:{port}", args.host);
         let listener = tokio::net::TcpListener::bind(&wanted)
             .await
             .with_context(|| format!("cannot listen on {wanted}"))?;
-        let address = listener.local_addr()?;
-        let mut map: ConfigMap = DEV_DEFAULTS
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        map.insert("listeners".into(), format!("PLAINTEXT://{address}"));
-        map.insert("log.dirs".into(), dir.display().to_string());
+        listeners.push(listener);
+    }
+    let clients: Vec<SocketAddr> = listeners
+        .iter()
+        .map(|l| l.local_addr())
+        .collect::<Result<_, _>>()?;
+    let controllers = match nodes {
+        1 => clients.clone(),
+        _ => free_loopback_addresses(nodes)?,
+    };
+    let bootstrap: Vec<String> = clients.iter().map(ToString::to_string).collect();
+    let bootstrap = bootstrap.join(",");
+    let serving = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut runs = Vec::with_capacity(nodes);
+    for (i, listener) in listeners.into_iter().enumerate() {
+        let mut map = dev_config(i + 1, clients[i], &controllers, dir);
         for pair in &args.overrides {
             let (key, value) = pair
                 .split_once('=')
@@ -264,17 +336,30 @@ pub fn dev(args: &DevArgs) -> anyhow::Result<()> {
             map.insert(key.trim().to_string(), value.trim().to_string());
         }
         let config = Arc::new(BrokerConfig::from_map(map)?);
-        run_node(config, Some(listener), || {
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{address}");
-            let _ = out.flush();
-        })
-        .await
-    });
-    if let Err(error) = std::fs::remove_dir_all(&dir) {
-        tracing::warn!(dir = %dir.display(), %error, "cannot remove the dev data directory");
+        let (serving, bootstrap) = (Arc::clone(&serving), bootstrap.clone());
+        runs.push(run_node(config, Some(listener), move || {
+            let all = serving.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == nodes;
+            if all {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{bootstrap}");
+                let _ = out.flush();
+            }
+        }));
     }
-    outcome
+    futures_util::future::try_join_all(runs).await?;
+    Ok(())
+}
+
+/// `count` free loopback addresses (bound and released: another process could take one
+/// in between, which start-up then reports).
+fn free_loopback_addresses(count: usize) -> anyhow::Result<Vec<SocketAddr>> {
+    let held: Vec<std::net::TcpListener> = (0..count)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
+        .collect::<Result<_, _>>()?;
+    Ok(held
+        .iter()
+        .map(|l| l.local_addr())
+        .collect::<Result<_, _>>()?)
 }
 
 /// Opens the broker on `config`, calls `ready` once it serves, and runs it until SIGTERM

@@ -302,17 +302,14 @@ async fn many_stalled_large_frames_keep_memory_bounded_and_other_clients_served(
     );
 }
 
-#[tokio::test]
-async fn highwater_dev_prints_its_address_serves_and_removes_its_data_on_sigterm() {
-    // Goal (issue 14, test-broker mode): `highwater dev` takes a free port and a temporary
-    // directory, prints host:port as its first stdout line only once it serves, and
-    // leaves nothing behind when stopped.
+/// Starts `highwater dev ARGS` with its temporary directory under `tmp`; returns it and
+/// its first stdout line (written once it serves).
+async fn spawn_dev(args: &[&str], tmp: &Path) -> (Child, String) {
     use std::io::BufRead;
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let started = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_highwater"))
         .arg("dev")
-        .env("TMPDIR", tmp.path())
+        .args(args)
+        .env("TMPDIR", tmp)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -327,6 +324,17 @@ async fn highwater_dev_prints_its_address_serves_and_removes_its_data_on_sigterm
     .await
     .expect("join")
     .expect("first line");
+    (child, line)
+}
+
+#[tokio::test]
+async fn highwater_dev_prints_its_address_serves_and_removes_its_data_on_sigterm() {
+    // Goal (issue 14, test-broker mode): `highwater dev` takes a free port and a temporary
+    // directory, prints host:port as its first stdout line only once it serves, and
+    // leaves nothing behind when stopped.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let started = Instant::now();
+    let (mut child, line) = spawn_dev(&[], tmp.path()).await;
     println!("highwater dev: first line after {:?}", started.elapsed());
     let addr: SocketAddr = line.trim().parse().expect("host:port");
     let dirs = || std::fs::read_dir(tmp.path()).expect("list").count();
@@ -349,4 +357,60 @@ async fn highwater_dev_prints_its_address_serves_and_removes_its_data_on_sigterm
         .expect("join");
     assert!(status.expect("wait").success());
     assert_eq!(dirs(), 0, "the data directory is removed");
+}
+
+#[tokio::test]
+async fn highwater_dev_nodes_3_is_a_replicated_cluster_in_one_process() {
+    // Goal (issue 14): `highwater dev --nodes 3` prints three bootstrap addresses once all
+    // three serve; they form one cluster whose topics are replicated three ways with
+    // acks=all writes acknowledged, and a SIGTERM stops it all and removes its data.
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    use kafka_protocol::messages::CreateTopicsRequest;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (mut child, line) = spawn_dev(&["--nodes", "3"], tmp.path()).await;
+    let addrs: Vec<SocketAddr> = line
+        .trim()
+        .split(',')
+        .map(|a| a.parse().expect("host:port"))
+        .collect();
+    assert_eq!(addrs.len(), 3, "{line}");
+    let seen = common::cluster_processes::metadata(addrs[2])
+        .await
+        .expect("metadata");
+    assert_eq!(seen.brokers.len(), 3, "one cluster of three");
+    let mut client = Client::connect(addrs[0]).await;
+    let create = CreateTopicsRequest::default()
+        .with_topics(vec![CreatableTopic::default()
+            .with_name(name("r3"))
+            .with_num_partitions(1)
+            .with_replication_factor(-1)])
+        .with_timeout_ms(5000);
+    assert_eq!(client.call(&create, 7).await.topics[0].error_code, 0);
+    let replicas = common::cluster_processes::eventually("r3 led, ISR of three", || async {
+        let m = common::cluster_processes::metadata(addrs[0]).await?;
+        let p = m
+            .topics
+            .iter()
+            .find(|t| t.name.as_ref().is_some_and(|n| n.as_str() == "r3"))?
+            .partitions
+            .first()?
+            .clone();
+        (p.isr_nodes.len() == 3).then_some(p)
+    })
+    .await;
+    assert_eq!(
+        replicas.replica_nodes.len(),
+        3,
+        "default.replication.factor 3"
+    );
+    let leader = addrs[replicas.leader_id.0 as usize - 1];
+    let mut client = Client::connect(leader).await;
+    let answer = produce(&mut client, "r3", 0, batch(5, -1, -1, now_ms())).await;
+    assert_eq!(answer.error_code, 0, "acks=all acknowledged by the ISR");
+    signal(&child, "-TERM");
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .expect("join");
+    assert!(status.expect("wait").success());
+    assert_eq!(std::fs::read_dir(tmp.path()).expect("list").count(), 0);
 }
