@@ -1,7 +1,10 @@
 //! highwater: a Kafka wire-protocol compatible broker.
 //!
 //! Modules are layered; each imports only from the ones below it (see STYLE.md):
-//! `cli` → `server`, `http` → `api` → `txn`, `group` → `controller`, `replica` → `metadata` → `log` → `config`, `clock`, `metrics`.
+//! `cli` → `server`, `http` → `api` → `txn` → `group` → `controller`, `replica` → `metadata`
+//! → `log` → `config`, `clock`, `metrics`, `wire`.
+//! Siblings on one level (`server` and `http`, `controller` and `replica`) do not import
+//! each other either; `tests/layers.rs` checks it.
 //! `dump` (the offline `highwater dump` tool) reads `log`'s file formats; only `cli` uses it.
 #![deny(unsafe_code)]
 
@@ -19,3 +22,4 @@ pub mod metrics;
 pub mod replica;
 pub mod server;
 pub mod txn;
+pub mod wire;

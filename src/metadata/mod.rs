@@ -10,6 +10,8 @@ use uuid::Uuid;
 
 use crate::config::ConfigMap;
 
+pub mod uuid_text;
+
 /// "No leader" in a partition's leader field, as in Kafka.
 pub const NO_LEADER: i32 = -1;
 

@@ -94,7 +94,7 @@ pub fn check_meta_properties(
             Ok(None)
         }
         Ok(None) => {
-            let directory_id = crate::controller::base64url(uuid::Uuid::new_v4());
+            let directory_id = crate::metadata::uuid_text::base64url(uuid::Uuid::new_v4());
             let text = format!(
                 "#\n#Written by highwater\nversion=1\nnode.id={node_id}\ncluster.id={cluster_id}\ndirectory.id={directory_id}\n"
             );

@@ -69,7 +69,7 @@ pub fn fetch_request(
             Some(topic) => topic.partitions.push(fetch),
             None => topics.push(
                 FetchTopic::default()
-                    .with_topic(crate::api::topic_name(&tp.topic))
+                    .with_topic(crate::wire::topic_name(&tp.topic))
                     .with_partitions(vec![fetch]),
             ),
         }

@@ -17,11 +17,11 @@ use super::log_dirs::{is_dir_failure, LogDir, LogDirs};
 use super::partition::{Partition, TopicPartition};
 use crate::clock::Clock;
 use crate::config::{topic, BrokerConfig};
-use crate::controller::base64url;
 use crate::log::checkpoint::write_atomically;
 use crate::log::cleaner::CompactionConfig;
 use crate::log::segment::SegmentConfig;
 use crate::log::{Log, LogConfig, LogError, OpenOptions};
+use crate::metadata::uuid_text::base64url;
 use crate::metadata::{MetadataImage, TopicImage};
 use crate::metrics::Metrics;
 
