@@ -143,7 +143,10 @@ pub fn describe(broker: &Broker, request: &Request) -> Result<Outcome, HandlerEr
             let group = id.0.to_string();
             let described = DescribedGroup::default()
                 .with_group_id(GroupId(id.0.clone()))
-                .with_authorized_operations(i32::MIN);
+                .with_authorized_operations(super::authorized_operations::when(
+                    body.include_authorized_operations,
+                    super::authorized_operations::GROUP,
+                ));
             match broker.groups.consumer_describe(&group, &image) {
                 Ok(d) => described
                     .with_group_state(str_bytes(d.state))

@@ -3,7 +3,7 @@
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
 
-use super::{str_bytes, Broker, HandlerError, Outcome, Request};
+use super::{authorized_operations, str_bytes, Broker, HandlerError, Outcome, Request};
 
 /// Answers DescribeCluster.
 pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
@@ -31,6 +31,10 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
         })
         .with_cluster_id(str_bytes(&image.cluster_id))
         .with_controller_id(BrokerId(image.controller_for_clients()))
-        .with_brokers(brokers);
+        .with_brokers(brokers)
+        .with_cluster_authorized_operations(authorized_operations::when(
+            body.include_cluster_authorized_operations,
+            authorized_operations::CLUSTER,
+        ));
     request.respond(&response)
 }

@@ -54,6 +54,7 @@ fn topic_partitions(
         .with_name(Some(topic_name(&topic.name)))
         .with_topic_id(topic.topic_id)
         .with_is_internal(described.is_internal)
+        .with_topic_authorized_operations(super::authorized_operations::TOPIC)
         .with_partitions(partitions)
 }
 

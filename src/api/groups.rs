@@ -229,16 +229,22 @@ pub fn describe_groups(broker: &Broker, request: &Request) -> Result<Outcome, Ha
     let groups = body
         .groups
         .iter()
-        .map(|id| describe_one(broker, request, id))
+        .map(|id| describe_one(broker, request, id, body.include_authorized_operations))
         .collect();
     request.respond(&DescribeGroupsResponse::default().with_groups(groups))
 }
 
-fn describe_one(broker: &Broker, request: &Request, id: &GroupId) -> DescribedGroup {
+fn describe_one(
+    broker: &Broker,
+    request: &Request,
+    id: &GroupId,
+    operations_asked: bool,
+) -> DescribedGroup {
+    use super::authorized_operations::{when, GROUP};
     let group = id.0.to_string();
     let described = DescribedGroup::default()
         .with_group_id(id.clone())
-        .with_authorized_operations(i32::MIN);
+        .with_authorized_operations(when(operations_asked, GROUP));
     match broker.groups.describe(&group) {
         Ok(d) => described
             .with_group_state(str_bytes(d.state))

@@ -9,6 +9,7 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
 use uuid::Uuid;
 
+use super::authorized_operations;
 use super::errors::admin_error;
 use super::{str_bytes, topic_name, topics, Broker, HandlerError, Outcome, Request};
 use crate::metadata::{validate_topic_name, MetadataImage, TopicImage, NO_LEADER};
@@ -169,6 +170,16 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
             topics
         }
     };
+    let topics = topics
+        .into_iter()
+        .map(|t| {
+            let asked = body.include_topic_authorized_operations && t.error_code == 0;
+            let operations = authorized_operations::when(asked, authorized_operations::TOPIC);
+            t.with_topic_authorized_operations(operations)
+        })
+        .collect();
+    // Cluster operations moved to DescribeCluster after v10 (KIP-700).
+    let cluster_asked = body.include_cluster_authorized_operations && request.version() <= 10;
     let image = broker.image();
     let brokers = image
         .unfenced_brokers()
@@ -187,6 +198,10 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         } else {
             -1
         }))
-        .with_topics(topics);
+        .with_topics(topics)
+        .with_cluster_authorized_operations(authorized_operations::when(
+            cluster_asked,
+            authorized_operations::CLUSTER,
+        ));
     request.respond(&response)
 }

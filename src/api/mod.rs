@@ -5,6 +5,7 @@
 
 pub mod alter_configs;
 pub mod api_versions;
+mod authorized_operations;
 pub mod broker_client;
 pub mod consumer_groups;
 pub mod delete_records;
