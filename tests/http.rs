@@ -283,13 +283,14 @@ async fn cluster_with_http() -> (Cluster, Vec<u16>) {
     (cluster, ports)
 }
 
-/// Produces 4 records to `u`-0 (acks=all), retrying while node 1 does not lead it yet.
+/// Produces 4 records to `u`-0 (acks=all), retrying while node 1 does not know the topic
+/// or lead it yet (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER: both retriable).
 async fn acked(client: &mut Client) {
     for _ in 0..100 {
         let answer = produce(client, "u", 0, batch(4, -1, 0, now_ms())).await;
         match answer.error_code {
             0 => return,
-            6 => tokio::time::sleep(Duration::from_millis(50)).await,
+            3 | 6 => tokio::time::sleep(Duration::from_millis(50)).await,
             code => panic!("produce to u-0 failed with {code}"),
         }
     }
