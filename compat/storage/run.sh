@@ -15,8 +15,9 @@
 # and DumpLogSegments must read the cleaned segments cleanly (gaps in offsets are what
 # compaction leaves, so its "Non-consecutive offsets" report is expected there).
 # A transactional producer (confluent-kafka) commits one transaction and aborts another:
-# the tool must read highwater's COMMIT/ABORT markers, and its --transaction-log-decoder
-# the coordinator's records in __transaction_state.
+# the tool must read highwater's COMMIT/ABORT markers, the aborted transaction in the
+# segment's .txnindex, and its --transaction-log-decoder the coordinator's records in
+# __transaction_state. Every producer snapshot (.snapshot) must pass Kafka's reader.
 # Prints "N passed, N failed" last; exits non-zero if a test failed.
 # Usage: compat/storage/run.sh
 # Environment: HIGHWATER_BIN (default target/release/highwater), KEEP_DATA=1 keeps the
@@ -394,6 +395,43 @@ test_transaction_log_decoder() {
     fi
 }
 
+# The aborted transaction of storage-txn: Kafka's tool reads the .txnindex entry of the
+# segment holding the ABORT marker, from the first aborted record to the marker.
+test_transaction_index() {
+    mapfile -t indexes < <(find "$data/storage-txn-0" -name '*.txnindex' -size +0 | sort)
+    assert_eq 1 "${#indexes[@]}" ".txnindex files with an entry"
+    dump_log_segments txnindex --files "${indexes[0]}"
+    assert_eq 0 "$(cat "$out/txnindex.rc")" "DumpLogSegments exit status"
+    [[ ! -s "$out/txnindex.err" ]] || { cat "$out/txnindex.err" >&2; fail "stderr output"; }
+    cat "$out/txnindex.out"
+    local abort first
+    abort="$(grep -B1 'endTxnMarker: ABORT' "$out/txn.log.txt" | sed -n 's/^baseOffset: \([0-9]*\) .*/\1/p' | head -n 1)"
+    first="$(grep -B1 'endTxnMarker: COMMIT' "$out/txn.log.txt" | sed -n 's/^baseOffset: \([0-9]*\) .*/\1/p' | head -n 1)"
+    [[ -n "$abort" && -n "$first" ]] || fail "no ABORT or COMMIT marker offset in the log dump"
+    first=$((first + 1))
+    grep -q "^version: 0 producerId: [0-9]* firstOffset: $first lastOffset: $abort lastStableOffset: $((abort + 1))\$" \
+        "$out/txnindex.out" || fail "expected the aborted transaction $first..$abort"
+}
+
+# Every .snapshot file (written at each roll and at the clean stop) passes Kafka's
+# readSnapshot (a bad CRC or layout goes to stderr); the idempotent case's last snapshot
+# holds its producer at sequence 299, offset 299.
+test_producer_snapshots() {
+    mapfile -t snapshots < <(find "$data" -name '*.snapshot' -not -path '*/__cluster_metadata-0/*' | sort)
+    ((${#snapshots[@]} > ${#cases[@]})) || fail "too few producer snapshots: ${#snapshots[@]}"
+    dump_log_segments snapshots --files "$(IFS=,; echo "${snapshots[*]}")"
+    assert_eq 0 "$(cat "$out/snapshots.rc")" "DumpLogSegments exit status"
+    [[ ! -s "$out/snapshots.err" ]] || { head -n 20 "$out/snapshots.err" >&2; fail "stderr output"; }
+    assert_eq "${#snapshots[@]}" "$(grep -c '^Dumping .*\.snapshot$' "$out/snapshots.out")" "snapshots dumped"
+    local last
+    last="$(printf '%s\n' "${snapshots[@]}" | grep '/storage-idempotent-0/' | tail -n 1)"
+    awk -v f="Dumping $last" '$0 == f { on = 1; next } /^Dumping / { on = 0 } on' \
+        "$out/snapshots.out" >"$out/idempotent-snapshot.txt"
+    cat "$out/idempotent-snapshot.txt"
+    grep -q 'producerEpoch: 0 .* lastSequence: 299 lastOffset: 299 ' "$out/idempotent-snapshot.txt" ||
+        fail "the idempotent producer's last snapshot does not hold sequence 299 at offset 299"
+}
+
 run_test "DumpLogSegments --verify-index-only: no mismatch" test_verify_index_only
 run_test "DumpLogSegments --index-sanity-check: every index passes" test_index_sanity_check
 run_test "DumpLogSegments --deep-iteration --print-data-log: no error" test_deep_iteration
@@ -406,6 +444,8 @@ run_test "DumpLogSegments reads cleaned segments cleanly" test_compacted_dump
 run_test "DumpLogSegments reads highwater's transaction markers" test_transaction_markers
 run_test "DumpLogSegments --transaction-log-decoder reads __transaction_state" \
     test_transaction_log_decoder
+run_test "DumpLogSegments reads the aborted transaction in the .txnindex" test_transaction_index
+run_test "DumpLogSegments reads every producer snapshot" test_producer_snapshots
 
 suite_summary || true
 echo "$tests_passed passed, $tests_failed failed"

@@ -34,6 +34,15 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), LogError> {
     Ok(())
 }
 
+/// Removes `path`; a file already gone is no error.
+pub fn remove_if_exists(path: &Path) -> Result<(), LogError> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(LogError::io(path, e)),
+    }
+}
+
 /// Fsyncs a directory so that a created or renamed entry survives a crash.
 pub fn sync_dir(dir: &Path) -> Result<(), LogError> {
     std::fs::File::open(dir)

@@ -967,7 +967,7 @@ pub(crate) mod tests {
 }
 
 #[cfg(test)]
-mod transaction_tests {
+pub(crate) mod transaction_tests {
     use super::tests::{all_records, compact_config, key_of, keyed_batch, value_of};
     use super::*;
     use crate::log::batch_encode::encode_batch;
@@ -980,7 +980,11 @@ mod transaction_tests {
 
     /// A transactional batch of `producer_id` at epoch 0 holding `(key, value)` records,
     /// its sequences from `base_sequence`.
-    fn txn_batch(producer_id: i64, base_sequence: i32, records: &[(u8, Option<u8>)]) -> Vec<u8> {
+    pub fn txn_batch(
+        producer_id: i64,
+        base_sequence: i32,
+        records: &[(u8, Option<u8>)],
+    ) -> Vec<u8> {
         let records: Vec<Record> = records
             .iter()
             .enumerate()
@@ -1005,7 +1009,7 @@ mod transaction_tests {
             .to_vec()
     }
 
-    fn end_txn(log: &mut Log, producer_id: i64, commit: bool) -> i64 {
+    pub fn end_txn(log: &mut Log, producer_id: i64, commit: bool) -> i64 {
         let marker = Marker {
             commit,
             coordinator_epoch: 0,
@@ -1418,8 +1422,8 @@ mod transaction_tests {
         /// cleaning keeps exactly each key's latest record outside aborted transactions at
         /// its offset, never leaves a transactional batch without its marker, removes
         /// every marker no longer needed once rounds settle, and the reopened log has no
-        /// open transaction, no aborted range over a kept record, and every producer's
-        /// sequence. Method: random writes against a model; rounds 10 s apart (more than
+        /// open transaction, the same aborted transactions (from the cleaned `.txnindex`
+        /// files), no aborted range over a kept record, and every producer's sequence. Method: random writes against a model; rounds 10 s apart (more than
         /// `delete.retention.ms`) until one changes nothing.
         #[test]
         fn cleaning_transactions_keeps_the_committed_view(ops in ops_strategy()) {
@@ -1457,10 +1461,13 @@ mod transaction_tests {
             check_committed_view(&log, &model, false);
             check_markers(&log, true);
             let stored = all_records(&log);
+            let listed = log.producers().aborted_between(0, log.log_end_offset());
             drop(log);
             let mut log = open(dir.path(), 400);
             prop_assert_eq!(all_records(&log), stored);
             let end = log.log_end_offset();
+            // The cleaned segments' `.txnindex` files hold what the producer state held.
+            prop_assert_eq!(log.producers().aborted_between(0, end), listed);
             prop_assert_eq!(log.last_stable_offset(end), end);
             check_aborted_list(&log);
             for aborted in log.producers().aborted_between(0, end) {

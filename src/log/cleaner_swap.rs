@@ -4,14 +4,16 @@
 //!
 //! On disk, for a group whose first segment starts at X:
 //! 1. the cleaner writes and fsyncs `X.log.cleaned`, `X.index.cleaned`,
-//!    `X.timeindex.cleaned` (a crash now: `.cleaned` files are deleted on open);
+//!    `X.timeindex.cleaned`, `X.txnindex.cleaned` (a crash now: `.cleaned` files are
+//!    deleted on open);
 //! 2. the index files are renamed to `.swap`, then the log: **`X.log.swap` existing is the
 //!    commit point** (a crash before it: stray `.swap` indexes are deleted on open);
 //! 3. the other segments of the group are deleted, then the `.swap` files are renamed over
 //!    X's files, the log last. On open, an `X.log.swap` means: delete every segment whose
 //!    base offset lies in (X, last offset of the swap log] — exactly the group, since a
-//!    cleaned segment keeps its group's last batch — drop X's indexes (rebuilt) and rename
-//!    the swap log to `X.log`.
+//!    cleaned segment keeps its group's last batch — drop X's indexes (rebuilt), rename a
+//!    `X.txnindex.swap` over X's (aborted transactions cannot be rebuilt from the cleaned
+//!    log) and rename the swap log to `X.log`.
 //!
 //! Readers holding bytes of a replaced segment keep its mapping; unlinking or renaming over
 //! its files does not disturb them.
@@ -20,12 +22,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::batch::{self, BatchIter};
-use super::checkpoint::sync_dir;
+use super::checkpoint::{remove_if_exists, sync_dir};
 use super::cleaner::CleanedSegment;
 use super::error::LogError;
 use super::mmap::MappedFile;
 use super::partition_log::Log;
-use super::segment::{file_name, temporary_paths, OpenMode, Segment};
+use super::segment::{file_name, temporary_paths, OpenMode, Segment, FILE_KINDS};
 
 /// One step of a swap on disk.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,14 +35,6 @@ pub enum FileStep {
     Rename(PathBuf, PathBuf),
     Remove(PathBuf),
     SyncDir(PathBuf),
-}
-
-fn remove_if_exists(path: &Path) -> Result<(), LogError> {
-    match std::fs::remove_file(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(LogError::io(path, e)),
-    }
 }
 
 impl FileStep {
@@ -55,23 +49,27 @@ impl FileStep {
     }
 }
 
+/// The segment's files (indexes of [`FILE_KINDS`]), the log last: renaming the log is the
+/// commit point of a swap.
+const LOG_LAST: [usize; 4] = [1, 2, 3, 0];
+
 /// The steps that swap the `.cleaned` segment at `base_offset` in for it and for the
 /// segments at `others`, in the crash-safe order of the module comment.
 pub fn swap_steps(dir: &Path, base_offset: i64, others: &[i64]) -> Vec<FileStep> {
     let cleaned = temporary_paths(dir, base_offset, "cleaned");
     let swap = temporary_paths(dir, base_offset, "swap");
     let mut steps = vec![FileStep::SyncDir(dir.to_path_buf())];
-    for n in [1, 2, 0] {
+    for n in LOG_LAST {
         steps.push(FileStep::Rename(cleaned[n].clone(), swap[n].clone()));
     }
     steps.push(FileStep::SyncDir(dir.to_path_buf()));
     for base in others {
-        for kind in ["index", "timeindex", "log"] {
-            steps.push(FileStep::Remove(dir.join(file_name(*base, kind))));
+        for n in LOG_LAST {
+            steps.push(FileStep::Remove(dir.join(file_name(*base, FILE_KINDS[n]))));
         }
     }
-    for (n, kind) in [(1, "index"), (2, "timeindex"), (0, "log")] {
-        let target = dir.join(file_name(base_offset, kind));
+    for n in LOG_LAST {
+        let target = dir.join(file_name(base_offset, FILE_KINDS[n]));
         steps.push(FileStep::Rename(swap[n].clone(), target));
     }
     steps.push(FileStep::SyncDir(dir.to_path_buf()));
@@ -128,6 +126,8 @@ impl Log {
             return Ok(false);
         };
         let others: Vec<i64> = replaced.iter().skip(1).map(|(base, ..)| *base).collect();
+        let group = &self.segments()[start..start + replaced.len()];
+        write_cleaned_txn_index(&dir, base_offset, group, &aborted_without_batches)?;
         let plan = swap_steps(&dir, base_offset, &others);
         run_steps(&plan, steps)?;
         if steps < plan.len() {
@@ -144,6 +144,30 @@ impl Log {
         self.check_invariants();
         Ok(true)
     }
+}
+
+/// Writes the cleaned segment's `.txnindex.cleaned` (empty when no entry is left, so that
+/// the swap replaces the old index): the entries of the segments of `group`, without the
+/// aborted transactions the cleaner removed every batch of.
+fn write_cleaned_txn_index(
+    dir: &Path,
+    base_offset: i64,
+    group: &[Segment],
+    gone: &[super::txn_index::AbortedTransaction],
+) -> Result<(), LogError> {
+    let mut bytes = Vec::new();
+    for segment in group {
+        for entry in segment.txn_index().entries()? {
+            if !gone.iter().any(|g| {
+                g.producer_id == entry.transaction.producer_id
+                    && g.last_offset == entry.transaction.last_offset
+            }) {
+                bytes.extend_from_slice(&entry.encode());
+            }
+        }
+    }
+    let [.., txn_index] = temporary_paths(dir, base_offset, "cleaned");
+    super::checkpoint::write_atomically(&txn_index, &bytes)
 }
 
 /// The last offset of the whole, CRC-valid batches of a swap log.
@@ -184,11 +208,12 @@ pub fn recover_swaps(dir: &Path) -> Result<(), LogError> {
         complete_swap(dir, base, &segment_bases)?;
         changed = true;
     }
+    let index_swaps = [".index.swap", ".timeindex.swap", ".txnindex.swap"];
     for name in names
         .iter()
-        .filter(|n| n.ends_with(".index.swap") || n.ends_with(".timeindex.swap"))
+        .filter(|n| index_swaps.iter().any(|suffix| n.ends_with(suffix)))
     {
-        let base = base_of(name, ".index.swap").or_else(|| base_of(name, ".timeindex.swap"));
+        let base = index_swaps.iter().find_map(|suffix| base_of(name, suffix));
         if base.is_some_and(|b| !names.contains(&file_name(b, "log.swap"))) {
             remove_if_exists(&dir.join(name))?;
             changed = true;
@@ -204,12 +229,19 @@ fn complete_swap(dir: &Path, base: i64, segment_bases: &[i64]) -> Result<(), Log
     let swap_log = dir.join(file_name(base, "log.swap"));
     let last = last_offset_of(&swap_log)?.unwrap_or(base);
     for other in segment_bases.iter().filter(|b| **b > base && **b <= last) {
-        for kind in ["index", "timeindex", "log"] {
-            remove_if_exists(&dir.join(file_name(*other, kind)))?;
+        for n in LOG_LAST {
+            remove_if_exists(&dir.join(file_name(*other, FILE_KINDS[n])))?;
         }
     }
     for kind in ["index", "timeindex", "index.swap", "timeindex.swap"] {
         remove_if_exists(&dir.join(file_name(base, kind)))?;
+    }
+    // The indexes are rebuilt from the log, the aborted transactions cannot be: the swap
+    // index, if not renamed yet, is the cleaned segment's.
+    let txn_swap = dir.join(file_name(base, "txnindex.swap"));
+    if txn_swap.exists() {
+        let target = dir.join(file_name(base, "txnindex"));
+        std::fs::rename(&txn_swap, &target).map_err(|e| LogError::io(&txn_swap, e))?;
     }
     let target = dir.join(file_name(base, "log"));
     std::fs::rename(&swap_log, &target).map_err(|e| LogError::io(&swap_log, e))?;
@@ -291,7 +323,8 @@ mod tests {
             assert_eq!(log.log_end_offset(), end, "step {step}");
             let records = all_records(&log);
             assert!(records.windows(2).all(|w| w[0].0 < w[1].0), "step {step}");
-            let committed = step >= 4; // steps 0-3: sync, index, time index, log renamed
+            // steps 0-4: sync, index, time index, transaction index, log renamed
+            let committed = step >= 5;
             if committed {
                 assert!(
                     records.len() < original.len(),

@@ -18,6 +18,8 @@ pub mod mmap;
 pub mod offset_index;
 pub mod offset_map;
 pub mod partition_log;
+pub mod producer_recovery;
+pub mod producer_snapshot;
 pub mod producer_state;
 pub mod records;
 pub mod replication;
@@ -25,6 +27,7 @@ pub mod retention;
 pub mod segment;
 pub mod time_index;
 pub mod timestamp_lookup;
+pub mod txn_index;
 
 pub use error::LogError;
 pub use partition_log::{AppendInfo, Log, LogConfig, OpenOptions};

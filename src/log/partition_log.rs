@@ -7,7 +7,6 @@
 //! Invariant: log_start_offset <= log_end_offset, and segments are contiguous.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use bytes::Bytes;
 
@@ -16,7 +15,7 @@ use super::cleaner::CompactionConfig;
 use super::epoch_cache::EpochCache;
 use super::error::LogError;
 use super::producer_state::{ProducerStateTable, SequenceCheck};
-use super::segment::{file_name, OpenMode, Segment, SegmentConfig};
+use super::segment::{file_name, OpenMode, Segment, SegmentConfig, FILE_KINDS};
 use crate::clock::system_now_ms as now_ms;
 
 /// The configuration a log needs (resolved from broker defaults and topic overrides).
@@ -86,10 +85,11 @@ pub struct Log {
     /// When the log was last flushed (for `flush.ms`).
     last_flush_ms: i64,
     epoch_cache: EpochCache,
-    /// Producers and their transactions, rebuilt from the log's batch headers on first use
-    /// after the log is opened or truncated (there are no producer snapshots yet), so that
-    /// start-up reads no batch header.
-    producers: OnceLock<ProducerStateTable>,
+    /// Producers and their transactions (loaded when the log is opened or truncated, see
+    /// `producer_recovery.rs`).
+    producers: ProducerStateTable,
+    /// The offset of the latest producer snapshot written or loaded.
+    last_snapshot_offset: i64,
     /// Where the time of each flush goes (the broker's flush histogram), once given.
     flush_timer: Option<prometheus::Histogram>,
 }
@@ -97,13 +97,8 @@ pub struct Log {
 /// Removes the files of the segments starting at `bases` (after a truncated segment).
 fn delete_segments_after(dir: &Path, bases: &[i64]) -> Result<(), LogError> {
     for base in bases {
-        for suffix in ["log", "index", "timeindex"] {
-            let path = dir.join(file_name(*base, suffix));
-            match std::fs::remove_file(&path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(LogError::io(&path, e)),
-            }
+        for suffix in FILE_KINDS {
+            super::checkpoint::remove_if_exists(&dir.join(file_name(*base, suffix)))?;
         }
         tracing::warn!(dir = %dir.display(), base_offset = base, "deleted segment after a truncated one");
     }
@@ -178,6 +173,8 @@ impl Log {
             .clamp(first_base, log_end_offset);
         let mut epoch_cache = EpochCache::load(dir)?;
         epoch_cache.truncate_from_end(log_end_offset)?;
+        let (producers, last_snapshot_offset) =
+            super::producer_recovery::load_producers(dir, &segments, log_start_offset)?;
         let log = Log {
             dir: dir.to_path_buf(),
             config,
@@ -187,25 +184,38 @@ impl Log {
             unflushed_messages: 0,
             last_flush_ms: now_ms(),
             epoch_cache,
-            producers: OnceLock::new(),
+            producers,
+            last_snapshot_offset,
             flush_timer: None,
         };
         log.check_invariants();
         Ok(log)
     }
 
-    /// The producers of this partition and their transactions (built on first use).
+    /// The producers of this partition and their transactions.
     pub fn producers(&self) -> &ProducerStateTable {
-        self.producers
-            .get_or_init(|| rebuild_producers(&self.segments, self.log_start_offset))
+        &self.producers
     }
 
-    /// The producer state to change (built first if need be).
-    fn producers_mut(&mut self) -> &mut ProducerStateTable {
-        self.producers();
-        self.producers
-            .get_mut()
-            .expect("the producer state was built just above")
+    /// The producer state to change, and the segments (whose `.txnindex` it writes).
+    pub(super) fn producers_and_segments(&mut self) -> (&mut ProducerStateTable, &[Segment]) {
+        (&mut self.producers, &self.segments)
+    }
+
+    /// Replaces the producer state by one loaded from the snapshot at `snapshot_offset`.
+    pub(super) fn set_producers(&mut self, producers: ProducerStateTable, snapshot_offset: i64) {
+        self.producers = producers;
+        self.last_snapshot_offset = snapshot_offset;
+    }
+
+    /// The offset of the latest producer snapshot written or loaded.
+    pub(super) fn last_snapshot_offset(&self) -> i64 {
+        self.last_snapshot_offset
+    }
+
+    /// Records that a producer snapshot was written at `offset`.
+    pub(super) fn set_last_snapshot_offset(&mut self, offset: i64) {
+        self.last_snapshot_offset = offset;
     }
 
     /// The partition directory.
@@ -280,8 +290,7 @@ impl Log {
             .last_mut()
             .expect("a log always has an active segment");
         let written = segment.append(records, base_offset, leader_epoch)?;
-        self.producers_mut()
-            .update(&written, super::control::parse(records, &written));
+        self.record_producer_batch(&written, super::control::parse(records, &written))?;
         self.unflushed_messages += i64::from(written.record_count);
         if self.unflushed_messages >= self.config.flush_messages {
             self.flush()?;
@@ -367,7 +376,7 @@ impl Log {
         tracing::debug!(dir = %self.dir.display(), base_offset, "rolled a new segment");
         self.segments.push(segment);
         self.recovery_point = self.recovery_point.max(base_offset);
-        Ok(())
+        self.take_producer_snapshot()
     }
 
     fn active_mut(&mut self) -> &mut Segment {
@@ -443,39 +452,28 @@ impl Log {
 
     /// Follows a batch written as a follower (`bytes`: the whole batch) in the producer
     /// state.
-    /// (Not built yet: the build will read it from the log.)
-    pub(super) fn follow_producers(&mut self, bytes: &[u8], header: &BatchHeader) {
-        if let Some(producers) = self.producers.get_mut() {
-            producers.update(header, super::control::parse(bytes, header));
-        }
-    }
-
-    /// Drops the producer state after a truncation; its next use rebuilds it from the log.
-    pub(super) fn forget_producers(&mut self) {
-        self.producers = OnceLock::new();
+    pub(super) fn follow_producers(
+        &mut self,
+        bytes: &[u8],
+        header: &BatchHeader,
+    ) -> Result<(), LogError> {
+        self.record_producer_batch(header, super::control::parse(bytes, header))
     }
 
     /// Forgets idle producers (`producer.id.expiration.ms`); returns how many went.
     pub fn expire_producers(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
-        self.producers
-            .get_mut()
-            .map_or(0, |p| p.expire(now_ms, expiration_ms))
+        self.producers.expire(now_ms, expiration_ms)
     }
 
     /// Forgets aborted transactions the cleaner removed every batch of (their markers are
     /// about to go).
-    /// (Not built yet: the build reads only the markers still in the log.)
     pub(super) fn forget_aborted(&mut self, gone: &[super::producer_state::AbortedTransaction]) {
-        if let Some(producers) = self.producers.get_mut() {
-            producers.forget_aborted(gone);
-        }
+        self.producers.forget_aborted(gone);
     }
 
     /// Forgets completed transactions whose markers are below `high_watermark`.
     pub fn retire_stable_transactions(&mut self, high_watermark: i64) {
-        if let Some(producers) = self.producers.get_mut() {
-            producers.retire_stable(high_watermark);
-        }
+        self.producers.retire_stable(high_watermark);
     }
 
     /// The last stable offset: the high watermark, or the first offset of the earliest
@@ -512,7 +510,7 @@ impl Log {
             .last_mut()
             .expect("a log always has an active segment");
         let written = segment.append(&batch, base_offset, leader_epoch)?;
-        self.producers_mut().update(&written, Some(marker));
+        self.record_producer_batch(&written, Some(marker))?;
         self.count_unflushed(1)?;
         self.check_invariants();
         Ok(AppendInfo {
@@ -547,9 +545,7 @@ impl Log {
         let advanced = offset > self.log_start_offset;
         if advanced {
             self.log_start_offset = offset;
-            if let Some(producers) = self.producers.get_mut() {
-                producers.forget_aborted_before(offset);
-            }
+            self.producers.forget_aborted_before(offset);
         }
         advanced
     }
@@ -569,7 +565,7 @@ impl Log {
     pub fn close(&mut self) -> Result<(), LogError> {
         self.active_mut().seal()?;
         self.recovery_point = self.log_end_offset();
-        Ok(())
+        self.take_producer_snapshot()
     }
 
     /// Checks the log's invariants (debug builds).
@@ -585,24 +581,6 @@ impl Log {
         }
         self.epoch_cache.check_invariants();
     }
-}
-
-/// The producer state of `segments`, read from their batch headers (and the markers of
-/// their control batches); batches below `log_start_offset` still tell their producers'
-/// state, but no aborted transaction wholly below it is kept.
-fn rebuild_producers(segments: &[Segment], log_start_offset: i64) -> ProducerStateTable {
-    let mut producers = ProducerStateTable::default();
-    for segment in segments {
-        for (position, header) in segment.batches_from(segment.base_offset()) {
-            let marker = match header.is_control() {
-                true => super::control::parse(&segment.batch_bytes(position, &header), &header),
-                false => None,
-            };
-            producers.update(&header, marker);
-        }
-    }
-    producers.forget_aborted_before(log_start_offset);
-    producers
 }
 
 /// A log configuration for tests: given segment size and index interval, no limits.

@@ -9,13 +9,17 @@
 //! aborted transaction off that list once it has removed all its batches, and only then
 //! may remove its marker (`cleaned_transactions.rs`).
 //!
-//! The state is rebuilt from the batch headers of the log when a partition is opened.
+//! The state is saved in producer snapshots (`producer_snapshot.rs`) and the aborted
+//! transactions in the segments' `.txnindex` files; opening a log loads both and replays
+//! the batch headers after the latest snapshot (`producer_recovery.rs`).
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use super::batch::BatchHeader;
 use super::control::Marker;
 use super::error::LogError;
+use super::producer_snapshot::SnapshotEntry;
+pub use super::txn_index::AbortedTransaction;
 
 /// How many batches per producer are remembered for de-duplication (Kafka's
 /// `NUM_BATCHES_TO_RETAIN`, which matches the producer's max in-flight requests).
@@ -52,15 +56,6 @@ pub struct ProducerView {
     pub coordinator_epoch: i32,
     /// The first offset of its open transaction (-1: none).
     pub current_txn_start_offset: i64,
-}
-
-/// A transaction that was aborted on this partition: its records in `first_offset ..
-/// last_offset` (the marker's offset) are dropped by read_committed consumers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AbortedTransaction {
-    pub producer_id: i64,
-    pub first_offset: i64,
-    pub last_offset: i64,
 }
 
 /// A transaction's offsets on this partition, from its first record to its marker.
@@ -175,10 +170,15 @@ impl ProducerStateTable {
     }
 
     /// Records an appended batch (whose base offset is now assigned); `marker` is the
-    /// transaction marker a control batch holds.
-    pub fn update(&mut self, header: &BatchHeader, marker: Option<Marker>) {
+    /// transaction marker a control batch holds. Returns the transaction an ABORT marker
+    /// ended here (for the segment's `.txnindex`).
+    pub fn update(
+        &mut self,
+        header: &BatchHeader,
+        marker: Option<Marker>,
+    ) -> Option<AbortedTransaction> {
         if !header.has_producer_id() {
-            return;
+            return None;
         }
         let entry = self
             .producers
@@ -193,25 +193,25 @@ impl ProducerStateTable {
         }
         entry.last_timestamp = header.max_timestamp;
         if header.is_control() {
-            let Some(marker) = marker else { return };
+            let marker = marker?;
             entry.coordinator_epoch = marker.coordinator_epoch;
-            let Some(first_offset) = entry.open_transaction.take() else {
-                return;
-            };
+            let first_offset = entry.open_transaction.take()?;
             self.open.remove(&first_offset);
             let marker_offset = header.base_offset;
             self.completed.push_back(Completed {
                 first_offset,
                 marker_offset,
             });
-            if !marker.commit {
-                self.aborted.push(AbortedTransaction {
-                    producer_id: header.producer_id,
-                    first_offset,
-                    last_offset: marker_offset,
-                });
+            if marker.commit {
+                return None;
             }
-            return;
+            let aborted = AbortedTransaction {
+                producer_id: header.producer_id,
+                first_offset,
+                last_offset: marker_offset,
+            };
+            self.aborted.push(aborted);
+            return Some(aborted);
         }
         if header.is_transactional() && entry.open_transaction.is_none() {
             entry.open_transaction = Some(header.base_offset);
@@ -226,6 +226,72 @@ impl ProducerStateTable {
         while entry.batches.len() > BATCHES_RETAINED_MAX {
             entry.batches.pop_front();
         }
+        None
+    }
+
+    /// The first offset of the earliest open transaction, if any.
+    pub fn first_open_offset(&self) -> Option<i64> {
+        self.open.keys().next().copied()
+    }
+
+    /// Every producer as a snapshot holds it (its last batch only, as in Kafka), by id.
+    pub fn snapshot_entries(&self) -> Vec<SnapshotEntry> {
+        let mut entries: Vec<SnapshotEntry> = self
+            .producers
+            .iter()
+            .map(|(producer_id, entry)| {
+                let last = entry.batches.back();
+                SnapshotEntry {
+                    producer_id: *producer_id,
+                    epoch: entry.epoch,
+                    last_sequence: last.map_or(-1, |b| b.last_sequence),
+                    last_offset: last.map_or(-1, |b| b.last_offset),
+                    offset_delta: last
+                        .map_or(0, |b| b.last_sequence.wrapping_sub(b.first_sequence)),
+                    timestamp: entry.last_timestamp,
+                    coordinator_epoch: entry.coordinator_epoch,
+                    current_txn_first_offset: entry.open_transaction.unwrap_or(-1),
+                }
+            })
+            .collect();
+        entries.sort_by_key(|e| e.producer_id);
+        entries
+    }
+
+    /// The state a snapshot holds (the table must be empty).
+    pub fn load_snapshot(&mut self, entries: &[SnapshotEntry]) {
+        for e in entries {
+            let mut batches = VecDeque::new();
+            if e.last_offset >= 0 {
+                batches.push_back(BatchMetadata {
+                    first_sequence: e.last_sequence.wrapping_sub(e.offset_delta),
+                    last_sequence: e.last_sequence,
+                    first_offset: e.last_offset - i64::from(e.offset_delta),
+                    last_offset: e.last_offset,
+                });
+            }
+            let open_transaction =
+                (e.current_txn_first_offset >= 0).then_some(e.current_txn_first_offset);
+            if let Some(first) = open_transaction {
+                self.open.insert(first, e.producer_id);
+            }
+            let entry = ProducerEntry {
+                epoch: e.epoch,
+                batches,
+                open_transaction,
+                coordinator_epoch: e.coordinator_epoch,
+                last_timestamp: e.timestamp,
+            };
+            self.producers.insert(e.producer_id, entry);
+        }
+    }
+
+    /// Adds aborted transactions read from `.txnindex` files (in marker order, all before
+    /// any the table found itself).
+    pub fn load_aborted(&mut self, aborted: impl IntoIterator<Item = AbortedTransaction>) {
+        let found = std::mem::take(&mut self.aborted);
+        self.aborted.extend(aborted);
+        self.aborted.extend(found);
     }
 
     /// The first offset no read_committed consumer may read yet: the first offset of the
@@ -315,20 +381,17 @@ impl ProducerStateTable {
 
     /// Every producer known here (DescribeProducers), by producer id.
     pub fn describe(&self) -> Vec<ProducerView> {
-        let mut views: Vec<ProducerView> = self
-            .producers
-            .iter()
-            .map(|(producer_id, entry)| ProducerView {
-                producer_id: *producer_id,
-                producer_epoch: entry.epoch,
-                last_sequence: entry.batches.back().map_or(-1, |b| b.last_sequence),
-                last_timestamp: entry.last_timestamp,
-                coordinator_epoch: entry.coordinator_epoch,
-                current_txn_start_offset: entry.open_transaction.unwrap_or(-1),
+        self.snapshot_entries()
+            .into_iter()
+            .map(|e| ProducerView {
+                producer_id: e.producer_id,
+                producer_epoch: e.epoch,
+                last_sequence: e.last_sequence,
+                last_timestamp: e.timestamp,
+                coordinator_epoch: e.coordinator_epoch,
+                current_txn_start_offset: e.current_txn_first_offset,
             })
-            .collect();
-        views.sort_by_key(|v| v.producer_id);
-        views
+            .collect()
     }
 
     /// Number of producers known.

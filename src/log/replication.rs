@@ -11,6 +11,7 @@ use std::io::Write;
 use std::path::Path;
 
 use super::batch::{self, BatchHeader, BatchIter};
+use super::checkpoint::remove_if_exists;
 use super::error::LogError;
 use super::partition_log::{AppendInfo, Log};
 use super::segment::{file_name, OpenMode, Segment};
@@ -93,7 +94,7 @@ impl Log {
             .last_mut()
             .expect("a log always has an active segment");
         let written = segment.append_unchanged(bytes)?;
-        self.follow_producers(bytes, &written);
+        self.follow_producers(bytes, &written)?;
         self.count_unflushed(i64::from(written.record_count))
     }
 
@@ -144,19 +145,11 @@ impl Log {
         self.segments_mut().push(replacement);
         let end = self.log_end_offset();
         self.epoch_cache_mut().truncate_from_end(end)?;
-        self.forget_producers();
+        self.reload_producers()?;
         self.lower_recovery_point(end);
         tracing::info!(dir = %dir.display(), offset, log_end_offset = end, "truncated log");
         self.check_invariants();
         Ok(true)
-    }
-}
-
-fn remove_if_exists(path: &Path) -> Result<(), LogError> {
-    match std::fs::remove_file(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(LogError::io(path, e)),
     }
 }
 
@@ -182,7 +175,7 @@ fn rewrite_prefix(
     tmp.write_all(&prefix).map_err(|e| io(&tmp_path, e))?;
     tmp.sync_all().map_err(|e| io(&tmp_path, e))?;
     drop(tmp);
-    let [_, index, time_index] = segment.paths(dir);
+    let [_, index, time_index, _] = segment.paths(dir);
     drop(segment);
     std::fs::rename(&tmp_path, &log_path).map_err(|e| io(&log_path, e))?;
     remove_if_exists(&index)?;

@@ -76,15 +76,12 @@ impl Log {
         self.maybe_advance_log_start_offset(first_base);
         for segment in removed {
             for path in segment.paths(&dir) {
-                match std::fs::remove_file(&path) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(LogError::io(&path, e)),
-                }
+                super::checkpoint::remove_if_exists(&path)?;
             }
             tracing::info!(dir = %dir.display(), base_offset = segment.base_offset(),
                 log_start_offset = self.log_start_offset(), "deleted segment");
         }
+        self.delete_snapshots_before_first_segment()?;
         super::checkpoint::sync_dir(&dir)?;
         self.check_invariants();
         Ok(())

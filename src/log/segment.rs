@@ -1,6 +1,7 @@
 //! One segment of a partition's log: the memory-mapped `.log` file holding record batches
 //! exactly as producers sent them (with base offset and leader epoch patched), its sparse
-//! `.index` and its `.timeindex`.
+//! `.index`, its `.timeindex` and its `.txnindex` (aborted transactions whose markers it
+//! holds).
 //!
 //! The active segment's files are preallocated (`segment.bytes`, `segment.index.bytes`)
 //! and trimmed to their contents when it is rolled or closed cleanly; a sealed segment's
@@ -19,6 +20,7 @@ use super::error::LogError;
 use super::mmap::{MappedFile, MappedRegion};
 use super::offset_index::{FilePosition, OffsetIndex, RelativeOffset};
 use super::time_index::TimeIndex;
+use super::txn_index::TxnIndex;
 
 /// Sizes a segment needs to know (from the topic's configuration).
 #[derive(Debug, Clone, Copy)]
@@ -45,13 +47,14 @@ pub struct OpenMode {
     pub recover: bool,
 }
 
-/// One `.log` + `.index` + `.timeindex`.
+/// One `.log` + `.index` + `.timeindex` (+ `.txnindex`).
 #[derive(Debug)]
 pub struct Segment {
     base_offset: i64,
     log: Arc<MappedFile>,
     index: OffsetIndex,
     time_index: TimeIndex,
+    txn_index: TxnIndex,
     /// Bytes of whole batches at the start of the `.log` (the published length).
     size: usize,
     /// The offset the next batch appended here gets.
@@ -69,22 +72,24 @@ pub struct Segment {
     index_interval_bytes: usize,
 }
 
-fn paths(dir: &Path, base_offset: i64) -> [PathBuf; 3] {
-    ["log", "index", "timeindex"].map(|suffix| dir.join(file_name(base_offset, suffix)))
+/// The suffixes of a segment's files: the log, its two indexes and its aborted-transaction
+/// index (which exists only once it has an entry).
+pub const FILE_KINDS: [&str; 4] = ["log", "index", "timeindex", "txnindex"];
+
+fn paths(dir: &Path, base_offset: i64) -> [PathBuf; 4] {
+    FILE_KINDS.map(|suffix| dir.join(file_name(base_offset, suffix)))
 }
 
 /// Paths of a segment's files with a temporary suffix appended (`.cleaned`, `.swap`).
-pub fn temporary_paths(dir: &Path, base_offset: i64, suffix: &str) -> [PathBuf; 3] {
-    ["log", "index", "timeindex"]
-        .map(|kind| dir.join(format!("{}.{suffix}", file_name(base_offset, kind))))
+pub fn temporary_paths(dir: &Path, base_offset: i64, suffix: &str) -> [PathBuf; 4] {
+    FILE_KINDS.map(|kind| dir.join(format!("{}.{suffix}", file_name(base_offset, kind))))
 }
 
 impl Segment {
     fn with_files(
         base_offset: i64,
-        log: MappedFile,
-        index: OffsetIndex,
-        time_index: TimeIndex,
+        (log, index, time_index): (MappedFile, OffsetIndex, TimeIndex),
+        txn_index: TxnIndex,
         config: SegmentConfig,
     ) -> Self {
         Segment {
@@ -92,6 +97,7 @@ impl Segment {
             log: Arc::new(log),
             index,
             time_index,
+            txn_index,
             size: 0,
             next_offset: base_offset,
             max_timestamp: -1,
@@ -103,10 +109,13 @@ impl Segment {
         }
     }
 
-    /// Creates a new, empty segment in `dir`.
+    /// Creates a new, empty segment in `dir` (a `.txnindex` left there by a segment deleted
+    /// half-way is removed).
     pub fn create(dir: &Path, base_offset: i64, config: SegmentConfig) -> Result<Self, LogError> {
         let files = paths(dir, base_offset);
-        Self::create_files(files, base_offset, config, config.segment_bytes)
+        let segment = Self::create_files(files, base_offset, config, config.segment_bytes)?;
+        segment.txn_index.rewrite(&[])?;
+        Ok(segment)
     }
 
     /// Creates the log cleaner's output segment: `.cleaned` files (left-overs of an
@@ -120,17 +129,13 @@ impl Segment {
     ) -> Result<Self, LogError> {
         let cleaned = temporary_paths(dir, base_offset, "cleaned");
         for path in &cleaned {
-            match std::fs::remove_file(path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(LogError::io(path, e)),
-            }
+            super::checkpoint::remove_if_exists(path)?;
         }
         Self::create_files(cleaned, base_offset, config, capacity)
     }
 
     fn create_files(
-        [log, index, time_index]: [PathBuf; 3],
+        [log, index, time_index, txn_index]: [PathBuf; 4],
         base_offset: i64,
         config: SegmentConfig,
         capacity: usize,
@@ -140,9 +145,8 @@ impl Segment {
         let time_index = TimeIndex::open(&time_index, config.segment_index_bytes, false)?;
         Ok(Self::with_files(
             base_offset,
-            log,
-            index,
-            time_index,
+            (log, index, time_index),
+            TxnIndex::new(txn_index),
             config,
         ))
     }
@@ -155,7 +159,7 @@ impl Segment {
         config: SegmentConfig,
         mode: OpenMode,
     ) -> Result<(Self, bool), LogError> {
-        let [log_path, index_path, time_index_path] = paths(dir, base_offset);
+        let [log_path, index_path, time_index_path, txn_index_path] = paths(dir, base_offset);
         let file_length = std::fs::metadata(&log_path)
             .map_err(|e| LogError::io(&log_path, e))?
             .len() as usize;
@@ -170,7 +174,9 @@ impl Segment {
         let log = MappedFile::open(&log_path, log_bytes)?;
         let index = OffsetIndex::open(&index_path, index_bytes, !recover)?;
         let time_index = TimeIndex::open(&time_index_path, index_bytes, !recover)?;
-        let mut segment = Self::with_files(base_offset, log, index, time_index, config);
+        let files = (log, index, time_index);
+        let mut segment =
+            Self::with_files(base_offset, files, TxnIndex::new(txn_index_path), config);
         if !recover {
             segment.load_trusted(file_length);
             if segment.indexes_are_sane() {
@@ -515,18 +521,25 @@ impl Segment {
         self.maybe_time_index()?;
         self.log.trim(self.size)?;
         self.index.trim()?;
-        self.time_index.trim()
+        self.time_index.trim()?;
+        self.txn_index.flush()
     }
 
     /// Writes the segment's dirty pages to disk.
     pub fn flush(&self) -> Result<(), LogError> {
         self.log.flush()?;
         self.index.flush()?;
-        self.time_index.flush()
+        self.time_index.flush()?;
+        self.txn_index.flush()
+    }
+
+    /// The segment's aborted-transaction index.
+    pub fn txn_index(&self) -> &TxnIndex {
+        &self.txn_index
     }
 
     /// Paths of the segment's files (for deletion).
-    pub fn paths(&self, dir: &Path) -> [PathBuf; 3] {
+    pub fn paths(&self, dir: &Path) -> [PathBuf; 4] {
         paths(dir, self.base_offset)
     }
 }
