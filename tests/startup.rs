@@ -166,3 +166,92 @@ fn random_reads(broker: &Broker, partitions: i32, end: i64) {
         at(0.999)
     );
 }
+
+/// Producers per partition in [`start_up_with_producers_in_the_log`].
+const PRODUCERS: usize = 10;
+
+/// Goal: report what producer state costs a restart (issue 12's benchmark): the open time
+/// and the time until every partition has taken one more idempotent batch (which needs
+/// each producer's last sequence), after a clean and after an unclean stop. Asserts the
+/// batch is accepted in sequence everywhere. Run it with
+/// `HW_PARTITIONS=1000 HW_MB_PER_PARTITION=2 cargo test --release --test startup
+/// start_up_with_producers -- --ignored --nocapture` (`HW_DROP_CACHES=1`, as root: every
+/// restart starts with a cold page cache).
+#[test]
+#[ignore]
+fn start_up_with_producers_in_the_log() {
+    let partitions = env("HW_PARTITIONS", 1000) as i32;
+    let megabytes = env("HW_MB_PER_PARTITION", 2);
+    let dir = tempfile::tempdir_in(std::env::var("HW_DATA_DIR").unwrap_or_else(|_| "/tmp".into()))
+        .expect("tempdir");
+    let config = common::config(dir.path(), &[]);
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let size = common::batch(160, 1, 0, common::now_ms()).len();
+    let count = megabytes * 1024 * 1024 / size;
+    // Batch n is producer n % PRODUCERS's (n / PRODUCERS)-th: the same for every partition.
+    let batches: Vec<bytes::Bytes> = (0..count)
+        .map(|n| {
+            let sequence = (n / PRODUCERS * 160) as i32;
+            common::batch(160, (n % PRODUCERS) as i64 + 1, sequence, common::now_ms())
+        })
+        .collect();
+    let broker = runtime
+        .block_on(Broker::open(Arc::clone(&config)))
+        .expect("open");
+    let topic = NewTopic {
+        name: "load".into(),
+        partitions,
+        replication_factor: 1,
+        assignments: vec![],
+        configs: Default::default(),
+    };
+    let created = runtime.block_on(broker.controller.create_topic(&topic, false));
+    created.expect("topic");
+    broker.publish().expect("publish");
+    for p in 0..partitions {
+        let partition = broker.replicas.partition("load", p).expect("partition");
+        for batch in &batches {
+            partition.append_as_leader(batch).expect("append");
+        }
+    }
+    let total_gb = (partitions as usize * count * size) as f64 / 1e9;
+    println!("{total_gb:.2} GB, {count} batches of {PRODUCERS} producers per partition");
+    let mut next_batch = count;
+    let mut restart = |clean: bool, broker: Broker| {
+        let epoch = broker.controller.broker_epoch();
+        broker.replicas.shutdown(epoch).expect("clean shutdown");
+        stop(&runtime, broker);
+        if !clean {
+            std::fs::remove_file(dir.path().join(".kafka_cleanshutdown")).expect("marker");
+        }
+        let _ = std::process::Command::new("sync").status();
+        if std::env::var_os("HW_DROP_CACHES").is_some() {
+            // A cold start, as after a reboot (root only).
+            std::fs::write("/proc/sys/vm/drop_caches", "3").expect("drop caches");
+        }
+        let started = Instant::now();
+        let broker = runtime
+            .block_on(Broker::open(Arc::clone(&config)))
+            .expect("reopen");
+        let opened = started.elapsed();
+        let sequence = (next_batch / PRODUCERS * 160) as i32;
+        let producer = (next_batch % PRODUCERS) as i64 + 1;
+        let batch = common::batch(160, producer, sequence, common::now_ms());
+        next_batch += 1;
+        for p in 0..partitions {
+            let partition = broker.replicas.partition("load", p).expect("partition");
+            let appended = partition.append_as_leader(&batch).expect("in sequence");
+            assert!(!appended.duplicate, "partition {p}");
+        }
+        let kind = if clean { "clean" } else { "unclean" };
+        println!(
+            "{kind} restart: open {opened:?}, every partition took its next batch after {:?}",
+            started.elapsed()
+        );
+        broker
+    };
+    let broker = restart(true, broker);
+    let broker = restart(false, broker);
+    let broker = restart(true, broker);
+    stop(&runtime, broker);
+}
