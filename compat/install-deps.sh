@@ -5,9 +5,11 @@
 #     (confluent-kafka bundles librdkafka 2.16, which is checked);
 #   - the Maven dependencies of compat/java;
 #   - Apache Kafka (broker, tools, clients; compat/kafka-ref/pom.xml) into .kafka-ref/libs;
-#   - the Go modules of compat/go (franz-go), and Debian's Go if there is no `go`.
-# Needs only Debian's, PyPI's and Maven Central's registries and the Go module proxy; no
-# prompts (CI has no stdin).
+#   - the Go modules of compat/go (franz-go), and Debian's Go if there is no `go`;
+#   - the npm packages of compat/node (kafkajs, from its package-lock.json), and Debian's
+#     Node.js and npm if missing.
+# Needs only Debian's, PyPI's, npm's and Maven Central's registries and the Go module
+# proxy; no prompts (CI has no stdin).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -56,6 +58,8 @@ command -v mvn >/dev/null || missing+=(maven)
 command -v python3 >/dev/null || missing+=(python3)
 # compat/go/go.mod asks for Go 1.26; an older go fetches that toolchain from the module proxy.
 command -v go >/dev/null || missing+=(golang-go)
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 if ((${#missing[@]} > 0)); then
     echo "install-deps: apt-get install ${missing[*]}"
     apt_install "${missing[@]}"
@@ -118,5 +122,15 @@ fi
 (cd "$compat/go" && go mod download)
 echo "install-deps: go ok: $(cd "$compat/go" && go version) ($(cd "$compat/go" &&
     go list -m -f '{{.Path}} {{.Version}}' github.com/twmb/franz-go))"
+
+# --- Node: compat/node ----------------------------------------------------------------
+# npm ci reinstalls only when the lock file changed since the last install.
+node_stamp="$compat/node/node_modules/.compat-stamp"
+want="$(fingerprint "$compat/node/package-lock.json")"
+if [[ ! -f "$node_stamp" || "$(cat "$node_stamp")" != "$want" ]]; then
+    (cd "$compat/node" && npm ci --no-audit --no-fund --loglevel=error)
+    echo "$want" >"$node_stamp"
+fi
+echo "install-deps: node ok: $(node --version) (kafkajs $(node -p 'require("'"$compat"'/node/node_modules/kafkajs/package.json").version'))"
 
 echo "install-deps: done ($(find "$libs" -name '*.jar' | wc -l) jars in .kafka-ref/libs)"

@@ -117,6 +117,7 @@ pub async fn offset_commit(broker: &Broker, request: &Request) -> Result<Outcome
         group_instance_id: body.group_instance_id.as_ref().map(|i| i.to_string()),
         generation_id: body.generation_id_or_member_epoch,
         api_version: request.version(),
+        transactional: false,
     };
     let wanted = commits
         .iter()

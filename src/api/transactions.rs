@@ -386,7 +386,8 @@ pub async fn txn_offset_commit(
         member_id: body.member_id.to_string(),
         group_instance_id: body.group_instance_id.as_ref().map(|s| s.to_string()),
         generation_id: body.generation_id,
-        api_version: 9,
+        api_version: request.version(),
+        transactional: true,
     };
     let commits: Vec<OffsetCommit> = body
         .topics

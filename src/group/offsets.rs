@@ -26,8 +26,11 @@ pub struct Committer {
     pub group_instance_id: Option<String>,
     /// The classic generation, or the KIP-848 member epoch.
     pub generation_id: i32,
-    /// The OffsetCommit version: KIP-848 members must use v9+.
+    /// The request's version: KIP-848 members must commit with OffsetCommit v9+.
     pub api_version: i16,
+    /// A TxnOffsetCommit: before v3 it names no member and no generation, and is then
+    /// accepted whatever the group's state (Kafka's rule).
+    pub transactional: bool,
 }
 
 /// Per-partition results, in request order.
@@ -61,16 +64,8 @@ impl GroupCoordinator {
         let metadata_max = self.config.offset_metadata_max_bytes;
         let change = |group: &mut super::Group, _: &_, _| {
             match &group.membership {
-                Membership::Classic(classic) => classic.validate_offset_commit(
-                    &committer.member_id,
-                    committer.group_instance_id.as_deref(),
-                    committer.generation_id,
-                )?,
-                Membership::Consumer(consumer) => consumer.validate_offset_commit(
-                    &committer.member_id,
-                    committer.generation_id,
-                    committer.api_version,
-                )?,
+                Membership::Classic(classic) => classic.validate_offset_commit(committer)?,
+                Membership::Consumer(consumer) => consumer.validate_offset_commit(committer)?,
             }
             let mut results = Vec::with_capacity(commits.len());
             let mut records = Vec::new();

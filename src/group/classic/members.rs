@@ -212,14 +212,16 @@ impl ClassicGroup {
     }
 
     /// Checks an OffsetCommit against the group, as Kafka does: a commit from outside the
-    /// group (no member id, generation < 0) is allowed only while it is empty; members must
-    /// be known and of the current generation, and not in a rebalance's sync phase.
+    /// group (no member id, generation < 0) is allowed only while it is empty — a
+    /// TxnOffsetCommit before v3, which carries neither, always; members must be known and
+    /// of the current generation, and not in a rebalance's sync phase.
     pub fn validate_offset_commit(
         &self,
-        member_id: &str,
-        instance_id: Option<&str>,
-        generation_id: i32,
+        committer: &crate::group::offsets::Committer,
     ) -> Result<(), GroupError> {
+        let member_id = committer.member_id.as_str();
+        let instance_id = committer.group_instance_id.as_deref();
+        let generation_id = committer.generation_id;
         self.check_alive()?;
         if generation_id < 0 && self.state == State::Empty {
             return Ok(());
@@ -227,7 +229,7 @@ impl ClassicGroup {
         if generation_id >= 0 || !member_id.is_empty() || instance_id.is_some() {
             self.validate_member(member_id, instance_id)?;
             self.check_generation(member_id, generation_id)?;
-        } else if self.state != State::Empty {
+        } else if !committer.transactional && self.state != State::Empty {
             // Without member id and generation, commits are accepted only while the group
             // is empty (Kafka's rule for admin clients).
             return Err(self.unknown_member(member_id));

@@ -228,17 +228,20 @@ impl ConsumerGroup {
     }
 
     /// Checks an OffsetCommit as Kafka's ConsumerGroup does: outside the group (epoch < 0)
-    /// only while it is empty; a member only at its current epoch, with OffsetCommit v9+.
+    /// only while it is empty; a member only at its current epoch, with OffsetCommit v9+
+    /// (any TxnOffsetCommit version).
     pub fn validate_offset_commit(
         &self,
-        member_id: &str,
-        epoch: i32,
-        api_version: i16,
+        committer: &crate::group::offsets::Committer,
     ) -> Result<(), GroupError> {
+        let (member_id, epoch) = (committer.member_id.as_str(), committer.generation_id);
+        let api_version = committer.api_version;
         if epoch < 0 && self.members.is_empty() {
             return Ok(());
         }
-        if self.members.contains_key(member_id) && api_version < OFFSET_COMMIT_MEMBER_EPOCH_VERSION
+        if !committer.transactional
+            && self.members.contains_key(member_id)
+            && api_version < OFFSET_COMMIT_MEMBER_EPOCH_VERSION
         {
             return Err(GroupError::UnsupportedCommitVersion {
                 group: self.id.clone(),
