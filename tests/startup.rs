@@ -170,6 +170,12 @@ fn random_reads(broker: &Broker, partitions: i32, end: i64) {
 /// Producers per partition in [`start_up_with_producers_in_the_log`].
 const PRODUCERS: usize = 10;
 
+/// Batch `n` of a partition: producer `n % PRODUCERS`'s `(n / PRODUCERS)`-th, 160 records.
+fn producer_batch(n: usize) -> bytes::Bytes {
+    let sequence = (n / PRODUCERS * 160) as i32;
+    common::batch(160, (n % PRODUCERS) as i64 + 1, sequence, common::now_ms())
+}
+
 /// Goal: report what producer state costs a restart (issue 12's benchmark): the open time
 /// and the time until every partition has taken one more idempotent batch (which needs
 /// each producer's last sequence), after a clean and after an unclean stop. Asserts the
@@ -188,13 +194,7 @@ fn start_up_with_producers_in_the_log() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let size = common::batch(160, 1, 0, common::now_ms()).len();
     let count = megabytes * 1024 * 1024 / size;
-    // Batch n is producer n % PRODUCERS's (n / PRODUCERS)-th: the same for every partition.
-    let batches: Vec<bytes::Bytes> = (0..count)
-        .map(|n| {
-            let sequence = (n / PRODUCERS * 160) as i32;
-            common::batch(160, (n % PRODUCERS) as i64 + 1, sequence, common::now_ms())
-        })
-        .collect();
+    let batches: Vec<bytes::Bytes> = (0..count).map(producer_batch).collect();
     let broker = runtime
         .block_on(Broker::open(Arc::clone(&config)))
         .expect("open");
@@ -234,9 +234,7 @@ fn start_up_with_producers_in_the_log() {
             .block_on(Broker::open(Arc::clone(&config)))
             .expect("reopen");
         let opened = started.elapsed();
-        let sequence = (next_batch / PRODUCERS * 160) as i32;
-        let producer = (next_batch % PRODUCERS) as i64 + 1;
-        let batch = common::batch(160, producer, sequence, common::now_ms());
+        let batch = producer_batch(next_batch);
         next_batch += 1;
         for p in 0..partitions {
             let partition = broker.replicas.partition("load", p).expect("partition");
