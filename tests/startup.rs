@@ -44,19 +44,7 @@ fn start_up_time_with_many_partitions_clean_and_unclean() {
     let batch = common::batch(160, -1, -1, common::now_ms());
     let batches = megabytes * 1024 * 1024 / batch.len();
     let started = Instant::now();
-    let broker = runtime
-        .block_on(Broker::open(Arc::clone(&config)))
-        .expect("open");
-    let topic = NewTopic {
-        name: "load".into(),
-        partitions,
-        replication_factor: 1,
-        assignments: vec![],
-        configs: Default::default(),
-    };
-    let created = runtime.block_on(broker.controller.create_topic(&topic, false));
-    created.expect("topic");
-    broker.publish().expect("publish");
+    let broker = open_with_load_topic(&runtime, &config, partitions);
     fill_and_close(&broker, partitions, batches, &batch);
     let expected_end = (batches * 160) as i64;
     stop(&runtime, broker);
@@ -102,6 +90,28 @@ fn start_up_time_with_many_partitions_clean_and_unclean() {
         elapsed.as_secs_f64() / total_gb
     );
     check(&broker);
+}
+
+/// Opens a broker on `config` and creates the topic "load" of `partitions` partitions.
+fn open_with_load_topic(
+    runtime: &tokio::runtime::Runtime,
+    config: &Arc<highwater::config::BrokerConfig>,
+    partitions: i32,
+) -> Broker {
+    let broker = runtime
+        .block_on(Broker::open(Arc::clone(config)))
+        .expect("open");
+    let topic = NewTopic {
+        name: "load".into(),
+        partitions,
+        replication_factor: 1,
+        assignments: vec![],
+        configs: Default::default(),
+    };
+    let created = runtime.block_on(broker.controller.create_topic(&topic, false));
+    created.expect("topic");
+    broker.publish().expect("publish");
+    broker
 }
 
 /// Stops the broker's metadata quorum and drops it, so the directory can be opened again.
@@ -195,19 +205,7 @@ fn start_up_with_producers_in_the_log() {
     let size = common::batch(160, 1, 0, common::now_ms()).len();
     let count = megabytes * 1024 * 1024 / size;
     let batches: Vec<bytes::Bytes> = (0..count).map(producer_batch).collect();
-    let broker = runtime
-        .block_on(Broker::open(Arc::clone(&config)))
-        .expect("open");
-    let topic = NewTopic {
-        name: "load".into(),
-        partitions,
-        replication_factor: 1,
-        assignments: vec![],
-        configs: Default::default(),
-    };
-    let created = runtime.block_on(broker.controller.create_topic(&topic, false));
-    created.expect("topic");
-    broker.publish().expect("publish");
+    let broker = open_with_load_topic(&runtime, &config, partitions);
     for p in 0..partitions {
         let partition = broker.replicas.partition("load", p).expect("partition");
         for batch in &batches {
