@@ -263,3 +263,67 @@ impl ClassicGroup {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::group::offsets::Committer;
+    use crate::group::records::{StoredGroup, StoredMember};
+
+    fn stable_group() -> ClassicGroup {
+        let member = StoredMember {
+            member_id: "m-1".into(),
+            group_instance_id: None,
+            client_id: "c".into(),
+            client_host: "/127.0.0.1".into(),
+            rebalance_timeout_ms: 30_000,
+            session_timeout_ms: 10_000,
+            subscription: Bytes::new(),
+            assignment: Bytes::new(),
+        };
+        let stored = StoredGroup {
+            protocol_type: "consumer".into(),
+            generation: 3,
+            protocol: Some("range".into()),
+            leader: Some("m-1".into()),
+            state_timestamp_ms: 0,
+            members: vec![member],
+        };
+        ClassicGroup::restore("g", &stored, Instant::now())
+    }
+
+    fn committer(member_id: &str, generation_id: i32, transactional: bool) -> Committer {
+        Committer {
+            member_id: member_id.into(),
+            group_instance_id: None,
+            generation_id,
+            api_version: if transactional { 1 } else { 2 },
+            transactional,
+        }
+    }
+
+    /// Goal: Kafka's rule for commits that name no member (TxnOffsetCommit before v3, which
+    /// kafkajs sends, carries neither member nor generation): a transactional one is
+    /// accepted while the group has members, an OffsetCommit is not; a named member is
+    /// still checked either way. Method: a stable group of one member at generation 3.
+    #[test]
+    fn a_transactional_commit_without_member_is_accepted_by_a_group_with_members() {
+        let group = stable_group();
+        assert!(group
+            .validate_offset_commit(&committer("", -1, true))
+            .is_ok());
+        assert!(matches!(
+            group.validate_offset_commit(&committer("", -1, false)),
+            Err(GroupError::UnknownMemberId { .. })
+        ));
+        assert!(group
+            .validate_offset_commit(&committer("m-1", 3, true))
+            .is_ok());
+        assert!(group
+            .validate_offset_commit(&committer("m-2", 3, true))
+            .is_err());
+        assert!(group
+            .validate_offset_commit(&committer("m-1", 2, true))
+            .is_err());
+    }
+}
