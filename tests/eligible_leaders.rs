@@ -147,7 +147,12 @@ async fn when_the_last_isr_member_dies_an_eligible_replica_with_every_acked_reco
 
     cluster.spawn(2);
     let (elected, isr) = partition_when(&cluster, 3, "an eligible leader", |l, _| l > 0).await;
-    assert_eq!((elected, isr), (2, vec![2]), "broker 2 was eligible");
+    // Broker 3 may already have caught up with the new leader and rejoined its ISR.
+    assert_eq!(elected, 2, "broker 2 was eligible");
+    assert!(
+        isr.contains(&2),
+        "the leader {elected} is in its ISR {isr:?}"
+    );
     // Strict min ISR: the high watermark moves once another broker has caught up.
     partition_when(&cluster, 2, "ISR of 3", |_, isr| isr.len() == 3).await;
     let mut client = Client::connect(cluster.addr(2)).await;
