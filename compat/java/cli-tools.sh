@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Compat suite: Apache Kafka's own command-line tools, run from the jars in .kafka-ref/libs
 # (kafka-topics, kafka-console-producer, kafka-console-consumer, kafka-get-offsets,
-# kafka-consumer-groups, kafka-transactions). The first tests read one partition from an
-# explicit offset, with no consumer group; the kafka-consumer-groups tests consume in groups
-# with the console consumer; the kafka-transactions tests look at a transaction that
-# cli/OpenTransaction.java (a Java producer, run by Java's source launcher) holds open.
+# kafka-consumer-groups, kafka-transactions, kafka-features). The first tests read one
+# partition from an explicit offset, with no consumer group; the kafka-consumer-groups tests
+# consume in groups with the console consumer; the kafka-transactions tests look at a
+# transaction that cli/OpenTransaction.java (a Java producer, run by Java's source launcher)
+# holds open; the kafka-features test moves transaction.version down and back.
 # Usage: compat/java/cli-tools.sh HOST:PORT
 set -euo pipefail
 
@@ -43,6 +44,8 @@ consumer_groups() {
 transactions() {
     kafka_tool org.apache.kafka.tools.TransactionsCommand --bootstrap-server "$bootstrap" "$@"
 }
+
+features() { kafka_tool org.apache.kafka.tools.FeatureCommand --bootstrap-server "$bootstrap" "$@"; }
 
 topic_listed() { topics --list | grep -qxF "$1"; }
 topic_not_listed() { ! topics --list | grep -qxF "$1"; }
@@ -455,6 +458,46 @@ test_transactions_find_hanging_and_abort_a_hanging_transaction() {
     assert_eq "hanging-0" "$(read_partition "$t" 0 read_uncommitted)" "read_uncommitted"
 }
 
+# feature_field NAME FIELD: FIELD (e.g. FinalizedVersionLevel) of feature NAME in
+# kafka-features describe.
+feature_field() {
+    features describe | awk -v n="$1" -v f="$2" '$2 == n {
+        for (i = 3; i < NF; i++) if ($i == f ":") print $(i + 1) }'
+}
+
+test_features_describe_downgrade_and_upgrade() {
+    local out max epoch
+    out="$(features describe)"
+    echo "$out"
+    for f in metadata.version transaction.version group.version; do
+        grep -qE "^Feature: $f	SupportedMinVersion: [^	]+	SupportedMaxVersion: [^	]+	FinalizedVersionLevel: [^	]+	Epoch: [0-9]+$" \
+            <<<"$out" || fail "describe lacks $f with a finalized level and an epoch"
+    done
+    assert_eq 1 "$(feature_field group.version FinalizedVersionLevel)" "group.version"
+    max="$(feature_field transaction.version SupportedMaxVersion)"
+    assert_eq "$max" "$(feature_field transaction.version FinalizedVersionLevel)" \
+        "transaction.version starts at the highest level supported"
+    epoch="$(feature_field transaction.version Epoch)"
+
+    out="$(features downgrade --feature transaction.version=0)"
+    assert_eq "transaction.version was downgraded to 0." "$out" "downgrade output"
+    assert_eq 0 "$(feature_field transaction.version FinalizedVersionLevel)" "after the downgrade"
+    (($(feature_field transaction.version Epoch) > epoch)) || fail "the epoch did not move"
+
+    if out="$(features upgrade --feature transaction.version=$((max + 1)) 2>&1)"; then
+        fail "an upgrade past the supported level succeeded: $out"
+    fi
+    grep -q "Invalid update version $((max + 1)) for feature transaction.version. .* only supports versions 0-$max" \
+        <<<"$out" || fail "refusal message: $out"
+    if out="$(features upgrade --feature group.version=0 2>&1)"; then
+        fail "an upgrade to a lower level succeeded: $out"
+    fi
+
+    out="$(features upgrade --feature transaction.version="$max")"
+    assert_eq "transaction.version was upgraded to $max." "$out" "upgrade output"
+    assert_eq "$max" "$(feature_field transaction.version FinalizedVersionLevel)" "after the upgrade"
+}
+
 echo "cli-tools suite against $bootstrap (Kafka tools from .kafka-ref/libs)"
 run_test "kafka-topics: create, list, describe, alter, delete" \
     test_topic_create_list_describe_alter_delete
@@ -470,4 +513,6 @@ run_test "kafka-transactions: abort an open transaction by its start offset, the
     test_transactions_abort_an_open_transaction_by_its_start_offset
 run_test "kafka-transactions: find-hanging and abort of a hanging transaction (if the broker lets one in)" \
     test_transactions_find_hanging_and_abort_a_hanging_transaction
+run_test "kafka-features: describe, downgrade and upgrade transaction.version, refusals" \
+    test_features_describe_downgrade_and_upgrade
 suite_summary

@@ -5,14 +5,26 @@
 //! defaults (librdkafka issue 4278). A version newer than served gets a v0 response with
 //! UNSUPPORTED_VERSION and the ApiVersions range, as Apache Kafka answers, so the client
 //! retries at a version both know.
+//!
+//! From v3 the answer carries the features served and the levels finalized
+//! ([`crate::metadata::features`]), with the image's metadata offset as their epoch (a
+//! client keeps the levels of the highest epoch it saw). With `group.version` 0,
+//! ConsumerGroupHeartbeat is not advertised (KIP-848 groups are off).
 
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::api_versions_response::{
+    ApiVersion, FinalizedFeatureKey, SupportedFeatureKey,
+};
 use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
 
 use super::response::ResponseFrame;
 use super::versions::{supported, SUPPORTED_APIS};
-use super::{HandlerError, Outcome, Request};
+use super::{str_bytes, Broker, HandlerError, Outcome, Request};
+use crate::metadata::features::{FEATURES, GROUP_VERSION};
+use crate::metadata::MetadataImage;
+
+/// The first version that carries features (as tagged fields).
+const FEATURES_VERSION: i16 = 3;
 
 fn api_version(key: ApiKey, min: i16, max: i16) -> ApiVersion {
     ApiVersion::default()
@@ -21,14 +33,56 @@ fn api_version(key: ApiKey, min: i16, max: i16) -> ApiVersion {
         .with_max_version(max)
 }
 
+/// Whether `key` is served under the finalized feature levels of `image`.
+pub fn enabled(image: &MetadataImage, key: ApiKey) -> bool {
+    key != ApiKey::ConsumerGroupHeartbeat || image.feature_level(GROUP_VERSION) >= 1
+}
+
 /// Answers ApiVersions.
-pub fn handle(request: &Request) -> Result<Outcome, HandlerError> {
+pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
+    let image = broker.image();
     let api_keys = SUPPORTED_APIS
         .iter()
+        .filter(|api| enabled(&image, api.key))
         .map(|api| api_version(api.key, api.min_version, api.max_version))
         .collect();
-    let response = ApiVersionsResponse::default().with_api_keys(api_keys);
+    let mut response = ApiVersionsResponse::default().with_api_keys(api_keys);
+    if request.version() >= FEATURES_VERSION {
+        response = with_features(response, &image);
+    }
     request.respond(&response)
+}
+
+/// The features served and, once the metadata is loaded, the levels finalized (those at
+/// 0 are left out, as Kafka leaves them).
+fn with_features(response: ApiVersionsResponse, image: &MetadataImage) -> ApiVersionsResponse {
+    let supported = FEATURES
+        .iter()
+        .map(|f| {
+            SupportedFeatureKey::default()
+                .with_name(str_bytes(f.name))
+                .with_min_version(f.min_level)
+                .with_max_version(f.max_level)
+        })
+        .collect();
+    let response = response.with_supported_features(supported);
+    if image.cluster_id.is_empty() {
+        return response;
+    }
+    let finalized = image
+        .features
+        .iter()
+        .filter(|(_, level)| **level > 0)
+        .map(|(name, level)| {
+            FinalizedFeatureKey::default()
+                .with_name(str_bytes(name))
+                .with_min_version_level(*level)
+                .with_max_version_level(*level)
+        })
+        .collect();
+    response
+        .with_finalized_features_epoch(image.offset as i64)
+        .with_finalized_features(finalized)
 }
 
 /// Answers an ApiVersions request of a version newer than served: v0, UNSUPPORTED_VERSION.

@@ -74,6 +74,18 @@ pub async fn heartbeat(broker: &Broker, request: &Request) -> Result<Outcome, Ha
     let group = body.group_id.0.to_string();
     let heartbeat = heartbeat_request(request, &body);
     let image = broker.image();
+    if !super::api_versions::enabled(
+        &image,
+        kafka_protocol::messages::ApiKey::ConsumerGroupHeartbeat,
+    ) {
+        tracing::debug!(client = %request.client, group, "KIP-848 groups are off (group.version 0)");
+        let message = "The consumer group protocol is disabled: group.version is 0";
+        return request.respond(
+            &ConsumerGroupHeartbeatResponse::default()
+                .with_error_code(kafka_protocol::error::ResponseError::UnsupportedVersion.code())
+                .with_error_message(Some(str_bytes(message))),
+        );
+    }
     let result = broker
         .groups
         .consumer_heartbeat(&broker.replicas, &group, heartbeat, &image)

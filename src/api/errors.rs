@@ -75,6 +75,7 @@ pub fn controller_error(error: &ControllerError) -> ResponseError {
         ErrorKind::NotPartitionLeader => ResponseError::NotLeaderOrFollower,
         ErrorKind::InvalidIsr => ResponseError::IneligibleReplica,
         ErrorKind::Conflict => ResponseError::UnknownServerError,
+        ErrorKind::InvalidFeatureUpdate => ResponseError::InvalidUpdateVersion,
     }
 }
 

@@ -29,6 +29,7 @@ pub mod topics;
 pub mod transactions;
 pub mod txn_markers;
 pub mod txn_verification;
+pub mod update_features;
 pub mod versions;
 
 use std::net::SocketAddr;
@@ -371,7 +372,7 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         ApiKey::OffsetFetch => offsets::offset_fetch(broker, request),
         ApiKey::OffsetDelete => offsets::offset_delete(broker, request).await,
         ApiKey::Metadata => metadata::handle(broker, request).await,
-        ApiKey::ApiVersions => api_versions::handle(request),
+        ApiKey::ApiVersions => api_versions::handle(broker, request),
         ApiKey::CreateTopics => topics::create_topics(broker, request).await,
         ApiKey::DeleteTopics => topics::delete_topics(broker, request).await,
         ApiKey::DeleteRecords => delete_records::handle(broker, request),
@@ -393,6 +394,7 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         ApiKey::ListTransactions => transactions::list_transactions(broker, request),
         ApiKey::DescribeProducers => transactions::describe_producers(broker, request),
         ApiKey::DescribeTopicPartitions => describe_topic_partitions::handle(broker, request),
+        ApiKey::UpdateFeatures => update_features::handle(broker, request).await,
         api_key => Err(HandlerError::UnsupportedVersion {
             api_key,
             version: request.version(),

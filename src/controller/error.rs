@@ -76,6 +76,11 @@ pub enum ControllerError {
     },
     #[error("the change raced with another and was not applied: {reason}")]
     Conflict { reason: String },
+    /// An UpdateFeatures refused as a whole, with the first feature's reason.
+    #[error(
+        "The update failed for all features since the following feature had an error: {reason}"
+    )]
+    InvalidFeatureUpdate { reason: String },
     /// An error the active controller returned, in its wire form.
     #[error("{message}")]
     Remote { kind: ErrorKind, message: String },
@@ -103,6 +108,7 @@ pub enum ErrorKind {
     NotPartitionLeader,
     InvalidIsr,
     Conflict,
+    InvalidFeatureUpdate,
 }
 
 /// A [`ControllerError`] on the wire.
@@ -138,6 +144,7 @@ impl ControllerError {
             ControllerError::NotPartitionLeader { .. } => ErrorKind::NotPartitionLeader,
             ControllerError::InvalidIsr { .. } => ErrorKind::InvalidIsr,
             ControllerError::Conflict { .. } => ErrorKind::Conflict,
+            ControllerError::InvalidFeatureUpdate { .. } => ErrorKind::InvalidFeatureUpdate,
             ControllerError::Remote { kind, .. } => *kind,
         }
     }

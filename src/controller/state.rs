@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::config::ConfigMap;
-use crate::metadata::{BrokerImage, MetadataImage, PartitionImage, TopicImage, NO_LEADER};
+use crate::metadata::{
+    features, BrokerImage, MetadataImage, PartitionImage, TopicImage, NO_LEADER,
+};
 
 /// Producer ids handed out per block (Kafka's ProducerIdsRecord hands out 1000 at a time).
 pub const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
@@ -149,6 +151,10 @@ pub enum Record {
     AllocateProducerIds {
         node_id: i32,
     },
+    /// Finalizes feature levels (UpdateFeatures; Kafka's FeatureLevelRecord).
+    FinalizeFeatures {
+        levels: Vec<(String, i16)>,
+    },
 }
 
 /// What applying a record produced, returned to whoever proposed it.
@@ -175,6 +181,9 @@ pub struct ClusterState {
     pub next_producer_id: i64,
     /// Incarnations each broker registered with before its current one.
     pub past_incarnations: BTreeMap<i32, Vec<Uuid>>,
+    /// Feature levels finalized by records (the others are at their defaults).
+    #[serde(default)]
+    pub features: BTreeMap<String, i16>,
 }
 
 impl ClusterState {
@@ -252,6 +261,10 @@ impl ClusterState {
                 let first = self.next_producer_id;
                 self.next_producer_id += PRODUCER_ID_BLOCK_SIZE;
                 RecordResult::ProducerIds { first }
+            }
+            Record::FinalizeFeatures { levels } => {
+                self.features.extend(levels.iter().cloned());
+                RecordResult::Applied
             }
         };
         self.check_invariants();
@@ -412,6 +425,7 @@ impl ClusterState {
                 .iter()
                 .map(|(name, t)| (name.clone(), Arc::new(t.clone())))
                 .collect(),
+            features: features::finalized(&self.features),
             offset,
         }
     }
@@ -623,5 +637,26 @@ mod tests {
                 first: PRODUCER_ID_BLOCK_SIZE
             }
         );
+    }
+
+    #[test]
+    fn finalized_feature_levels_reach_the_image_and_survive_a_snapshot() {
+        let mut state = ClusterState::default();
+        let tv = features::TRANSACTION_VERSION;
+        let default = features::feature(tv).map(|f| f.default_level);
+        assert_eq!(state.image(1, 1).features.get(tv).copied(), default);
+        let record = Record::FinalizeFeatures {
+            levels: vec![(tv.to_string(), 0)],
+        };
+        assert_eq!(state.apply(2, &record), RecordResult::Applied);
+        assert_eq!(state.image(2, 1).feature_level(tv), 0);
+        let snapshot = serde_json::to_string(&state).expect("encode");
+        let restored: ClusterState = serde_json::from_str(&snapshot).expect("decode");
+        assert_eq!(restored.image(2, 1).feature_level(tv), 0);
+        let mut old: serde_json::Value = serde_json::from_str(&snapshot).expect("json");
+        old.as_object_mut().expect("object").remove("features");
+        let old: ClusterState =
+            serde_json::from_value(old).expect("a snapshot from before features");
+        assert_eq!(old.image(2, 1).features.get(tv).copied(), default);
     }
 }

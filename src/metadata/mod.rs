@@ -10,6 +10,7 @@ use uuid::Uuid;
 
 use crate::config::ConfigMap;
 
+pub mod features;
 pub mod uuid_text;
 
 /// "No leader" in a partition's leader field, as in Kafka.
@@ -109,6 +110,8 @@ pub struct MetadataImage {
     /// Every registered broker, fenced or not, by node id.
     pub brokers: Vec<BrokerImage>,
     pub topics: BTreeMap<String, Arc<TopicImage>>,
+    /// The finalized level of every feature served ([`features::finalized`]).
+    pub features: BTreeMap<String, i16>,
     /// The Raft log index of the last record applied to this image.
     pub offset: u64,
 }
@@ -139,6 +142,11 @@ impl MetadataImage {
     /// The brokers clients may use: registered and not fenced.
     pub fn unfenced_brokers(&self) -> impl Iterator<Item = &BrokerImage> {
         self.brokers.iter().filter(|b| !b.fenced)
+    }
+
+    /// The finalized level of feature `name` (0: not finalized).
+    pub fn feature_level(&self, name: &str) -> i16 {
+        self.features.get(name).copied().unwrap_or(0)
     }
 
     /// The topic called `name`.

@@ -9,7 +9,8 @@
 //! memory on the leader only; a new leader starts every session afresh.
 //!
 //! This file holds the requests, the dispatch and the leader's duties; `topics` the topic
-//! changes, `brokers` registrations, heartbeats, fencing, ISR changes and elections.
+//! changes, `brokers` registrations, heartbeats, fencing, ISR changes and elections,
+//! `features` feature levels.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -26,9 +27,11 @@ use super::state::{ClusterState, PartitionChange, Record, RecordResult, PRODUCER
 use super::NewTopic;
 use crate::clock::Clock;
 use crate::config::BrokerConfig;
+use crate::metadata::features::UpgradeType;
 use crate::metadata::{PartitionImage, TopicImage};
 
 mod brokers;
+mod features;
 mod sessions;
 mod topics;
 
@@ -95,6 +98,11 @@ pub enum ControllerRequest {
     ElectLeaders {
         unclean: bool,
         partitions: Option<Vec<(String, i32)>>,
+    },
+    /// Finalizes feature levels (UpdateFeatures): every update or none.
+    UpdateFeatures {
+        updates: Vec<(String, i16, UpgradeType)>,
+        validate_only: bool,
     },
 }
 
@@ -275,6 +283,10 @@ impl ActiveController {
                 unclean,
                 partitions,
             } => self.elect_requested(unclean, partitions).await,
+            ControllerRequest::UpdateFeatures {
+                updates,
+                validate_only,
+            } => self.update_features(&updates, validate_only).await,
             broker_request => self.handle_broker_request(broker_request).await,
         }
     }
