@@ -381,9 +381,7 @@ async fn exercise_cluster(client: &mut Client, key: ApiKey, version: i16) {
                     .with_client_software_name(StrBytes::from_static_str("test"))
                     .with_client_software_version(StrBytes::from_static_str("1"));
             }
-            let response = client.call(&request, version).await;
-            assert_eq!(response.error_code, 0);
-            assert_eq!(response.api_keys.len(), SUPPORTED_APIS.len());
+            check_api_versions(&client.call(&request, version).await, version);
         }
         ApiKey::FindCoordinator => {
             let key = StrBytes::from_static_str("g");
@@ -424,8 +422,36 @@ async fn exercise_cluster(client: &mut Client, key: ApiKey, version: i16) {
     }
 }
 
+/// ApiVersions lists every API and, from v3, the finalized feature levels.
+fn check_api_versions(response: &ApiVersionsResponse, version: i16) {
+    assert_eq!(response.error_code, 0);
+    assert_eq!(response.api_keys.len(), SUPPORTED_APIS.len());
+    let finalized = response
+        .finalized_features
+        .iter()
+        .find(|f| f.name.as_str() == "transaction.version")
+        .map(|f| f.max_version_level);
+    match version >= 3 {
+        true => assert_eq!(finalized, Some(2), "v{version}"),
+        false => assert!(response.supported_features.is_empty(), "v{version}"),
+    }
+}
+
+/// UpdateFeatures to the level already finalized: accepted, nothing changes.
+async fn exercise_update_features(client: &mut Client, version: i16) {
+    let update = update_features_request::FeatureUpdateKey::default()
+        .with_feature(StrBytes::from_static_str("transaction.version"))
+        .with_max_version_level(2);
+    let request = UpdateFeaturesRequest::default().with_feature_updates(vec![update]);
+    let response = client.call(&request, version).await;
+    assert_eq!(response.error_code, 0, "v{version}");
+    let results = if version <= 1 { 1 } else { 0 };
+    assert_eq!(response.results.len(), results, "v{version}");
+}
+
 async fn exercise_admin(client: &mut Client, key: ApiKey, version: i16) {
     match key {
+        ApiKey::UpdateFeatures => exercise_update_features(client, version).await,
         ApiKey::DeleteRecords => {
             let topic = format!("trimmed-v{version}");
             create_topic(client, &topic, 1).await;

@@ -410,3 +410,93 @@ async fn malformed_transactional_requests_get_kafkas_errors_and_nothing_changes(
         "nothing appended"
     );
 }
+
+/// A transactional Produce of `records` to `topic`-0 at `version` (v12+: a transaction
+/// version 2 client, which sends no AddPartitionsToTxn).
+async fn produce_in(
+    client: &mut Client,
+    id: &str,
+    topic: &str,
+    records: bytes::Bytes,
+    version: i16,
+) -> i16 {
+    let request = produce_request(topic, 0, records, -1).with_transactional_id(Some(txn_id(id)));
+    let response = client.call(&request, version).await;
+    response.responses[0].partition_responses[0].error_code
+}
+
+/// EndTxn v5 (transaction version 2): the error and the producer id and epoch answered.
+async fn end_v5(
+    client: &mut Client,
+    id: &str,
+    producer: (i64, i16),
+    commit: bool,
+) -> (i16, (i64, i16)) {
+    let request = EndTxnRequest::default()
+        .with_transactional_id(txn_id(id))
+        .with_producer_id(ProducerId(producer.0))
+        .with_producer_epoch(producer.1)
+        .with_committed(commit);
+    let response = client.call(&request, 5).await;
+    let producer = (response.producer_id.0, response.producer_epoch);
+    (response.error_code, producer)
+}
+
+#[tokio::test]
+async fn a_transaction_version_2_client_adds_no_partition_and_ends_every_transaction_at_a_new_epoch(
+) {
+    let broker = TestBroker::start(&[("transaction.state.log.replication.factor", "1")]).await;
+    let mut client = broker.client().await;
+    assert_eq!(create_topic(&mut client, "t", 1).await, 0);
+    let (pid, epoch) = init(&mut client, "app-2", 60_000).await;
+
+    // Before v12 a partition not added to the transaction is refused (KIP-890 part 1).
+    let unadded = produce_in(&mut client, "app-2", "t", txn_batch(1, (pid, epoch), 0), 11).await;
+    assert_eq!(unadded, ResponseError::InvalidTxnState.code());
+    // From v12 the leader adds it (part 2).
+    let added = produce_in(&mut client, "app-2", "t", txn_batch(2, (pid, epoch), 0), 12).await;
+    assert_eq!(added, 0, "Produce v12 without AddPartitionsToTxn");
+    assert_eq!(
+        fetch_committed(&mut client, "t", 0)
+            .await
+            .last_stable_offset,
+        0
+    );
+
+    let (code, bumped) = end_v5(&mut client, "app-2", (pid, epoch), true).await;
+    assert_eq!(
+        (code, bumped),
+        (0, (pid, epoch + 1)),
+        "a new epoch for the commit"
+    );
+    let (code, retried) = end_v5(&mut client, "app-2", (pid, epoch), true).await;
+    assert_eq!((code, retried), (0, bumped), "a retry at the old epoch");
+    let (code, _) = end_v5(&mut client, "app-2", (pid, epoch), false).await;
+    assert_eq!(
+        code,
+        ResponseError::InvalidTxnState.code(),
+        "abort after commit"
+    );
+    let committed = fetch_committed(&mut client, "t", 0).await;
+    assert_eq!(
+        committed.last_stable_offset, 3,
+        "records 0-1, the marker at 2"
+    );
+
+    // A late write of the committed transaction is fenced by the marker's epoch.
+    let late = produce_in(&mut client, "app-2", "t", txn_batch(1, (pid, epoch), 2), 12).await;
+    assert_eq!(late, ResponseError::InvalidProducerEpoch.code());
+    // The next transaction runs at the new epoch from sequence 0, and aborts.
+    let next = produce_in(&mut client, "app-2", "t", txn_batch(1, bumped, 0), 12).await;
+    assert_eq!(next, 0, "the next transaction at the new epoch");
+    let (code, after_abort) = end_v5(&mut client, "app-2", bumped, false).await;
+    assert_eq!((code, after_abort), (0, (pid, epoch + 2)));
+    let aborted = fetch_committed(&mut client, "t", 0).await;
+    assert_eq!(
+        aborted.last_stable_offset, 5,
+        "the record at 3, the marker at 4"
+    );
+    let listed = aborted.aborted_transactions.unwrap_or_default();
+    assert_eq!(listed.len(), 1, "one aborted transaction");
+    assert_eq!((listed[0].producer_id.0, listed[0].first_offset), (pid, 3));
+}

@@ -221,7 +221,8 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
     let mut pending = Vec::new();
     let mut leaders = Vec::new();
     let names = topic_names(request, &body, &image);
-    let unverified = super::txn_verification::refused(broker, &body, &names).await;
+    let unverified =
+        super::txn_verification::refused(broker, &body, request.version(), &names).await;
     for (topic, name) in body.topic_data.iter().zip(names) {
         let topic_index = responses.len();
         let partitions = topic

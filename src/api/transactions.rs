@@ -1,7 +1,9 @@
-//! The transaction coordinator's APIs (KIP-98, KIP-447): InitProducerId with a
+//! The transaction coordinator's APIs (KIP-98, KIP-447, KIP-890): InitProducerId with a
 //! transactional id, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit (on the
-//! group coordinator), DescribeTransactions, ListTransactions and DescribeProducers. Every state change is
-//! replicated in `__transaction_state` before the answer.
+//! group coordinator), DescribeTransactions, ListTransactions and DescribeProducers. Every
+//! state change is replicated in `__transaction_state` before the answer. Transaction
+//! version 2 clients (EndTxn v5, TxnOffsetCommit v5) get a new epoch with every EndTxn
+//! and have their partitions added by the leaders they write to (`txn_verification`).
 
 use std::collections::BTreeMap;
 
@@ -23,10 +25,12 @@ use kafka_protocol::messages::{
 };
 
 use super::errors::{controller_error, group_error, txn_error, txn_error_at};
+use super::txn_verification::{add_offsets_partition, TXN_OFFSET_COMMIT_ADDS_VERSION};
 use super::{str_bytes, topic_name, Broker, HandlerError, Outcome, Request};
 use crate::clock::system_now_ms as now_ms;
 use crate::group::{Committer, OffsetCommit, OFFSETS_TOPIC};
 use crate::replica::journal::TxnProducer;
+use crate::txn::state::EPOCH_PER_TRANSACTION_VERSION;
 use crate::txn::{EndPlan, InitPlan, TransactionMetadata, TxnError, TxnPartition};
 
 /// AddPartitionsToTxn v4+ batches transactions (sent by brokers, KIP-890).
@@ -155,12 +159,14 @@ async fn init(
     Ok(transition.next)
 }
 
-/// Adds `partitions` to the open transaction of `id` (starting one if none is open).
-async fn add_partitions(
+/// Adds `partitions` to the open transaction of `id` (starting one if none is open), for a
+/// client of transaction version `client_version`.
+pub async fn add_partitions(
     broker: &Broker,
     id: &str,
     producer: (i64, i16),
     partitions: Vec<TxnPartition>,
+    client_version: i16,
 ) -> Result<(), TxnError> {
     let now = now_ms();
     let not_found = || TxnError::InvalidProducerIdMapping {
@@ -173,7 +179,7 @@ async fn add_partitions(
             let m = current.ok_or_else(not_found)?;
             Ok((
                 (),
-                m.add_partitions(producer.0, producer.1, &partitions, now)?,
+                m.add_partitions(producer, &partitions, client_version, now)?,
             ))
         })
         .await
@@ -218,7 +224,15 @@ async fn add_partitions_result(
             wanted.iter().map(|(t, p)| (t.0.to_string(), *p)).collect();
         let result = match verify_only {
             true => verify(broker, id, producer, &partitions),
-            false => add_partitions(broker, id, producer, partitions.clone()).await,
+            // A broker adding partitions (v4+, not verify-only) does so for a transaction
+            // version 2 client (KIP-890 part 2); clients (v0-3) add them themselves.
+            false => {
+                let client_version = match request.version() >= ADD_PARTITIONS_BATCHED_VERSION {
+                    true => EPOCH_PER_TRANSACTION_VERSION,
+                    false => 0,
+                };
+                add_partitions(broker, id, producer, partitions.clone(), client_version).await
+            }
         };
         match result {
             Ok(()) => Vec::new(),
@@ -319,7 +333,7 @@ pub async fn add_offsets_to_txn(
         broker.groups.partition_for(&body.group_id.0),
     );
     let producer = (body.producer_id.0, body.producer_epoch);
-    let code = match add_partitions(broker, &id, producer, vec![partition]).await {
+    let code = match add_partitions(broker, &id, producer, vec![partition], 0).await {
         Ok(()) => 0,
         Err(error) => {
             log_refusal(request, "AddOffsetsToTxn", &id, &error);
@@ -329,48 +343,96 @@ pub async fn add_offsets_to_txn(
     request.respond(&AddOffsetsToTxnResponse::default().with_error_code(code))
 }
 
+/// The EndTxn version of transaction version 2 clients (an epoch per transaction).
+const END_TXN_EPOCH_BUMP_VERSION: i16 = 5;
+
+/// What an EndTxn decided: a transition to write markers for, or a retry of a decided
+/// one; with the producer id and epoch the client goes on with.
+type Decided = (Option<crate::txn::Transition>, (i64, i16));
+
+/// Decides an EndTxn of `id`; `next_producer_id` once one was allocated for it.
+async fn decide_end(
+    broker: &Broker,
+    id: &str,
+    body: &EndTxnRequest,
+    client_version: i16,
+    next_producer_id: Option<i64>,
+) -> Result<Result<Decided, ()>, TxnError> {
+    let producer = (body.producer_id.0, body.producer_epoch);
+    let now = now_ms();
+    let not_found = || TxnError::InvalidProducerIdMapping {
+        transactional_id: id.to_string(),
+        producer_id: producer.0,
+    };
+    let end = (client_version, next_producer_id);
+    let (plan, transition) = broker
+        .transactions
+        .transition(&broker.replicas, id, |current| {
+            let m = current.ok_or_else(not_found)?;
+            match m.end(producer, body.committed, end, now)? {
+                EndPlan::AlreadyDone => Ok((Ok(m.producer_for_client()), None)),
+                EndPlan::NewProducerId => Ok((Err(()), None)),
+                EndPlan::Prepare(next) => Ok((Ok(next.producer_for_client()), Some(next))),
+            }
+        })
+        .await?;
+    Ok(plan.map(|client| (transition, client)))
+}
+
 /// Answers EndTxn: the decision is replicated, then the markers are written (the answer
-/// waits for them up to the write timeout; they go on being retried after it).
+/// waits for them up to the write timeout; they go on being retried after it). From v5
+/// the transaction ends at a new epoch, which the answer hands the client.
 pub async fn end_txn(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
     let body: EndTxnRequest = request.decode()?;
     let id = body.transactional_id.0.to_string();
-    let (producer_id, epoch) = (body.producer_id.0, body.producer_epoch);
-    let now = now_ms();
-    let not_found = || TxnError::InvalidProducerIdMapping {
-        transactional_id: id.clone(),
-        producer_id,
+    let client_version = match request.version() >= END_TXN_EPOCH_BUMP_VERSION {
+        true => EPOCH_PER_TRANSACTION_VERSION,
+        false => 0,
     };
-    let decided = broker
-        .transactions
-        .transition(&broker.replicas, &id, |current| {
-            let m = current.ok_or_else(not_found)?;
-            match m.end(producer_id, epoch, body.committed, now)? {
-                EndPlan::AlreadyDone => Ok(((), None)),
-                EndPlan::Prepare(next) => Ok(((), Some(next))),
+    let mut decided = decide_end(broker, &id, &body, client_version, None).await;
+    if let Ok(Err(())) = decided {
+        decided = match broker.controller.allocate_producer_id().await {
+            Ok(next) => decide_end(broker, &id, &body, client_version, Some(next)).await,
+            Err(error) => {
+                tracing::error!(transactional_id = %id, %error, "cannot allocate a producer id");
+                let code = controller_error(&error).code();
+                return request.respond(&end_txn_failed(code));
             }
-        })
-        .await;
-    let code = match decided {
-        Ok(((), Some(transition))) => {
-            let done = broker.transactions.finish(transition);
-            let wait = broker.transactions.config.write_timeout;
-            if tokio::time::timeout(wait, done).await.is_err() {
-                tracing::warn!(transactional_id = %id, "transaction markers still being written");
+        };
+    }
+    let response = match decided {
+        Ok(Ok((transition, (producer_id, producer_epoch)))) => {
+            if let Some(transition) = transition {
+                let done = broker.transactions.finish(transition);
+                let wait = broker.transactions.config.write_timeout;
+                if tokio::time::timeout(wait, done).await.is_err() {
+                    tracing::warn!(transactional_id = %id, "transaction markers still being written");
+                }
             }
-            0
+            EndTxnResponse::default()
+                .with_producer_id(ProducerId(producer_id))
+                .with_producer_epoch(producer_epoch)
         }
-        Ok(((), None)) => 0,
+        Ok(Err(())) => {
+            let error = TxnError::ConcurrentTransactions {
+                transactional_id: id.clone(),
+                state: "changing",
+            };
+            end_txn_failed(txn_code(request, &error).code())
+        }
         Err(error) => {
             log_refusal(request, "EndTxn", &id, &error);
-            txn_code(request, &error).code()
+            end_txn_failed(txn_code(request, &error).code())
         }
     };
-    request.respond(
-        &EndTxnResponse::default()
-            .with_error_code(code)
-            .with_producer_id(ProducerId(producer_id))
-            .with_producer_epoch(epoch),
-    )
+    request.respond(&response)
+}
+
+fn end_txn_failed(code: i16) -> EndTxnResponse {
+    EndTxnResponse::default()
+        .with_error_code(code)
+        .with_producer_id(ProducerId(-1))
+        .with_producer_epoch(-1)
 }
 
 /// Answers TxnOffsetCommit (group coordinator, KIP-447): offsets written in the
@@ -406,6 +468,20 @@ pub async fn txn_offset_commit(
         producer_id: body.producer_id.0,
         producer_epoch: body.producer_epoch,
     };
+    if request.version() >= TXN_OFFSET_COMMIT_ADDS_VERSION {
+        let partition = (
+            OFFSETS_TOPIC.to_string(),
+            broker.groups.partition_for(&group),
+        );
+        let owner = (producer.producer_id, producer.producer_epoch);
+        let id = &body.transactional_id;
+        if let Err(code) = add_offsets_partition(broker, id, owner, partition).await {
+            let codes = commits
+                .into_iter()
+                .map(|c| (c.topic, c.partition, code.code()));
+            return request.respond(&txn_offset_commit_response(codes.collect()));
+        }
+    }
     let outcome = broker
         .groups
         .commit_offsets_as(
@@ -430,6 +506,11 @@ pub async fn txn_offset_commit(
                 .collect()
         }
     };
+    request.respond(&txn_offset_commit_response(codes))
+}
+
+/// The TxnOffsetCommit answer of per-partition codes.
+fn txn_offset_commit_response(codes: Vec<(String, i32, i16)>) -> TxnOffsetCommitResponse {
     let mut by_topic: BTreeMap<String, Vec<TxnOffsetCommitResponsePartition>> = BTreeMap::new();
     for (topic, partition, code) in codes {
         by_topic.entry(topic).or_default().push(
@@ -446,7 +527,7 @@ pub async fn txn_offset_commit(
                 .with_partitions(partitions)
         })
         .collect();
-    request.respond(&TxnOffsetCommitResponse::default().with_topics(topics))
+    TxnOffsetCommitResponse::default().with_topics(topics)
 }
 
 /// Answers DescribeTransactions.

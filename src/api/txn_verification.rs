@@ -4,6 +4,11 @@
 //! late or stray write can never start a transaction nobody will end ("hanging"
 //! transactions). Batches of a transaction already open here need no question.
 //! `transaction.partition.verification.enable` turns it off.
+//!
+//! KIP-890 part 2: a transaction version 2 client (Produce v12+, TxnOffsetCommit v5+)
+//! sends no AddPartitionsToTxn (nor AddOffsetsToTxn); the leader asks the coordinator to
+//! add the partition instead (`verify_only` false), which starts the transaction if none
+//! is open. This cannot be turned off: such a client's transaction depends on it.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -18,10 +23,23 @@ use kafka_protocol::messages::{
 
 use super::{topic_name, Broker};
 use crate::log::batch::BatchHeader;
+use crate::txn::state::EPOCH_PER_TRANSACTION_VERSION;
 use crate::txn::TRANSACTION_TOPIC;
 
-/// The version brokers verify with (batched, `verify_only`).
-const VERIFY_VERSION: i16 = 4;
+/// The AddPartitionsToTxn version brokers send (batched; v5 knows TRANSACTION_ABORTABLE).
+const BROKER_VERSION: i16 = 5;
+/// The first Produce version of transaction version 2 clients.
+const PRODUCE_ADDS_VERSION: i16 = 12;
+/// The first TxnOffsetCommit version of transaction version 2 clients.
+pub const TXN_OFFSET_COMMIT_ADDS_VERSION: i16 = 5;
+
+/// What the coordinator is asked: whether the partitions are in the open transaction
+/// (part 1), or to add them to it (part 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ask {
+    Verify,
+    Add,
+}
 /// How long a leader waits for a remote coordinator's answer.
 const VERIFY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -34,16 +52,21 @@ type Target = (String, i32);
 pub async fn refused(
     broker: &Broker,
     body: &ProduceRequest,
+    version: i16,
     topics: &[String],
 ) -> HashMap<Target, ResponseError> {
     let Some(id) = body.transactional_id.as_ref().filter(|id| !id.is_empty()) else {
         return HashMap::new();
     };
-    if !broker
+    let ask = match version >= PRODUCE_ADDS_VERSION {
+        true => Ask::Add,
+        false => Ask::Verify,
+    };
+    let enabled = broker
         .config
         .parse::<bool>("transaction.partition.verification.enable")
-        .unwrap_or(true)
-    {
+        .unwrap_or(true);
+    if ask == Ask::Verify && !enabled {
         return HashMap::new();
     }
     let mut unverified: Vec<Target> = Vec::new();
@@ -75,12 +98,12 @@ pub async fn refused(
     let Some(producer) = producer.filter(|_| !unverified.is_empty()) else {
         return HashMap::new();
     };
-    let outcome = ask_coordinator(broker, id, producer, &unverified).await;
+    let outcome = ask_coordinator(broker, id, producer, &unverified, ask).await;
     unverified
         .into_iter()
         .filter_map(|tp| {
             let error = match &outcome {
-                Ok(errors) => errors.get(&tp).copied()?,
+                Ok(errors) => for_produce(errors.get(&tp).copied()?),
                 Err(()) => ResponseError::NotEnoughReplicas,
             };
             tracing::debug!(transactional_id = %id.0, topic = %tp.0, partition = tp.1, ?error,
@@ -90,13 +113,14 @@ pub async fn refused(
         .collect()
 }
 
-/// The coordinator's verdict per partition (absent: verified), or Err when it could not
-/// be asked.
-async fn ask_coordinator(
+/// The coordinator's answer per partition (absent: verified or added, as asked), or Err
+/// when it could not be asked.
+pub async fn ask_coordinator(
     broker: &Broker,
     id: &TransactionalId,
     producer: (i64, i16),
     partitions: &[Target],
+    ask: Ask,
 ) -> Result<HashMap<Target, ResponseError>, ()> {
     let image = broker.image();
     let coordinator = image
@@ -105,15 +129,21 @@ async fn ask_coordinator(
         .map(|p| p.leader)
         .ok_or(())?;
     if coordinator == broker.config.node_id {
-        return Ok(
-            match super::transactions::verify(broker, &id.0, producer, partitions) {
-                Ok(()) => HashMap::new(),
-                Err(error) => {
-                    let error = for_produce(super::errors::txn_error(&error));
-                    partitions.iter().map(|tp| (tp.clone(), error)).collect()
-                }
-            },
-        );
+        let answer = match ask {
+            Ask::Verify => super::transactions::verify(broker, &id.0, producer, partitions),
+            Ask::Add => {
+                let added = partitions.to_vec();
+                let version = EPOCH_PER_TRANSACTION_VERSION;
+                super::transactions::add_partitions(broker, &id.0, producer, added, version).await
+            }
+        };
+        return Ok(match answer {
+            Ok(()) => HashMap::new(),
+            Err(error) => {
+                let error = super::errors::txn_error(&error);
+                partitions.iter().map(|tp| (tp.clone(), error)).collect()
+            }
+        });
     }
     let address = image
         .broker(coordinator)
@@ -127,7 +157,7 @@ async fn ask_coordinator(
         .with_transactional_id(id.clone())
         .with_producer_id(ProducerId(producer.0))
         .with_producer_epoch(producer.1)
-        .with_verify_only(true)
+        .with_verify_only(ask == Ask::Verify)
         .with_topics(
             by_topic
                 .into_iter()
@@ -140,7 +170,7 @@ async fn ask_coordinator(
         );
     let request = AddPartitionsToTxnRequest::default().with_transactions(vec![transaction]);
     let node_id = broker.config.node_id;
-    let response = super::broker_client::call(&address, node_id, &request, VERIFY_VERSION, VERIFY_TIMEOUT)
+    let response = super::broker_client::call(&address, node_id, &request, BROKER_VERSION, VERIFY_TIMEOUT)
         .await
         .map_err(|error| {
             tracing::warn!(transactional_id = %id.0, coordinator, %error, "cannot verify a transactional produce");
@@ -153,14 +183,40 @@ async fn ask_coordinator(
     {
         for p in &result.results_by_partition {
             if let Some(error) = ResponseError::try_from_code(p.partition_error_code) {
-                errors.insert(
-                    (result.name.0.to_string(), p.partition_index),
-                    for_produce(error),
-                );
+                errors.insert((result.name.0.to_string(), p.partition_index), error);
             }
         }
     }
     Ok(errors)
+}
+
+/// KIP-890 part 2 for TxnOffsetCommit v5+: the group's `__consumer_offsets` partition is
+/// added to the transaction (what AddOffsetsToTxn did), or the error the commit gets: a
+/// fenced producer INVALID_PRODUCER_EPOCH, a transaction in the wrong state
+/// INVALID_TXN_STATE, anything passing COORDINATOR_NOT_AVAILABLE (as Kafka's group
+/// coordinator answers; clients find the coordinator again and retry).
+pub async fn add_offsets_partition(
+    broker: &Broker,
+    id: &TransactionalId,
+    producer: (i64, i16),
+    partition: Target,
+) -> Result<(), ResponseError> {
+    let asked = [partition];
+    let outcome = ask_coordinator(broker, id, producer, &asked, Ask::Add).await;
+    let [partition] = asked;
+    let error = match outcome {
+        Ok(errors) => match errors.get(&partition) {
+            None => return Ok(()),
+            Some(error) => match for_produce(*error) {
+                ResponseError::NotEnoughReplicas => ResponseError::CoordinatorNotAvailable,
+                error => error,
+            },
+        },
+        Err(()) => ResponseError::CoordinatorNotAvailable,
+    };
+    tracing::debug!(transactional_id = %id.0, partition = partition.1, ?error,
+        "the offsets partition could not join the transaction");
+    Err(error)
 }
 
 /// The error a producer gets for a failed verification: a fenced producer

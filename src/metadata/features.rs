@@ -57,8 +57,8 @@ pub const FEATURES: &[Feature] = &[
     Feature {
         name: TRANSACTION_VERSION,
         min_level: 0,
-        max_level: 1,
-        default_level: 1,
+        max_level: 2,
+        default_level: 2,
     },
 ];
 
@@ -148,7 +148,7 @@ mod tests {
     #[test]
     fn a_cluster_without_records_is_at_the_defaults() {
         let levels = finalized(&BTreeMap::new());
-        assert_eq!(levels.get(TRANSACTION_VERSION), Some(&1));
+        assert_eq!(levels.get(TRANSACTION_VERSION), Some(&2));
         assert_eq!(levels.get(METADATA_VERSION), Some(&27));
         let set = BTreeMap::from([(TRANSACTION_VERSION.to_string(), 1)]);
         assert_eq!(finalized(&set).get(TRANSACTION_VERSION), Some(&1));
@@ -170,11 +170,11 @@ mod tests {
         );
         let upgrade = check_update(1, tv, 1, UpgradeType::SafeDowngrade, 0).expect_err("refused");
         assert!(upgrade.contains("newer version"), "{upgrade}");
-        let range = check_update(3, tv, 3, UpgradeType::Upgrade, 1).expect_err("refused");
+        let range = check_update(3, tv, 3, UpgradeType::Upgrade, 2).expect_err("refused");
         assert_eq!(
             range,
             "Invalid update version 3 for feature transaction.version. \
-             Local controller 3 only supports versions 0-1"
+             Local controller 3 only supports versions 0-2"
         );
         let unknown =
             check_update(1, "share.version", 1, UpgradeType::Upgrade, 0).expect_err("refused");

@@ -1,8 +1,10 @@
 //! The records the transaction coordinator keeps in `__transaction_state`, in Apache
 //! Kafka's layouts so that its tools (DumpLogSegments `--transaction-log-decoder`) read
-//! them: key version 0 (`TransactionLogKey`: the transactional id), value version 0
-//! (`TransactionLogValue`). A `None` value is a tombstone (an expired transactional id).
-//! Pure encoding and decoding, no state.
+//! them: key version 0 (`TransactionLogKey`: the transactional id), value version 1
+//! (`TransactionLogValue`, flexible, with the tagged fields of KIP-890 part 2: previous and
+//! next producer id, the client's transaction version); version 0 is read too. A `None`
+//! value is a tombstone (an expired transactional id). Pure encoding and decoding, no
+//! state.
 //!
 //! Invariant: every length read from a record is checked against the bytes left before
 //! anything is allocated.
@@ -16,8 +18,12 @@ use crate::group::error::RecordError;
 
 /// Key version of a transaction record (Kafka's `TransactionLogKey`).
 const KEY_VERSION: i16 = 0;
-/// Value version written here (v1 is the flexible one; v0 carries the same fields).
-const VALUE_VERSION: i16 = 0;
+/// Value version written here (the flexible one).
+const VALUE_VERSION: i16 = 1;
+/// Tags of the value's tagged fields.
+const TAG_PREVIOUS_PRODUCER_ID: u64 = 0;
+const TAG_NEXT_PRODUCER_ID: u64 = 1;
+const TAG_CLIENT_TRANSACTION_VERSION: u64 = 2;
 
 /// A decoded `__transaction_state` record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,6 +93,14 @@ impl TransactionRecord {
     }
 }
 
+fn put_unsigned_varint(buf: &mut BytesMut, mut value: u64) {
+    while value >= 0x80 {
+        buf.put_u8((value as u8) | 0x80);
+        value >>= 7;
+    }
+    buf.put_u8(value as u8);
+}
+
 fn encode_value(m: &TransactionMetadata) -> Bytes {
     let mut buf = BytesMut::new();
     buf.put_i16(VALUE_VERSION);
@@ -101,17 +115,63 @@ fn encode_value(m: &TransactionMetadata) -> Bytes {
             _ => topics.push((topic, vec![*partition])),
         }
     }
-    buf.put_i32(topics.len() as i32);
+    put_unsigned_varint(&mut buf, topics.len() as u64 + 1);
     for (topic, partitions) in topics {
-        put_string(&mut buf, topic);
-        buf.put_i32(partitions.len() as i32);
+        put_unsigned_varint(&mut buf, topic.len() as u64 + 1);
+        buf.put_slice(topic.as_bytes());
+        put_unsigned_varint(&mut buf, partitions.len() as u64 + 1);
         for partition in partitions {
             buf.put_i32(partition);
         }
+        put_unsigned_varint(&mut buf, 0);
     }
     buf.put_i64(m.last_update_ms);
     buf.put_i64(m.start_ms);
+    // Tagged fields at their defaults are left out, as Kafka leaves them.
+    let mut tagged: Vec<(u64, Vec<u8>)> = Vec::new();
+    if m.previous_producer_id != -1 {
+        tagged.push((
+            TAG_PREVIOUS_PRODUCER_ID,
+            m.previous_producer_id.to_be_bytes().into(),
+        ));
+    }
+    if m.next_producer_id != -1 {
+        tagged.push((
+            TAG_NEXT_PRODUCER_ID,
+            m.next_producer_id.to_be_bytes().into(),
+        ));
+    }
+    if m.client_transaction_version != 0 {
+        let version = m.client_transaction_version.to_be_bytes().into();
+        tagged.push((TAG_CLIENT_TRANSACTION_VERSION, version));
+    }
+    put_unsigned_varint(&mut buf, tagged.len() as u64);
+    for (tag, value) in tagged {
+        put_unsigned_varint(&mut buf, tag);
+        put_unsigned_varint(&mut buf, value.len() as u64);
+        buf.put_slice(&value);
+    }
     buf.freeze()
+}
+
+/// Reads the value's own tagged fields (v1) into `metadata`; unknown tags are skipped.
+fn get_value_tags(buf: &mut Bytes, metadata: &mut TransactionMetadata) -> Result<(), RecordError> {
+    let count = get_unsigned_varint(buf)?;
+    for _ in 0..count {
+        let tag = get_unsigned_varint(buf)?;
+        let size = get_unsigned_varint(buf)? as usize;
+        need(buf, size)?;
+        let mut field = buf.split_to(size);
+        match (tag, size) {
+            (TAG_PREVIOUS_PRODUCER_ID, 8) => metadata.previous_producer_id = field.get_i64(),
+            (TAG_NEXT_PRODUCER_ID, 8) => metadata.next_producer_id = field.get_i64(),
+            (TAG_CLIENT_TRANSACTION_VERSION, 2) => {
+                metadata.client_transaction_version = field.get_i16()
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Skips the tagged fields of a flexible (v1) value: a varint count, then for each a
@@ -188,6 +248,9 @@ fn decode_value(transactional_id: &str, value: &[u8]) -> Result<TransactionMetad
     metadata.partitions = partitions;
     metadata.last_update_ms = last_update_ms;
     metadata.start_ms = start_ms;
+    if flexible {
+        get_value_tags(&mut buf, &mut metadata)?;
+    }
     Ok(metadata)
 }
 
@@ -206,6 +269,9 @@ mod tests {
             .collect();
         metadata.start_ms = 1_000;
         metadata.last_update_ms = 2_000;
+        metadata.client_transaction_version = 2;
+        metadata.previous_producer_id = 3000;
+        metadata.next_producer_id = 5000;
         let record = TransactionRecord {
             transactional_id: "txn-a".into(),
             metadata: Some(metadata.clone()),
@@ -226,5 +292,28 @@ mod tests {
         for end in 0..value.len() {
             assert!(decode_value("t", &value[..end]).is_err(), "cut at {end}");
         }
+    }
+
+    #[test]
+    fn a_version_0_value_still_reads() {
+        let mut v0 = BytesMut::new();
+        v0.put_i16(0);
+        v0.put_i64(4000);
+        v0.put_i16(3);
+        v0.put_i32(60_000);
+        v0.put_i8(TxnState::Ongoing.code());
+        v0.put_i32(1);
+        put_string(&mut v0, "in");
+        v0.put_i32(1);
+        v0.put_i32(2);
+        v0.put_i64(2_000);
+        v0.put_i64(1_000);
+        let metadata = decode_value("t", &v0).expect("decode");
+        assert_eq!((metadata.producer_id, metadata.producer_epoch), (4000, 3));
+        assert!(metadata.partitions.contains(&("in".to_string(), 2)));
+        assert_eq!(
+            (metadata.start_ms, metadata.client_transaction_version),
+            (1_000, 0)
+        );
     }
 }

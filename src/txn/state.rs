@@ -1,13 +1,19 @@
 //! One transactional id's state and the transaction state machine (Kafka's
-//! TransactionMetadata and the transitions of TransactionCoordinator, transaction version
-//! 1): which producer id and epoch own the id, the partitions of its open transaction, and
-//! where the transaction stands. Pure: each operation checks the request against the state
-//! and returns the state to write; the coordinator writes it and only then applies it.
+//! TransactionMetadata and the transitions of TransactionCoordinator): which producer id
+//! and epoch own the id, the partitions of its open transaction, and where the transaction
+//! stands. Pure: each operation checks the request against the state and returns the state
+//! to write; the coordinator writes it and only then applies it.
 //!
 //! Empty → Ongoing (AddPartitionsToTxn) → PrepareCommit | PrepareAbort (EndTxn, a timeout,
 //! a new instance fencing this one) → CompleteCommit | CompleteAbort (markers written) →
 //! Ongoing again with the next AddPartitionsToTxn; InitProducerId moves a completed or
 //! empty id to Empty at a new epoch.
+//!
+//! Transaction version 2 (KIP-890 part 2, a client sending EndTxn v5 and letting the
+//! partition leaders add partitions for it): every EndTxn bumps the epoch (the markers
+//! carry the new one, which fences any late write of the transaction), so a retried EndTxn
+//! comes at the epoch before; an epoch exhausted by the bump hands the id a new producer
+//! id once the markers are written.
 
 use std::collections::BTreeSet;
 
@@ -89,7 +95,18 @@ pub struct TransactionMetadata {
     pub last_update_ms: i64,
     /// A write of this state is in flight: requests get CONCURRENT_TRANSACTIONS.
     pub pending: Option<TxnState>,
+    /// The transaction version of the client's last transaction (2: an epoch per
+    /// transaction).
+    pub client_transaction_version: i16,
+    /// The producer id before the last rotation (-1: none).
+    pub previous_producer_id: i64,
+    /// The producer id the id moves to once the decided transaction is complete (an
+    /// epoch exhausted under transaction version 2; -1: none).
+    pub next_producer_id: i64,
 }
+
+/// The transaction version from which every transaction has its own epoch.
+pub const EPOCH_PER_TRANSACTION_VERSION: i16 = 2;
 
 /// What InitProducerId must do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,6 +127,8 @@ pub enum EndPlan {
     AlreadyDone,
     /// Write this prepared state, then the markers, then complete.
     Prepare(TransactionMetadata),
+    /// The epoch bump would exhaust the epochs: allocate a producer id, then decide again.
+    NewProducerId,
 }
 
 impl TransactionMetadata {
@@ -126,6 +145,23 @@ impl TransactionMetadata {
             start_ms: -1,
             last_update_ms: -1,
             pending: None,
+            client_transaction_version: 0,
+            previous_producer_id: -1,
+            next_producer_id: -1,
+        }
+    }
+
+    /// Whether the last transaction ran at transaction version 2.
+    fn epoch_per_transaction(&self) -> bool {
+        self.client_transaction_version >= EPOCH_PER_TRANSACTION_VERSION
+    }
+
+    /// The producer id and epoch the client goes on with after this state: the next
+    /// producer id at epoch 0 once one is chosen.
+    pub fn producer_for_client(&self) -> (i64, i16) {
+        match self.next_producer_id {
+            -1 => (self.producer_id, self.producer_epoch),
+            next => (next, 0),
         }
     }
 
@@ -209,15 +245,20 @@ impl TransactionMetadata {
         Ok(InitPlan::Write(next))
     }
 
-    /// AddPartitionsToTxn / AddOffsetsToTxn: `None` when every partition is already in
-    /// the open transaction (nothing to write).
+    /// AddPartitionsToTxn / AddOffsetsToTxn (`client_version` 0), or a partition leader
+    /// adding a partition for a transaction version 2 client (`client_version` 2): `None`
+    /// when every partition is already in the open transaction (nothing to write).
     pub fn add_partitions(
         &self,
-        producer_id: i64,
-        producer_epoch: i16,
+        (producer_id, producer_epoch): (i64, i16),
         partitions: &[TxnPartition],
+        client_version: i16,
         now_ms: i64,
     ) -> Result<Option<TransactionMetadata>, TxnError> {
+        if self.state.is_preparing() && producer_id == self.next_producer_id {
+            // The client already has the producer id the completion moves to.
+            return Err(self.concurrent());
+        }
         self.check_owner(producer_id, producer_epoch)?;
         match self.state {
             TxnState::PrepareCommit | TxnState::PrepareAbort | TxnState::PrepareEpochFence => {
@@ -234,6 +275,7 @@ impl TransactionMetadata {
         if !ongoing {
             next.partitions.clear();
             next.start_ms = now_ms;
+            next.client_transaction_version = client_version;
         }
         next.state = TxnState::Ongoing;
         next.partitions.extend(partitions.iter().cloned());
@@ -258,17 +300,34 @@ impl TransactionMetadata {
         }
     }
 
-    /// EndTxn from the client.
+    /// EndTxn from the client, of `client_version` (2 from EndTxn v5); `next_producer_id`
+    /// is the producer id allocated after [`EndPlan::NewProducerId`].
     pub fn end(
         &self,
-        producer_id: i64,
-        producer_epoch: i16,
+        (producer_id, producer_epoch): (i64, i16),
         commit: bool,
+        (client_version, next_producer_id): (i16, Option<i64>),
         now_ms: i64,
     ) -> Result<EndPlan, TxnError> {
-        self.check_owner(producer_id, producer_epoch)?;
+        match self.epoch_per_transaction() {
+            true => self.check_end_owner(producer_id, producer_epoch)?,
+            false => self.check_owner(producer_id, producer_epoch)?,
+        }
         let operation = if commit { "commit" } else { "abort" };
         match (self.state, commit) {
+            (TxnState::Ongoing, _) if client_version >= EPOCH_PER_TRANSACTION_VERSION => {
+                let mut next = self.prepared(commit, now_ms);
+                next.client_transaction_version = client_version;
+                next.last_producer_epoch = self.producer_epoch;
+                next.producer_epoch = self.producer_epoch.saturating_add(1);
+                if self.producer_epoch >= EPOCH_MAX {
+                    match next_producer_id {
+                        None => return Ok(EndPlan::NewProducerId),
+                        Some(id) => next.next_producer_id = id,
+                    }
+                }
+                Ok(EndPlan::Prepare(next))
+            }
             (TxnState::Ongoing, _) => Ok(EndPlan::Prepare(self.prepared(commit, now_ms))),
             (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => {
                 Ok(EndPlan::AlreadyDone)
@@ -277,6 +336,39 @@ impl TransactionMetadata {
                 Err(self.concurrent())
             }
             _ => Err(self.invalid_state(operation)),
+        }
+    }
+
+    /// The owner check of an EndTxn under transaction version 2 (Kafka's): an open (or
+    /// no) transaction needs the current epoch; a decided or completed one is only ended
+    /// again by a retry, at the epoch before the bump (or, after a rotation to a new
+    /// producer id, at the last epoch of the previous one).
+    fn check_end_owner(&self, producer_id: i64, producer_epoch: i16) -> Result<(), TxnError> {
+        let retried_bump = self.producer_epoch == producer_epoch.saturating_add(1);
+        let retried_rotation = self.previous_producer_id == producer_id
+            && producer_epoch == EPOCH_MAX
+            && self.producer_epoch == 0;
+        if producer_id != self.producer_id && !retried_rotation {
+            return Err(TxnError::InvalidProducerIdMapping {
+                transactional_id: self.transactional_id.clone(),
+                producer_id,
+            });
+        }
+        let valid = match self.state {
+            TxnState::PrepareCommit | TxnState::PrepareAbort => retried_bump,
+            TxnState::CompleteCommit | TxnState::CompleteAbort => retried_bump || retried_rotation,
+            _ => producer_epoch == self.producer_epoch,
+        };
+        if !valid {
+            return Err(TxnError::ProducerFenced {
+                transactional_id: self.transactional_id.clone(),
+                producer_epoch,
+                current: self.producer_epoch,
+            });
+        }
+        match self.pending {
+            Some(_) => Err(self.concurrent()),
+            None => Ok(()),
         }
     }
 
@@ -301,9 +393,16 @@ impl TransactionMetadata {
             return None;
         }
         let mut next = self.prepared(false, now_ms);
-        if self.producer_epoch < EPOCH_MAX {
+        // Under transaction version 2 the abort bumps once more (as Kafka's fence then
+        // abort does), so that the producer's own EndTxn at its epoch is fenced rather than
+        // taken for a retry of an abort it never sent.
+        let bump = match self.epoch_per_transaction() {
+            true => 2,
+            false => 1,
+        };
+        if self.producer_epoch <= EPOCH_MAX - bump {
             next.last_producer_epoch = self.producer_epoch;
-            next.producer_epoch = self.producer_epoch + 1;
+            next.producer_epoch = self.producer_epoch + bump;
         }
         Some(next)
     }
@@ -323,9 +422,17 @@ impl TransactionMetadata {
         })
     }
 
-    /// The markers are written: the transaction is complete and its partitions forgotten.
+    /// The markers are written: the transaction is complete and its partitions forgotten
+    /// (and the id moves to its next producer id, if one was chosen).
     pub fn completed(&self, now_ms: i64) -> TransactionMetadata {
         let mut next = self.clone();
+        if self.next_producer_id >= 0 {
+            next.previous_producer_id = self.producer_id;
+            next.producer_id = self.next_producer_id;
+            next.next_producer_id = -1;
+            next.last_producer_epoch = self.producer_epoch;
+            next.producer_epoch = 0;
+        }
         next.state = match self.state {
             TxnState::PrepareCommit => TxnState::CompleteCommit,
             _ => TxnState::CompleteAbort,
@@ -343,7 +450,7 @@ mod tests {
 
     fn ongoing() -> TransactionMetadata {
         let meta = TransactionMetadata::new("t", 7, 60_000);
-        meta.add_partitions(7, 0, &[("a".into(), 0)], 100)
+        meta.add_partitions((7, 0), &[("a".into(), 0)], 0, 100)
             .expect("add")
             .expect("changed")
     }
@@ -353,24 +460,29 @@ mod tests {
         let meta = ongoing();
         assert_eq!((meta.state, meta.start_ms), (TxnState::Ongoing, 100));
         assert_eq!(
-            meta.add_partitions(7, 0, &[("a".into(), 0)], 200),
+            meta.add_partitions((7, 0), &[("a".into(), 0)], 0, 200),
             Ok(None),
             "nothing new"
         );
-        let EndPlan::Prepare(prepared) = meta.end(7, 0, true, 300).expect("end") else {
+        let EndPlan::Prepare(prepared) = meta.end((7, 0), true, (0, None), 300).expect("end")
+        else {
             panic!("prepare expected");
         };
         assert_eq!(prepared.state, TxnState::PrepareCommit);
         assert!(matches!(
-            prepared.add_partitions(7, 0, &[("b".into(), 0)], 301),
+            prepared.add_partitions((7, 0), &[("b".into(), 0)], 0, 301),
             Err(TxnError::ConcurrentTransactions { .. })
         ));
         let done = prepared.completed(400);
         assert_eq!(done.state, TxnState::CompleteCommit);
         assert!(done.partitions.is_empty());
-        assert_eq!(done.end(7, 0, true, 401), Ok(EndPlan::AlreadyDone), "retry");
+        assert_eq!(
+            done.end((7, 0), true, (0, None), 401),
+            Ok(EndPlan::AlreadyDone),
+            "retry"
+        );
         assert!(matches!(
-            done.end(7, 0, false, 401),
+            done.end((7, 0), false, (0, None), 401),
             Err(TxnError::InvalidTxnState { .. })
         ));
     }
@@ -388,7 +500,7 @@ mod tests {
         );
         let aborted = fenced.completed(600);
         assert!(matches!(
-            aborted.add_partitions(7, 0, &[("a".into(), 0)], 700),
+            aborted.add_partitions((7, 0), &[("a".into(), 0)], 0, 700),
             Err(TxnError::ProducerFenced { .. })
         ));
         let InitPlan::Write(next) = aborted.init_producer_id(None, 1000, 700).expect("init") else {
@@ -407,7 +519,7 @@ mod tests {
             (TxnState::PrepareAbort, 1)
         );
         assert!(matches!(
-            aborted.completed(0).end(7, 0, false, 0),
+            aborted.completed(0).end((7, 0), false, (0, None), 0),
             Err(TxnError::ProducerFenced { .. })
         ));
     }
@@ -416,17 +528,17 @@ mod tests {
     fn a_wrong_producer_id_or_a_pending_write_is_refused() {
         let meta = ongoing();
         assert!(matches!(
-            meta.add_partitions(8, 0, &[], 0),
+            meta.add_partitions((8, 0), &[], 0, 0),
             Err(TxnError::InvalidProducerIdMapping { .. })
         ));
         let mut pending = meta.clone();
         pending.pending = Some(TxnState::PrepareCommit);
         assert!(matches!(
-            pending.end(7, 0, true, 0),
+            pending.end((7, 0), true, (0, None), 0),
             Err(TxnError::ConcurrentTransactions { .. })
         ));
         assert!(matches!(
-            TransactionMetadata::new("t", 7, 1).end(7, 0, true, 0),
+            TransactionMetadata::new("t", 7, 1).end((7, 0), true, (0, None), 0),
             Err(TxnError::InvalidTxnState { .. })
         ));
     }
@@ -436,5 +548,90 @@ mod tests {
         assert_eq!(TxnState::CompleteAbort.code(), 5);
         assert_eq!(TxnState::from_code(7), Some(TxnState::PrepareEpochFence));
         assert_eq!(TxnState::from_code(8), None);
+    }
+
+    /// An open transaction of a transaction version 2 client at epoch `epoch`.
+    fn ongoing_v2(epoch: i16) -> TransactionMetadata {
+        let mut meta = TransactionMetadata::new("t", 7, 60_000);
+        meta.producer_epoch = epoch;
+        meta.add_partitions((7, epoch), &[("a".into(), 0)], 2, 100)
+            .expect("add")
+            .expect("changed")
+    }
+
+    fn end_v2(meta: &TransactionMetadata, epoch: i16, commit: bool) -> Result<EndPlan, TxnError> {
+        meta.end((7, epoch), commit, (2, None), 300)
+    }
+
+    #[test]
+    fn under_transaction_version_2_every_end_bumps_the_epoch_and_a_retry_comes_at_the_old_one() {
+        let meta = ongoing_v2(3);
+        assert_eq!(meta.client_transaction_version, 2);
+        let EndPlan::Prepare(prepared) = end_v2(&meta, 3, true).expect("end") else {
+            panic!("prepare expected");
+        };
+        assert_eq!(
+            (prepared.producer_epoch, prepared.last_producer_epoch),
+            (4, 3)
+        );
+        assert_eq!(prepared.producer_for_client(), (7, 4));
+        assert!(matches!(
+            end_v2(&prepared, 3, true),
+            Err(TxnError::ConcurrentTransactions { .. })
+        ));
+        let done = prepared.completed(400);
+        assert_eq!(end_v2(&done, 3, true), Ok(EndPlan::AlreadyDone), "a retry");
+        assert!(matches!(
+            end_v2(&done, 4, true),
+            Err(TxnError::ProducerFenced { .. })
+        ));
+        assert!(matches!(
+            end_v2(&done, 3, false),
+            Err(TxnError::InvalidTxnState { .. })
+        ));
+        // The next transaction starts at the new epoch; the old one is fenced.
+        assert!(matches!(
+            done.add_partitions((7, 3), &[("a".into(), 0)], 2, 500),
+            Err(TxnError::ProducerFenced { .. })
+        ));
+        let next = done
+            .add_partitions((7, 4), &[("b".into(), 1)], 2, 500)
+            .expect("add")
+            .expect("changed");
+        assert_eq!((next.state, next.start_ms), (TxnState::Ongoing, 500));
+    }
+
+    #[test]
+    fn an_exhausted_epoch_moves_the_id_to_a_new_producer_id_once_complete() {
+        let meta = ongoing_v2(EPOCH_MAX);
+        assert_eq!(end_v2(&meta, EPOCH_MAX, true), Ok(EndPlan::NewProducerId));
+        let Ok(EndPlan::Prepare(prepared)) = meta.end((7, EPOCH_MAX), true, (2, Some(99)), 300)
+        else {
+            panic!("prepare expected");
+        };
+        assert_eq!(prepared.producer_epoch, i16::MAX, "the markers' epoch");
+        assert_eq!(prepared.producer_for_client(), (99, 0));
+        let done = prepared.completed(400);
+        assert_eq!((done.producer_id, done.producer_epoch), (99, 0));
+        assert_eq!(done.previous_producer_id, 7);
+        assert_eq!(
+            end_v2(&done, EPOCH_MAX, true),
+            Ok(EndPlan::AlreadyDone),
+            "a retry"
+        );
+        assert!(done
+            .add_partitions((99, 0), &[("a".into(), 0)], 2, 500)
+            .is_ok());
+    }
+
+    #[test]
+    fn under_transaction_version_2_a_timed_out_transaction_fences_the_producers_own_end() {
+        let meta = ongoing_v2(3);
+        let aborted = meta.timed_out(60_101).expect("expired").completed(60_200);
+        assert_eq!(aborted.producer_epoch, 5);
+        assert!(matches!(
+            end_v2(&aborted, 3, false),
+            Err(TxnError::ProducerFenced { .. })
+        ));
     }
 }
