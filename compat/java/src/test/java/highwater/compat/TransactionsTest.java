@@ -450,4 +450,44 @@ class TransactionsTest {
             f.close();
         }
     }
+
+    @Test
+    @Timeout(90)
+    void every_transaction_ends_at_a_new_producer_epoch() throws Exception {
+        // Goal: transaction version 2 (KIP-890 part 2), which Kafka 4.1 finalizes: the producer
+        // adds no partition itself and every EndTxn (v5) bumps its epoch, so DescribeTransactions
+        // shows the epoch one higher after each committed or aborted transaction (under
+        // transaction version 1 it stays); read_committed sees the committed records only.
+        String topic = Compat.uniqueTopic("txn-epochs");
+        String id = topic + "-txn";
+        try (Admin admin = Compat.admin()) {
+            Compat.createTopic(admin, topic, 1, Map.of());
+            KafkaProducer<byte[], byte[]> p = txnProducer(id);
+            try {
+                p.initTransactions();
+                int first = epochOf(admin, id);
+                for (int i = 0; i < 3; i++) {
+                    p.beginTransaction();
+                    p.send(new ProducerRecord<>(topic, 0, null, ("v" + i).getBytes()))
+                            .get(TIMEOUT_S, SECONDS);
+                    if (i == 1) {
+                        p.abortTransaction();
+                    } else {
+                        p.commitTransaction();
+                    }
+                }
+                assertEquals(first + 3, epochOf(admin, id), "one epoch per transaction");
+            } finally {
+                closeQuietly(p);
+            }
+        }
+        // Three records, three markers.
+        Map<TopicPartition, Long> ends = Map.of(new TopicPartition(topic, 0), 6L);
+        assertEquals(List.of("v0", "v2"), readAll(topic, "read_committed", ends).get(0));
+    }
+
+    static int epochOf(Admin admin, String transactionalId) throws Exception {
+        return admin.describeTransactions(List.of(transactionalId))
+                .description(transactionalId).get(TIMEOUT_S, SECONDS).producerEpoch();
+    }
 }
