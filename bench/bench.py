@@ -20,7 +20,8 @@ commitSync() when done), against both brokers.
 
 Writes <out>/<stem>.md, .json and .png (highwater/Kafka ratios of the medians) and prints
 the table. Every process this script starts is killed when it ends, however it ends.
-Usage: bench/run.sh full|smoke|rf3 (see bench/README.md; rf3: only the third section).
+Usage: bench/run.sh full|smoke|rf3|txn (see bench/README.md; rf3: only the third section;
+txn: only the transactional runs).
 """
 
 from __future__ import annotations
@@ -126,11 +127,21 @@ class Plan:
     # half of the median of Kafka's RF=3 unthrottled rates measured so far in this run
     rf3_rate: int = 0
     rf3_fixed_seconds: float = 0.0
+    # Transactional ProducerPerformance runs (--transactional-id, a commit every
+    # TXN_DURATION_MS), each read back by a read_committed consumer, in the throughput phase.
+    transactional: tuple[Workload, ...] = ()
+    latency_phase: bool = True
 
 
 def all_workloads() -> tuple[Workload, ...]:
     return tuple(Workload(size, acks, parts)
                  for size in (100, 1024) for acks in ("1", "all") for parts in (1, 6))
+
+
+# A transaction per 100 ms (ProducerPerformance --transaction-duration-ms); transactions
+# need idempotence, so acks=all.
+TXN_DURATION_MS = 100
+TXN_WORKLOADS = (Workload(100, "all", 1), Workload(1024, "all", 6))
 
 
 PLANS = {
@@ -142,7 +153,7 @@ PLANS = {
         end_to_end=((100, "1"), (100, "all")), end_to_end_records=2_000,
         settle_s=3.0, tool_timeout_s=300.0, kafka_references=True,
         sections=("single", "rf3"), rf3_rounds=3, rf3_records=1_000_000, rf3_rate=0,
-        rf3_fixed_seconds=6.0),
+        rf3_fixed_seconds=6.0, transactional=TXN_WORKLOADS),
     "smoke": Plan(
         mode="smoke", rounds=1,
         workloads=(Workload(100, "1", 1), Workload(1024, "all", 6)),
@@ -152,10 +163,14 @@ PLANS = {
         end_to_end=((100, "all"),), end_to_end_records=100,
         settle_s=0.5, tool_timeout_s=120.0, kafka_references=False,
         sections=("single", "rf3"), rf3_brokers=("highwater",), rf3_rounds=1,
-        rf3_records=20_000, rf3_rate=5_000, rf3_fixed_seconds=1.5),
+        rf3_records=20_000, rf3_rate=5_000, rf3_fixed_seconds=1.5,
+        transactional=(Workload(100, "all", 1),)),
 }
 # Only the RF=3 section, at full size: `bench/run.sh rf3`.
 PLANS["rf3"] = dataclasses.replace(PLANS["full"], mode="rf3", sections=("rf3",))
+# Only the transactional runs, at full size: `bench/run.sh txn`.
+PLANS["txn"] = dataclasses.replace(PLANS["full"], mode="txn", sections=("single",),
+                                   workloads=(), end_to_end=(), latency_phase=False)
 
 
 # --- processes ---------------------------------------------------------------------------
@@ -812,12 +827,17 @@ def create_topics(ctx: Context, broker: Broker | Cluster,
 
 
 def producer_performance(ctx: Context, broker: Broker, topic: str, w: Workload,
-                         records: int, throughput: int, warmup_records: int) -> dict:
+                         records: int, throughput: int, warmup_records: int,
+                         transactional: bool = False) -> dict:
     """Kafka's ProducerPerformance after a warm-up in the same JVM (BenchTool producer-perf);
-    the broker's CPU time is read around the measured run only."""
+    the broker's CPU time is read around the measured run only. Transactional: a
+    transactional id of its own, a commit every TXN_DURATION_MS."""
     args = ["--topic", topic, "--num-records", str(records), "--record-size", str(w.size),
-            "--throughput", str(throughput), "--producer-props",
-            f"bootstrap.servers={broker.bootstrap}", f"acks={w.acks}"]
+            "--throughput", str(throughput)]
+    if transactional:
+        args += ["--transactional-id", f"{topic}-txn",
+                 "--transaction-duration-ms", str(TXN_DURATION_MS)]
+    args += ["--producer-props", f"bootstrap.servers={broker.bootstrap}", f"acks={w.acks}"]
     name = f"producer-{topic}"
     out = run_tool(java_cmd("BenchTool", ["producer-perf", broker.cpu_pids(), str(CLK_TCK),
                                           str(warmup_records), *args], ctx.tool_classpath),
@@ -832,7 +852,8 @@ def producer_performance(ctx: Context, broker: Broker, topic: str, w: Workload,
         raise BenchError(f"ProducerPerformance on {topic}: {sent} of {records} records "
                          f"acknowledged ({broker.name})\n{tail(broker.dir / f'{name}.err')}")
     cpu = result_line(out, "BenchTool producer-perf")
-    return {"tool": "ProducerPerformance", "topic": topic, "workload": w.key,
+    tool = "ProducerPerformance (transactional)" if transactional else "ProducerPerformance"
+    return {"tool": tool, "topic": topic, "workload": w.key,
             "records": records, "warmup_records": warmup_records,
             "throughput_arg": throughput, "records_per_s": float(rate),
             "mb_per_s": float(mb), "avg_ms": float(avg), "max_ms": float(top),
@@ -843,12 +864,15 @@ def producer_performance(ctx: Context, broker: Broker, topic: str, w: Workload,
             **(broker_sample(broker) if isinstance(broker, Broker) else {})}
 
 
-def consume(ctx: Context, broker: Broker, topic: str, records: int) -> dict:
+def consume(ctx: Context, broker: Broker, topic: str, records: int,
+            isolation: str = "read_uncommitted") -> dict:
     out = run_tool(java_cmd("BenchTool", ["consume", broker.bootstrap, topic, str(records),
-                                          "10000"], ctx.tool_classpath),
+                                          "10000", isolation], ctx.tool_classpath),
                    f"consume-{topic}", broker.dir, ctx.plan.tool_timeout_s, broker)
     broker.check_alive(f"consuming {topic}")
-    return {"tool": "BenchTool consume (assign)", "topic": topic,
+    tool = ("BenchTool consume (assign)" if isolation == "read_uncommitted"
+            else f"BenchTool consume (assign, {isolation})")
+    return {"tool": tool, "topic": topic,
             **result_line(out, "BenchTool consume"), **broker_sample(broker)}
 
 
@@ -944,9 +968,26 @@ def warm_up_broker(ctx: Context, broker: Broker) -> list[dict]:
     return [run, read]
 
 
+def transactional_runs(ctx: Context, broker: Broker) -> list[dict]:
+    """ProducerPerformance with transactions, each topic then read by read_committed."""
+    plan, runs = ctx.plan, []
+    for w in plan.transactional:
+        records = plan.unthrottled_records[w.size]
+        runs.append(producer_performance(ctx, broker, w.topic("x"), w, records, -1,
+                                         int(records * plan.warmup_fraction), True))
+        ctx.log(f"  {broker.name} transactional {w.label}: {runs[-1]['mb_per_s']:.1f} MB/s, "
+                f"broker CPU {runs[-1]['broker_cpu_s']:.2f} s")
+        runs.append(consume(ctx, broker, w.topic("x"), stored_records(plan, w),
+                            "read_committed"))
+        ctx.log(f"  {broker.name} read_committed {w.topic('x')}: "
+                f"{runs[-1]['mb_per_s']:.1f} MB/s")
+    return runs
+
+
 def throughput_runs(ctx: Context, broker: Broker) -> list[dict]:
     plan = ctx.plan
     create_topics(ctx, broker, [(w.topic("t"), w.partitions) for w in plan.workloads]
+                  + [(w.topic("x"), w.partitions) for w in plan.transactional]
                   + warmup_topics(plan))
     runs = warm_up_broker(ctx, broker)
     for w in plan.workloads:
@@ -961,7 +1002,7 @@ def throughput_runs(ctx: Context, broker: Broker) -> list[dict]:
         ctx.log(f"  {broker.name} consume {w.topic('t')}: {runs[-1]['mb_per_s']:.1f} MB/s")
         if plan.kafka_references:
             runs.append(consumer_performance_reference(ctx, broker, w.topic("t"), records))
-    return runs
+    return runs + transactional_runs(ctx, broker)
 
 
 def latency_runs(ctx: Context, broker: Broker, rates: dict[str, int]) -> list[dict]:
@@ -1338,6 +1379,9 @@ SECTIONS = {
              "(ProducerPerformance --throughput R; latency from send() to ack, whole ms)",
     "consume": "Consume everything produced by the unthrottled runs",
     "e2e": "End to end: produce one record, poll it back, repeat",
+    "txn": "Transactions: ProducerPerformance --transactional-id, a commit every "
+           f"{TXN_DURATION_MS} ms (--transaction-duration-ms), then a read_committed "
+           "assign() consumer of it all",
 }
 
 
@@ -1363,8 +1407,9 @@ def collect(sessions: list[dict], plan: Plan, rates: dict[str, int]) -> list[Met
         found = runs(s, phase, **match)
         return found[0][field] if found else None
 
-    def cpu_per_gb(s: dict, phase: str, **match) -> float | None:
-        found = runs(s, phase, tool="ProducerPerformance", **match)
+    def cpu_per_gb(s: dict, phase: str, tool: str = "ProducerPerformance",
+                   **match) -> float | None:
+        found = runs(s, phase, tool=tool, **match)
         payload = sum(r["payload_bytes"] for r in found)
         return sum(r["broker_cpu_s"] for r in found) / (payload / 1e9) if found else None
 
@@ -1424,6 +1469,17 @@ def collect(sessions: list[dict], plan: Plan, rates: dict[str, int]) -> list[Met
             f"{label}: Kafka's ConsumerPerformance (group; fetch.MB.sec)", "MB/s", "higher",
             lambda s, t=topic: one(s, "throughput", "fetch_mb_per_s",
                                    tool="ConsumerPerformance", topic=t))
+    txn_tool = "ProducerPerformance (transactional)"
+    for w in plan.transactional:
+        add(f"txn.{w.key}.mb_per_s", "txn", f"{w.label}: throughput", "MB/s", "higher",
+            lambda s, w=w: one(s, "throughput", "mb_per_s", tool=txn_tool, workload=w.key))
+        add(f"txn.{w.key}.cpu_s_per_gb", "txn", f"{w.label}: broker CPU", "s/GB", "lower",
+            lambda s, w=w: cpu_per_gb(s, "throughput", txn_tool, workload=w.key))
+        add(f"txn.{w.key}.read_committed_mb_per_s", "txn",
+            f"{w.label}: read_committed consumer", "MB/s", "higher",
+            lambda s, t=w.topic("x"): one(s, "throughput", "mb_per_s",
+                                          tool="BenchTool consume (assign, read_committed)",
+                                          topic=t))
     for size, acks in plan.end_to_end:
         for field, name in (("p50_ms", "p50"), ("p99_ms", "p99"), ("p999_ms", "p99.9")):
             add(f"e2e.{size}B-acks{acks}.{field}", "e2e",
@@ -1566,7 +1622,7 @@ def markdown(results: dict, metrics: list[Metric], plan: Plan,
 
 
 SHORT_SECTIONS = {"broker": "broker", "produce": "produce", "fixed": "fixed rate",
-                  "consume": "consume", "e2e": "end to end"}
+                  "consume": "consume", "e2e": "end to end", "txn": "transactions"}
 CHART_LIMIT_LOG2 = 6  # bars stop at 1/64x and 64x; the label keeps the real ratio
 
 
@@ -1674,6 +1730,8 @@ def run_phases(ctx: Context) -> tuple[list[dict], dict[str, int]]:
     for round_no in range(1, ctx.plan.rounds + 1):
         for kind in ("highwater", "kafka"):
             sessions.append(run_session(ctx, kind, "throughput", round_no))
+    if not ctx.plan.latency_phase:
+        return sessions, {}
     rates = fixed_rates(sessions, ctx.plan)
     ctx.log("fixed rates (half of Kafka's median records/s): "
             + ", ".join(f"{k} {v:,}" for k, v in rates.items()))

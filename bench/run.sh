@@ -2,7 +2,7 @@
 # Runs bench/bench.py (highwater against Apache Kafka 4.1.1) in bench/.venv, creating the venv
 # with bench/requirements.txt (matplotlib) on first use. Expects a release build and the Kafka
 # jars in .kafka-ref/libs: `make bench` / `make bench-smoke` see to both.
-# Usage: bench/run.sh full|smoke|rf3 [bench.py options: --rounds N, --rf3-rounds N, --out DIR,
+# Usage: bench/run.sh full|smoke|rf3|txn [bench.py options: --rounds N, --rf3-rounds N, --out DIR,
 #        --keep, ...]; rf3 runs only the RF=3 vs RF=1 section (three nodes per broker).
 set -euo pipefail
 

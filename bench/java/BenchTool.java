@@ -72,10 +72,12 @@ public final class BenchTool {
         switch (args[0]) {
             case "create-topics" -> createTopics(args[1], Arrays.copyOfRange(args, 2, args.length));
             case "consume" -> {
-                if (args.length != 5) {
+                if (args.length != 5 && args.length != 6) {
                     usage();
                 }
-                consume(args[1], args[2], Long.parseLong(args[3]), Long.parseLong(args[4]));
+                String isolation = args.length == 6 ? args[5] : "read_uncommitted";
+                consume(args[1], args[2], Long.parseLong(args[3]), Long.parseLong(args[4]),
+                        isolation);
             }
             case "end-to-end" -> {
                 if (args.length != 6) {
@@ -97,7 +99,7 @@ public final class BenchTool {
 
     private static void usage() {
         System.err.println("usage: BenchTool create-topics BOOTSTRAP NAME:PARTITIONS[:RF]... | "
-                + "consume BOOTSTRAP TOPIC RECORDS TIMEOUT_MS | "
+                + "consume BOOTSTRAP TOPIC RECORDS TIMEOUT_MS [ISOLATION_LEVEL] | "
                 + "end-to-end BOOTSTRAP TOPIC RECORDS ACKS SIZE | "
                 + "producer-perf BROKER_PID[,PID...] CLK_TCK WARMUP_RECORDS PRODUCER_PERFORMANCE_ARGS...");
         System.exit(2);
@@ -216,9 +218,11 @@ public final class BenchTool {
         return props;
     }
 
-    private static void consume(String bootstrap, String topic, long records, long timeoutMs) {
-        try (KafkaConsumer<byte[], byte[]> consumer =
-                new KafkaConsumer<>(consumerPerformanceProps(bootstrap))) {
+    private static void consume(String bootstrap, String topic, long records, long timeoutMs,
+            String isolation) {
+        Properties props = consumerPerformanceProps(bootstrap);
+        props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props)) {
             List<TopicPartition> partitions = new ArrayList<>();
             for (PartitionInfo info : consumer.partitionsFor(topic, Duration.ofSeconds(30))) {
                 partitions.add(new TopicPartition(info.topic(), info.partition()));
