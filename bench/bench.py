@@ -1797,7 +1797,8 @@ def write_outputs(out_dir: Path, results: dict, plan: Plan, stem: str | None = N
     results["rf3_metrics"] = [row.as_json() for row in rf3_rows]
     out_dir.mkdir(parents=True, exist_ok=True)
     if stem is None:
-        stem = results["meta"]["date"] + ("" if single else "-rf3")
+        mode = results["meta"]["mode"]
+        stem = results["meta"]["date"] + ("" if mode in ("full", "smoke") else f"-{mode}")
         if (out_dir / f"{stem}.md").exists():
             stem = f"{stem}-{dt.datetime.now().strftime('%H%M%S')}"
     results["meta"]["stem"] = stem
