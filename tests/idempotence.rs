@@ -67,12 +67,72 @@ async fn producer_state_survives_a_restart() {
     let mut client = broker.client().await;
     create_topic(&mut client, "t", 1).await;
     let pid = producer_id(&mut client).await;
-    produce(&mut client, "t", 0, batch(3, pid, 0, 0)).await;
+    let now = now_ms();
+    produce(&mut client, "t", 0, batch(3, pid, 0, now)).await;
     drop(client);
     let broker = TestBroker::start_in(broker.kill().await, &[]).await;
     let mut client = broker.client().await;
-    let retry = produce(&mut client, "t", 0, batch(3, pid, 0, 0)).await;
+    let retry = produce(&mut client, "t", 0, batch(3, pid, 0, now)).await;
     assert_eq!((retry.error_code, retry.base_offset), (0, 0));
     assert!(producer_id(&mut client).await > pid);
     assert_eq!(fetch(&mut client, "t", 0, 0).await.high_watermark, 3);
+}
+
+#[tokio::test]
+async fn a_producer_that_expired_while_the_broker_was_down_is_forgotten_at_start() {
+    // Goal: as Kafka drops expired producers when it loads a snapshot, a producer idle past
+    // producer.id.expiration.ms when the broker starts is gone at once (not at the next
+    // maintenance round, 5 min later): DescribeProducers no longer lists it, and its old
+    // sequence no longer counts (a batch at sequence 0 is appended anew).
+    let settings = [("producer.id.expiration.ms", "60000")];
+    let broker = TestBroker::start(&settings).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "t", 1).await;
+    let hour_ago = now_ms() - 3_600_000;
+    let fresh = now_ms();
+    assert_eq!(
+        produce(&mut client, "t", 0, batch(2, 900, 0, hour_ago))
+            .await
+            .error_code,
+        0
+    );
+    assert_eq!(
+        produce(&mut client, "t", 0, batch(2, 901, 0, fresh))
+            .await
+            .error_code,
+        0
+    );
+    assert_eq!(active_producers(&mut client).await, [900, 901]);
+    drop(client);
+    let broker = TestBroker::start_in(broker.stop().await, &settings).await;
+    let mut client = broker.client().await;
+    assert_eq!(
+        active_producers(&mut client).await,
+        [901],
+        "900 expired an hour ago"
+    );
+    let again = produce(&mut client, "t", 0, batch(2, 900, 0, now_ms())).await;
+    assert_eq!(
+        (again.error_code, again.base_offset),
+        (0, 4),
+        "appended, not a duplicate"
+    );
+}
+
+/// The producer ids DescribeProducers lists for `t`-0, in order.
+async fn active_producers(client: &mut Client) -> Vec<i64> {
+    use kafka_protocol::messages::{describe_producers_request, DescribeProducersRequest};
+    let request = DescribeProducersRequest::default().with_topics(vec![
+        describe_producers_request::TopicRequest::default()
+            .with_name(name("t"))
+            .with_partition_indexes(vec![0]),
+    ]);
+    let response = client.call(&request, 0).await;
+    let mut ids: Vec<i64> = response.topics[0].partitions[0]
+        .active_producers
+        .iter()
+        .map(|p| p.producer_id.0)
+        .collect();
+    ids.sort_unstable();
+    ids
 }

@@ -385,6 +385,13 @@ impl ReplicaManager {
         };
         let mut log = Log::open(&dir, log_config(&self.config, image), options).map_err(wrap)?;
         log.time_flushes(self.metrics.log_flush_ms.clone());
+        // Producers that expired while the broker was down go now, as Kafka drops them
+        // when it loads the snapshot, not at the next maintenance round.
+        let expired = log.expire_producers(self.clock.now_ms(), self.producer_expiration_ms());
+        if expired > 0 {
+            tracing::debug!(topic = %tp.topic, partition = tp.partition, expired,
+                "producers idle past producer.id.expiration.ms forgotten at open");
+        }
         let metadata_path = dir.join(PARTITION_METADATA_FILE);
         if !metadata_path.exists() {
             let text = format!("version: 0\ntopic_id: {}\n", base64url(image.topic_id));
@@ -524,12 +531,16 @@ impl ReplicaManager {
         })
     }
 
+    /// `producer.id.expiration.ms`.
+    fn producer_expiration_ms(&self) -> i64 {
+        self.config
+            .parse::<i64>("producer.id.expiration.ms")
+            .unwrap_or(86_400_000)
+    }
+
     fn maintain_partitions(&self) {
         let now = self.clock.now_ms();
-        let producer_expiration_ms = self
-            .config
-            .parse::<i64>("producer.id.expiration.ms")
-            .unwrap_or(86_400_000);
+        let producer_expiration_ms = self.producer_expiration_ms();
         for partition in self.hosted() {
             if let Err(error) = partition.maintain(now, producer_expiration_ms) {
                 let tp = &partition.topic_partition;
