@@ -50,7 +50,7 @@ import org.junit.jupiter.api.Timeout;
  */
 class TransactionsTest {
     private static final int PARTITIONS = 3;
-    private static final int PER_PARTITION = 1000;
+    private static final int PER_PARTITION = 33_334;
     private static final int TXN_TIMEOUT_MS = 60_000;
 
     static KafkaProducer<byte[], byte[]> txnProducer(String transactionalId) {
@@ -254,7 +254,7 @@ class TransactionsTest {
         // loses nothing and duplicates nothing: its successor (same transactional.id) aborts
         // the open transaction in initTransactions(), and whoever takes its partition resumes
         // at the last committed offset. Method: three instances split 3 input partitions;
-        // 3000 records; b crashes after 3 commits with a transaction open and flushed; b2
+        // 100,002 records; b crashes after 3 commits with a transaction open and flushed; b2
         // takes b's place; when the group's stable offsets reach the ends, a read_committed
         // consumer of the output must see each input value exactly once, and a
         // read_uncommitted one must also see the crashed transaction's records.
