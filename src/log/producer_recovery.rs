@@ -30,10 +30,14 @@ pub(super) fn load_producers(
 ) -> Result<(ProducerStateTable, i64), LogError> {
     let first_base = segments.first().map_or(0, Segment::base_offset);
     let log_end = segments.last().map_or(0, Segment::next_offset);
-    producer_snapshot::delete_where(dir, |offset| offset > log_end)?;
+    // One listing of the directory: the snapshots past the log end go, the others are
+    // candidates.
+    let (stale, candidates): (Vec<i64>, Vec<i64>) = producer_snapshot::offsets(dir)?
+        .into_iter()
+        .partition(|offset| *offset > log_end);
+    producer_snapshot::delete(dir, stale)?;
     let mut table = ProducerStateTable::default();
     let mut from = first_base;
-    let candidates = producer_snapshot::offsets(dir)?;
     for offset in candidates.into_iter().rev().filter(|o| *o >= first_base) {
         match producer_snapshot::read(dir, offset) {
             Ok(entries) => {
@@ -44,7 +48,7 @@ pub(super) fn load_producers(
             Err(error) => {
                 tracing::warn!(dir = %dir.display(), offset, %error,
                     "producer snapshot unreadable: deleted, an older one is used");
-                producer_snapshot::delete_where(dir, |o| o == offset)?;
+                producer_snapshot::delete(dir, [offset])?;
             }
         }
     }

@@ -71,7 +71,12 @@ pub fn read(dir: &Path, offset: i64) -> Result<Vec<SnapshotEntry>, LogError> {
 
 /// Deletes the snapshots at the offsets `remove` says to.
 pub fn delete_where(dir: &Path, remove: impl Fn(i64) -> bool) -> Result<(), LogError> {
-    for offset in offsets(dir)?.into_iter().filter(|o| remove(*o)) {
+    delete(dir, offsets(dir)?.into_iter().filter(|o| remove(*o)))
+}
+
+/// Deletes the snapshots at `offsets` (those already gone are no error).
+pub fn delete(dir: &Path, offsets: impl IntoIterator<Item = i64>) -> Result<(), LogError> {
+    for offset in offsets {
         super::checkpoint::remove_if_exists(&path(dir, offset))?;
     }
     Ok(())
