@@ -378,4 +378,26 @@ async fn a_killed_follower_shows_as_under_replicated_on_the_leader() {
         },
     )
     .await;
+    caught_up_fetcher_lag(&web).await;
+}
+
+/// Caught up, node 3's own fetcher lag for `u`-0 (led by node 1) is 0; the leader shows
+/// none for it.
+async fn caught_up_fetcher_lag(web: &impl Fn(usize) -> SocketAddr) {
+    let follower = "clientid=ReplicaFetcherThread-0-1,partition=0,topic=u";
+    let lag = |node: usize| {
+        let m = scrape(web(node));
+        let of_u = sample(&m, "kafka_server_fetcherlagmetrics_consumerlag", follower);
+        let max = sample(
+            &m,
+            "kafka_server_replicafetchermanager_maxlag",
+            "clientid=Replica",
+        );
+        (of_u, max)
+    };
+    eventually("node 3's fetcher lag at 0", || async {
+        (lag(3) == (Some(0.0), Some(0.0))).then_some(())
+    })
+    .await;
+    assert_eq!(lag(1).0, None, "the leader fetches nothing for u-0");
 }

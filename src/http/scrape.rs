@@ -219,6 +219,37 @@ fn partitions(broker: &Broker, gauges: &Gauges, hosted: &[std::sync::Arc<Partiti
         let name = format!("kafka_server_replicamanager_{name}");
         gauges.one(&name, &format!("{help} (ReplicaManager)"), value as i64);
     }
+    fetchers(gauges, hosted);
+}
+
+/// The followers' lag behind their leaders' high watermarks (FetcherLagMetrics, and
+/// ReplicaFetcherManager's MaxLag over them).
+fn fetchers(gauges: &Gauges, hosted: &[std::sync::Arc<Partition>]) {
+    let lags = gauges.vec(
+        "kafka_server_fetcherlagmetrics_consumerlag",
+        "As follower: the leader's high watermark minus this replica's log end offset after \
+         the last fetch (FetcherLagMetrics)",
+        &["clientid", "topic", "partition"],
+    );
+    let mut max_lag = 0;
+    for partition in hosted {
+        let Some(lag) = partition.fetcher_lag() else {
+            continue;
+        };
+        let tp = &partition.topic_partition;
+        // Kafka names a fetcher thread by its id and its leader: one link per leader.
+        let client = format!("ReplicaFetcherThread-0-{}", partition.leader());
+        let index = tp.partition.to_string();
+        lags.with_label_values(&[&client, &tp.topic, &index])
+            .set(lag);
+        max_lag = max_lag.max(lag);
+    }
+    let max = gauges.vec(
+        "kafka_server_replicafetchermanager_maxlag",
+        "The largest fetcher lag of the partitions followed here (ReplicaFetcherManager)",
+        &["clientid"],
+    );
+    max.with_label_values(&["Replica"]).set(max_lag);
 }
 
 fn controller(broker: &Broker, gauges: &Gauges) {

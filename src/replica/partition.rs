@@ -98,6 +98,9 @@ pub struct Partition {
     history: InvariantHistory,
     /// The time follower lag is measured in (the simulator moves it by hand).
     clock: Clock,
+    /// As follower: the leader's high watermark minus this log's end, after the last
+    /// fetch (Kafka's FetcherLagMetrics ConsumerLag); -1 before the first one.
+    fetcher_lag: std::sync::atomic::AtomicI64,
 }
 
 impl Partition {
@@ -130,7 +133,23 @@ impl Partition {
             log_dir,
             history: InvariantHistory::default(),
             clock,
+            fetcher_lag: std::sync::atomic::AtomicI64::new(-1),
         }
+    }
+
+    /// As follower, how far the last fetch left this log behind the leader's high
+    /// watermark (None: a leader, or no fetch answered yet).
+    pub fn fetcher_lag(&self) -> Option<i64> {
+        let lag = self.fetcher_lag.load(std::sync::atomic::Ordering::Relaxed);
+        let following = matches!(self.state().role, Role::Follower { .. });
+        (following && lag >= 0).then_some(lag)
+    }
+
+    /// Records the lag a follower's fetch left (see [`Partition::fetcher_lag`]).
+    pub(super) fn set_fetcher_lag(&self, leader_high_watermark: i64, log_end_offset: i64) {
+        let lag = leader_high_watermark.saturating_sub(log_end_offset).max(0);
+        self.fetcher_lag
+            .store(lag, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The clock this replica reads.

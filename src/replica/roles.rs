@@ -325,6 +325,7 @@ impl Partition {
         drop(log);
         self.publish_log_end_offset(log_end_offset);
         self.set_follower_high_watermark(leader_high_watermark.min(log_end_offset));
+        self.set_fetcher_lag(leader_high_watermark, log_end_offset);
         let _ = leader_log_start_offset;
         self.check_invariants();
         Ok(())
