@@ -243,6 +243,39 @@ fn check_refusals(web: SocketAddr) {
     raw.write_all(b"\x00\x01garbage\r\n\r\n").expect("write");
     drop(raw);
     assert_eq!(http(web, "GET", "/healthz").map(|a| a.0), Some(200));
+    check_connection_limit(web);
+}
+
+/// Connections past the limit get 503 and are closed; once the idle ones go, the listener
+/// serves again.
+fn check_connection_limit(web: SocketAddr) {
+    let idle: Vec<std::net::TcpStream> = (0..highwater::http::CONNECTIONS_MAX)
+        .map(|_| std::net::TcpStream::connect(web).expect("connect"))
+        .collect();
+    let mut refused = None;
+    for _ in 0..50 {
+        // The listener may not have accepted every idle connection yet.
+        refused = http(web, "GET", "/healthz");
+        if refused.as_ref().is_some_and(|a| a.0 == 503) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(refused.map(|a| a.0), Some(503), "one past the limit");
+    drop(idle);
+    let mut served = None;
+    for _ in 0..100 {
+        served = http(web, "GET", "/healthz").map(|a| a.0);
+        if served == Some(200) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        served,
+        Some(200),
+        "served again once the idle connections closed"
+    );
 }
 
 #[test]

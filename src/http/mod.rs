@@ -1,7 +1,9 @@
 //! The HTTP listener (`http.listeners`): `/metrics` in Prometheus' text format, `/healthz`
 //! and `/readyz`, and `/` the live replication page. HTTP/1.1 by hyper on the broker's own
 //! runtime; each connection in its own task, so that a slow scraper holds nothing else.
-//! Read-only: every route is a GET (HEAD too), anything else is 405.
+//! Read-only: every route is a GET (HEAD too), anything else is 405. At most
+//! [`CONNECTIONS_MAX`] connections are served at once; one more is answered 503 and
+//! closed, so that idle or slow clients cannot take the broker's file descriptors.
 
 mod health;
 mod page;
@@ -22,6 +24,11 @@ use crate::api::Broker;
 
 /// How long one HTTP connection may take to send its request head.
 const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// HTTP connections served at once, per listener.
+pub const CONNECTIONS_MAX: usize = 64;
+/// The answer to a connection past [`CONNECTIONS_MAX`].
+const TOO_MANY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\n\
+content-length: 27\r\nconnection: close\r\n\r\ntoo many HTTP connections\r\n";
 
 /// Binds every address of `http.listeners` (failing start-up when one cannot be bound,
 /// as a Kafka listener does).
@@ -40,6 +47,7 @@ pub async fn bind(addresses: &[SocketAddr]) -> std::io::Result<Vec<TcpListener>>
 pub async fn serve(broker: Arc<Broker>, listener: TcpListener) {
     let local = listener.local_addr().ok();
     tracing::info!(address = ?local, "HTTP listener serving /metrics, /healthz, /readyz and /");
+    let slots = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS_MAX));
     loop {
         let (stream, client) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -49,8 +57,14 @@ pub async fn serve(broker: Arc<Broker>, listener: TcpListener) {
                 continue;
             }
         };
+        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+            tracing::warn!(%client, limit = CONNECTIONS_MAX, "too many HTTP connections: refused");
+            tokio::spawn(refuse(stream));
+            continue;
+        };
         let broker = Arc::clone(&broker);
         tokio::spawn(async move {
+            let _slot = slot;
             let service = hyper::service::service_fn(move |request| {
                 let broker = Arc::clone(&broker);
                 async move { Ok::<_, Infallible>(route(&broker, &request)) }
@@ -65,6 +79,16 @@ pub async fn serve(broker: Arc<Broker>, listener: TcpListener) {
             }
         });
     }
+}
+
+/// Answers 503 to a connection past the limit and closes it (bounded in time).
+async fn refuse(mut stream: tokio::net::TcpStream) {
+    use tokio::io::AsyncWriteExt;
+    let write = async {
+        stream.write_all(TOO_MANY).await?;
+        stream.shutdown().await
+    };
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), write).await;
 }
 
 fn route(broker: &Broker, request: &Request<Incoming>) -> Response<Full<Bytes>> {
