@@ -437,6 +437,23 @@ fn check_api_versions(response: &ApiVersionsResponse, version: i16) {
     }
 }
 
+/// DescribeQuorum of the one-voter quorum: this node leads, at least at term 1.
+async fn exercise_describe_quorum(client: &mut Client, version: i16) {
+    let request = DescribeQuorumRequest::default().with_topics(vec![
+        describe_quorum_request::TopicData::default()
+            .with_topic_name(name("__cluster_metadata"))
+            .with_partitions(vec![describe_quorum_request::PartitionData::default()]),
+    ]);
+    let response = client.call(&request, version).await;
+    assert_eq!(response.error_code, 0, "v{version}");
+    let partition = &response.topics[0].partitions[0];
+    assert_eq!(partition.error_code, 0, "v{version}");
+    assert_eq!(partition.leader_id.0, 1, "v{version}");
+    assert_eq!(partition.current_voters.len(), 1, "v{version}");
+    assert!(partition.high_watermark > 0, "v{version}");
+    assert_eq!(response.nodes.len(), if version >= 2 { 1 } else { 0 });
+}
+
 /// UpdateFeatures to the level already finalized: accepted, nothing changes.
 async fn exercise_update_features(client: &mut Client, version: i16) {
     let update = update_features_request::FeatureUpdateKey::default()
@@ -452,6 +469,7 @@ async fn exercise_update_features(client: &mut Client, version: i16) {
 async fn exercise_admin(client: &mut Client, key: ApiKey, version: i16) {
     match key {
         ApiKey::UpdateFeatures => exercise_update_features(client, version).await,
+        ApiKey::DescribeQuorum => exercise_describe_quorum(client, version).await,
         ApiKey::DeleteRecords => {
             let topic = format!("trimmed-v{version}");
             create_topic(client, &topic, 1).await;

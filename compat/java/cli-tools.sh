@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Compat suite: Apache Kafka's own command-line tools, run from the jars in .kafka-ref/libs
 # (kafka-topics, kafka-console-producer, kafka-console-consumer, kafka-get-offsets,
-# kafka-consumer-groups, kafka-transactions, kafka-features). The first tests read one
-# partition from an explicit offset, with no consumer group; the kafka-consumer-groups tests
-# consume in groups with the console consumer; the kafka-transactions tests look at a
-# transaction that cli/OpenTransaction.java (a Java producer, run by Java's source launcher)
-# holds open; the kafka-features test moves transaction.version down and back.
+# kafka-consumer-groups, kafka-transactions, kafka-features, kafka-metadata-quorum). The
+# first tests read one partition from an explicit offset, with no consumer group; the
+# kafka-consumer-groups tests consume in groups with the console consumer; the
+# kafka-transactions tests look at a transaction that cli/OpenTransaction.java (a Java
+# producer, run by Java's source launcher) holds open; the kafka-features test moves
+# transaction.version down and back; the kafka-metadata-quorum test describes the
+# (one-voter) metadata quorum.
 # Usage: compat/java/cli-tools.sh HOST:PORT
 set -euo pipefail
 
@@ -46,6 +48,7 @@ transactions() {
 }
 
 features() { kafka_tool org.apache.kafka.tools.FeatureCommand --bootstrap-server "$bootstrap" "$@"; }
+quorum() { kafka_tool org.apache.kafka.tools.MetadataQuorumCommand --bootstrap-server "$bootstrap" "$@"; }
 
 topic_listed() { topics --list | grep -qxF "$1"; }
 topic_not_listed() { ! topics --list | grep -qxF "$1"; }
@@ -498,6 +501,26 @@ test_features_describe_downgrade_and_upgrade() {
     assert_eq "$max" "$(feature_field transaction.version FinalizedVersionLevel)" "after the upgrade"
 }
 
+test_metadata_quorum_describe_status_and_replication() {
+    local out leader end
+    out="$(quorum describe --status)"
+    echo "$out"
+    grep -qE '^ClusterId: +[A-Za-z0-9_-]{22}$' <<<"$out" || fail "--status: ClusterId"
+    leader="$(awk '$1 == "LeaderId:" { print $2 }' <<<"$out")"
+    [[ "$leader" =~ ^[0-9]+$ ]] || fail "--status: LeaderId '$leader'"
+    grep -qE '^LeaderEpoch: +[0-9]+$' <<<"$out" || fail "--status: LeaderEpoch"
+    grep -qE '^HighWatermark: +[1-9][0-9]*$' <<<"$out" || fail "--status: HighWatermark"
+    grep -qE '^MaxFollowerLag: +0$' <<<"$out" || fail "--status: one voter, no lag"
+    grep -qE "^CurrentVoters: +\[\{\"id\": $leader[,}]" <<<"$out" || fail "--status: CurrentVoters"
+
+    out="$(quorum describe --replication)"
+    echo "$out"
+    grep -qE '^NodeId\s+DirectoryId\s+LogEndOffset\s+Lag\s+LastFetchTimestamp\s+LastCaughtUpTimestamp\s+Status' \
+        <<<"$out" || fail "--replication: header"
+    end="$(awk -v id="$leader" '$1 == id && $NF == "Leader" { print $3, $4 }' <<<"$out")"
+    [[ "$end" =~ ^[1-9][0-9]*\ 0$ ]] || fail "--replication: the leader's row (LEO, lag): '$end'"
+}
+
 echo "cli-tools suite against $bootstrap (Kafka tools from .kafka-ref/libs)"
 run_test "kafka-topics: create, list, describe, alter, delete" \
     test_topic_create_list_describe_alter_delete
@@ -515,4 +538,6 @@ run_test "kafka-transactions: find-hanging and abort of a hanging transaction (i
     test_transactions_find_hanging_and_abort_a_hanging_transaction
 run_test "kafka-features: describe, downgrade and upgrade transaction.version, refusals" \
     test_features_describe_downgrade_and_upgrade
+run_test "kafka-metadata-quorum: describe --status and --replication" \
+    test_metadata_quorum_describe_status_and_replication
 suite_summary

@@ -67,6 +67,7 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::EndTxn, 0, 5),
     api(ApiKey::WriteTxnMarkers, 1, 1),
     api(ApiKey::TxnOffsetCommit, 0, 5),
+    api(ApiKey::DescribeQuorum, 0, 2),
     api(ApiKey::UpdateFeatures, 0, 2),
     api(ApiKey::DescribeProducers, 0, 0),
     api(ApiKey::DescribeTransactions, 0, 0),

@@ -21,7 +21,7 @@ use uuid::Uuid;
 use super::error::ControllerError;
 use super::placement::ElectionOutcome;
 use super::publisher::Publisher;
-use super::quorum::Quorum;
+use super::quorum::{Quorum, QuorumDescription};
 use super::rpc::{RpcHandler, RpcRequest, RpcResponse};
 use super::state::{ClusterState, PartitionChange, Record, RecordResult, PRODUCER_ID_BLOCK_SIZE};
 use super::NewTopic;
@@ -104,6 +104,8 @@ pub enum ControllerRequest {
         updates: Vec<(String, i16, UpgradeType)>,
         validate_only: bool,
     },
+    /// The quorum as its leader sees it (DescribeQuorum).
+    DescribeQuorum,
 }
 
 /// The active controller's answer.
@@ -125,6 +127,7 @@ pub enum ControllerReply {
     Partition(PartitionImage),
     /// Per partition asked for (or, when all were, per partition elected).
     Elections(Vec<(String, i32, ElectionOutcome)>),
+    Quorum(QuorumDescription),
 }
 
 /// The active-controller logic of one controller node (acting only while it leads).
@@ -287,6 +290,12 @@ impl ActiveController {
                 updates,
                 validate_only,
             } => self.update_features(&updates, validate_only).await,
+            ControllerRequest::DescribeQuorum => match self.quorum.describe() {
+                Some(description) => Ok(ControllerReply::Quorum(description)),
+                None => Err(ControllerError::NotController {
+                    leader: self.quorum.leader(),
+                }),
+            },
             broker_request => self.handle_broker_request(broker_request).await,
         }
     }

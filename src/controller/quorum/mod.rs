@@ -183,6 +183,40 @@ impl Quorum {
         self.leader() == Some(self.node_id as i32)
     }
 
+    /// The quorum as its leader sees it (DescribeQuorum): `None` on a node that does not
+    /// lead. Offsets are Kafka's (the next index): a voter's log end is one past the last
+    /// entry the leader knows it holds, the high watermark one past the last applied.
+    pub fn describe(&self) -> Option<QuorumDescription> {
+        if !self.is_leader() {
+            return None;
+        }
+        let metrics = self.raft.metrics().borrow().clone();
+        let next = |index: Option<u64>| index.map_or(0, |i| i as i64 + 1);
+        let own_end = next(metrics.last_log_index);
+        let matched = metrics.replication.clone().unwrap_or_default();
+        let voters = metrics
+            .membership_config
+            .membership()
+            .voter_ids()
+            .map(|id| {
+                let end = match id == self.node_id {
+                    true => own_end,
+                    false => matched
+                        .get(&id)
+                        .and_then(|m| m.as_ref())
+                        .map_or(0, |log_id| log_id.index as i64 + 1),
+                };
+                (id as i32, end)
+            })
+            .collect();
+        Some(QuorumDescription {
+            leader_id: self.node_id as i32,
+            leader_epoch: metrics.current_term as i32,
+            high_watermark: next(metrics.last_applied.map(|l| l.index)),
+            voters,
+        })
+    }
+
     /// Whether Raft elected this node, confirmed or not.
     pub fn is_elected(&self) -> bool {
         self.raft.metrics().borrow().current_leader == Some(self.node_id)
@@ -241,4 +275,15 @@ impl Quorum {
             Err(error) => Err(quorum_error(error)),
         }
     }
+}
+
+/// The metadata quorum as its leader describes it (Kafka's DescribeQuorum).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct QuorumDescription {
+    pub leader_id: i32,
+    /// The Raft term.
+    pub leader_epoch: i32,
+    pub high_watermark: i64,
+    /// Every voter and its log end offset as the leader knows it.
+    pub voters: Vec<(i32, i64)>,
 }
