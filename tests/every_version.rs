@@ -466,8 +466,36 @@ async fn exercise_update_features(client: &mut Client, version: i16) {
     assert_eq!(response.results.len(), results, "v{version}");
 }
 
+/// DescribeLogDirs of one partition: the broker's one log directory holds it; v4 adds the
+/// file system's space.
+async fn exercise_describe_log_dirs(client: &mut Client, version: i16) {
+    let topic = format!("dirs-v{version}");
+    create_topic(client, &topic, 2).await;
+    let request = DescribeLogDirsRequest::default().with_topics(Some(vec![
+        describe_log_dirs_request::DescribableLogDirTopic::default()
+            .with_topic(name(&topic))
+            .with_partitions(vec![1]),
+    ]));
+    let response = client.call(&request, version).await;
+    assert_eq!(response.error_code, 0, "v{version}");
+    assert_eq!(response.results.len(), 1, "v{version}");
+    let dir = &response.results[0];
+    assert_eq!(dir.error_code, 0, "v{version}");
+    assert!(dir.log_dir.starts_with('/'), "absolute: {}", dir.log_dir);
+    let named: Vec<_> = dir.topics.iter().map(|t| t.name.0.as_str()).collect();
+    assert_eq!(named, [topic.as_str()], "v{version}");
+    let indexes: Vec<i32> = dir.topics[0]
+        .partitions
+        .iter()
+        .map(|p| p.partition_index)
+        .collect();
+    assert_eq!(indexes, [1], "only the partition asked for");
+    assert_eq!(dir.total_bytes > 0, version >= 4, "v{version}");
+}
+
 async fn exercise_admin(client: &mut Client, key: ApiKey, version: i16) {
     match key {
+        ApiKey::DescribeLogDirs => exercise_describe_log_dirs(client, version).await,
         ApiKey::UpdateFeatures => exercise_update_features(client, version).await,
         ApiKey::DescribeQuorum => exercise_describe_quorum(client, version).await,
         ApiKey::DeleteRecords => {

@@ -14,8 +14,9 @@ use common::small_disk::SmallDisk;
 use common::*;
 use kafka_protocol::error::ResponseError;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_follower_whose_disk_fills_up_leaves_the_isr_at_once_and_serves_its_other_dir() {
+/// Three nodes; node 2's `log.dirs` are a 2 MiB tmpfs, then a directory of its own that
+/// also holds its metadata log.
+async fn start_with_a_small_disk_on_node_2() -> (Cluster, SmallDisk, std::path::PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
     let small = SmallDisk::mount(&dir.path().join("small"), "2m");
     let node2 = dir.path().join("node-2");
@@ -32,6 +33,12 @@ async fn a_follower_whose_disk_fills_up_leaves_the_isr_at_once_and_serves_its_ot
             .filter(|m| m.brokers.len() == 3)
     })
     .await;
+    (cluster, small, node2)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_whose_disk_fills_up_leaves_the_isr_at_once_and_serves_its_other_dir() {
+    let (cluster, small, node2) = start_with_a_small_disk_on_node_2().await;
     // Node 2 places its first replica on the small disk and its second on the other dir.
     create_assigned(&cluster, "full", &[1, 2, 3]).await;
     eventually("full-0 on the small disk", || async {
@@ -39,9 +46,22 @@ async fn a_follower_whose_disk_fills_up_leaves_the_isr_at_once_and_serves_its_ot
     })
     .await;
     create_assigned(&cluster, "other", &[1, 2, 3]).await;
-    eventually("other-0 on node 2's other dir", || async {
-        node2.join("other-0").is_dir().then_some(())
-    })
+    let small_dir = small.path().display().to_string();
+    let node2_dir = node2.display().to_string();
+    let placed = |full: Vec<String>, other: Vec<String>, code: i16| {
+        vec![
+            (small_dir.clone(), code, full),
+            (node2_dir.clone(), 0, other),
+        ]
+    };
+    let both = placed(vec!["full-0".into()], vec!["other-0".into()], 0);
+    eventually(
+        "full-0 on the small disk, other-0 on node 2's other dir",
+        || async {
+            let dirs = describe_log_dirs(&mut Client::connect(cluster.addr(2)).await).await;
+            (dirs == both).then_some(())
+        },
+    )
     .await;
     let mut leader = Client::connect(cluster.addr(1)).await;
     let acked = produce(&mut leader, "full", 0, batch(10, -1, -1, now_ms())).await;
@@ -74,10 +94,19 @@ async fn a_follower_whose_disk_fills_up_leaves_the_isr_at_once_and_serves_its_ot
     let other = produce(&mut leader, "other", 0, batch(5, -1, -1, now_ms())).await;
     assert_eq!(other.error_code, 0, "the other directory still replicates");
     assert_eq!(isr(&cluster, 1, "other").await.0, vec![1, 2, 3]);
+    // DescribeLogDirs (kafka-log-dirs): the failed directory answers KAFKA_STORAGE_ERROR
+    // alone, the other one its replica.
+    let dirs = describe_log_dirs(&mut node2_client).await;
+    let storage_error = ResponseError::KafkaStorageError.code();
+    assert_eq!(dirs, placed(vec![], vec!["other-0".into()], storage_error));
     drop(node2_client);
 
-    // A restart with room on the disk brings the replica back into the ISR.
-    let mut cluster = cluster;
+    restart_with_room(cluster, &small, &mut leader).await;
+}
+
+/// A restart of node 2 with room on the disk brings its replica back into the ISR, with
+/// every acknowledged record.
+async fn restart_with_room(mut cluster: Cluster, small: &SmallDisk, leader: &mut Client) {
     cluster.kill(2);
     small.free();
     cluster.spawn(2);
@@ -86,7 +115,7 @@ async fn a_follower_whose_disk_fills_up_leaves_the_isr_at_once_and_serves_its_ot
         (isr.contains(&2) && offline.is_empty()).then_some(())
     })
     .await;
-    let end = produce(&mut leader, "full", 0, batch(1, -1, -1, now_ms())).await;
+    let end = produce(leader, "full", 0, batch(1, -1, -1, now_ms())).await;
     assert_eq!(end.error_code, 0);
     assert_eq!(end.base_offset, 210, "every acknowledged record is there");
 }
@@ -147,4 +176,34 @@ async fn a_node_whose_metadata_log_directory_fills_up_exits() {
         "{}",
         stderr.lines().rev().take(5).collect::<Vec<_>>().join("\n")
     );
+}
+
+/// DescribeLogDirs of every partition: each directory with its error code and the replicas
+/// it holds (`topic-partition`, sorted).
+async fn describe_log_dirs(client: &mut Client) -> Vec<(String, i16, Vec<String>)> {
+    let response = client
+        .call(
+            &kafka_protocol::messages::DescribeLogDirsRequest::default().with_topics(None),
+            4,
+        )
+        .await;
+    assert_eq!(response.error_code, 0);
+    response
+        .results
+        .iter()
+        .map(|dir| {
+            let mut held: Vec<String> = dir
+                .topics
+                .iter()
+                .flat_map(|t| {
+                    let topic = t.name.0.to_string();
+                    t.partitions
+                        .iter()
+                        .map(move |p| format!("{topic}-{}", p.partition_index))
+                })
+                .collect();
+            held.sort();
+            (dir.log_dir.to_string(), dir.error_code, held)
+        })
+        .collect()
 }

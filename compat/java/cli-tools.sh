@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Compat suite: Apache Kafka's own command-line tools, run from the jars in .kafka-ref/libs
 # (kafka-topics, kafka-console-producer, kafka-console-consumer, kafka-get-offsets,
-# kafka-consumer-groups, kafka-transactions, kafka-features, kafka-metadata-quorum). The
+# kafka-consumer-groups, kafka-transactions, kafka-features, kafka-metadata-quorum,
+# kafka-log-dirs). The
 # first tests read one partition from an explicit offset, with no consumer group; the
 # kafka-consumer-groups tests consume in groups with the console consumer; the
 # kafka-transactions tests look at a transaction that cli/OpenTransaction.java (a Java
 # producer, run by Java's source launcher) holds open; the kafka-features test moves
 # transaction.version down and back; the kafka-metadata-quorum test describes the
-# (one-voter) metadata quorum.
+# (one-voter) metadata quorum; the kafka-log-dirs test reads the sizes of a topic's replicas.
 # Usage: compat/java/cli-tools.sh HOST:PORT
 set -euo pipefail
 
@@ -49,6 +50,7 @@ transactions() {
 
 features() { kafka_tool org.apache.kafka.tools.FeatureCommand --bootstrap-server "$bootstrap" "$@"; }
 quorum() { kafka_tool org.apache.kafka.tools.MetadataQuorumCommand --bootstrap-server "$bootstrap" "$@"; }
+log_dirs() { kafka_tool org.apache.kafka.tools.LogDirsCommand --bootstrap-server "$bootstrap" "$@"; }
 
 topic_listed() { topics --list | grep -qxF "$1"; }
 topic_not_listed() { ! topics --list | grep -qxF "$1"; }
@@ -521,6 +523,43 @@ test_metadata_quorum_describe_status_and_replication() {
     [[ "$end" =~ ^[1-9][0-9]*\ 0$ ]] || fail "--replication: the leader's row (LEO, lag): '$end'"
 }
 
+# kafka-log-dirs prints its answer as one JSON line; this checks it for topic $2 of which
+# partition 0 holds records and partition 1 none, on every broker and directory listed.
+check_log_dirs_json() {
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+answer, topic = json.loads(sys.argv[1]), sys.argv[2]
+brokers = answer["brokers"]
+assert answer["version"] == 1 and brokers, answer
+sizes = {}
+for broker in brokers:
+    assert broker["logDirs"], broker
+    for d in broker["logDirs"]:
+        assert d["error"] is None and d["logDir"].startswith("/"), d
+        for p in d["partitions"]:
+            assert p["partition"].startswith(topic + "-"), ("only the topic asked for", p)
+            assert p["offsetLag"] == 0 and p["isFuture"] is False, p
+            sizes[p["partition"]] = p["size"]
+assert set(sizes) == {topic + "-0", topic + "-1"}, sizes
+assert sizes[topic + "-0"] > 0 and sizes[topic + "-1"] == 0, sizes
+print("sizes", sizes)
+PY
+}
+
+test_log_dirs_describe_sizes_of_a_topic() {
+    local t out
+    t="$(unique_topic dirs)"
+    # Records in partition 0, then an empty partition 1 added.
+    topics --create --topic "$t" --partitions 1 --replication-factor 1 >/dev/null
+    seq 1 200 | console_producer --topic "$t"
+    topics --alter --topic "$t" --partitions 2
+    out="$(log_dirs --describe --topic-list "$t")"
+    echo "$out"
+    grep -q '^Querying brokers for log directories information$' <<<"$out" ||
+        fail "kafka-log-dirs: header"
+    check_log_dirs_json "$(tail -n 1 <<<"$out")" "$t" || fail "kafka-log-dirs: JSON"
+}
+
 echo "cli-tools suite against $bootstrap (Kafka tools from .kafka-ref/libs)"
 run_test "kafka-topics: create, list, describe, alter, delete" \
     test_topic_create_list_describe_alter_delete
@@ -540,4 +579,6 @@ run_test "kafka-features: describe, downgrade and upgrade transaction.version, r
     test_features_describe_downgrade_and_upgrade
 run_test "kafka-metadata-quorum: describe --status and --replication" \
     test_metadata_quorum_describe_status_and_replication
+run_test "kafka-log-dirs: describe the sizes of a topic's replicas" \
+    test_log_dirs_describe_sizes_of_a_topic
 suite_summary

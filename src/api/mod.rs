@@ -11,6 +11,7 @@ pub mod consumer_groups;
 pub mod delete_records;
 pub mod describe_cluster;
 pub mod describe_configs;
+pub mod describe_log_dirs;
 pub mod describe_quorum;
 pub mod describe_topic_partitions;
 pub mod elect_leaders;
@@ -397,6 +398,7 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         ApiKey::DescribeTopicPartitions => describe_topic_partitions::handle(broker, request),
         ApiKey::UpdateFeatures => update_features::handle(broker, request).await,
         ApiKey::DescribeQuorum => describe_quorum::handle(broker, request).await,
+        ApiKey::DescribeLogDirs => describe_log_dirs::handle(broker, request),
         api_key => Err(HandlerError::UnsupportedVersion {
             api_key,
             version: request.version(),

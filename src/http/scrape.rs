@@ -68,8 +68,7 @@ impl Reading {
         let offsets = partition.offsets();
         let (size, segments) = {
             let log = partition.log();
-            let bytes: usize = log.segments().iter().map(|s| s.size()).sum();
-            (bytes as i64, log.segments().len() as i64)
+            (log.size_in_bytes() as i64, log.segments().len() as i64)
         };
         let state = partition.state();
         let led = match &state.role {

@@ -248,6 +248,11 @@ impl Log {
         &self.segments
     }
 
+    /// The bytes of every segment's records (Kafka's `Log.size`).
+    pub fn size_in_bytes(&self) -> u64 {
+        self.segments.iter().map(|s| s.size() as u64).sum()
+    }
+
     fn active(&self) -> &Segment {
         self.segments
             .last()
