@@ -493,9 +493,34 @@ async fn exercise_describe_log_dirs(client: &mut Client, version: i16) {
     assert_eq!(dir.total_bytes > 0, version >= 4, "v{version}");
 }
 
+/// AlterReplicaLogDirs of a replica to the directory it is in: nothing to move.
+async fn exercise_alter_replica_log_dirs(client: &mut Client, version: i16) {
+    let topic = format!("kept-v{version}");
+    create_topic(client, &topic, 1).await;
+    let dirs = client
+        .call(&DescribeLogDirsRequest::default().with_topics(None), 4)
+        .await;
+    let request = AlterReplicaLogDirsRequest::default().with_dirs(vec![
+        alter_replica_log_dirs_request::AlterReplicaLogDir::default()
+            .with_path(dirs.results[0].log_dir.clone())
+            .with_topics(vec![
+                alter_replica_log_dirs_request::AlterReplicaLogDirTopic::default()
+                    .with_name(name(&topic))
+                    .with_partitions(vec![0]),
+            ]),
+    ]);
+    let response = client.call(&request, version).await;
+    assert_eq!(response.results[0].topic_name.0.as_str(), topic);
+    assert_eq!(
+        response.results[0].partitions[0].error_code, 0,
+        "v{version}"
+    );
+}
+
 async fn exercise_admin(client: &mut Client, key: ApiKey, version: i16) {
     match key {
         ApiKey::DescribeLogDirs => exercise_describe_log_dirs(client, version).await,
+        ApiKey::AlterReplicaLogDirs => exercise_alter_replica_log_dirs(client, version).await,
         ApiKey::UpdateFeatures => exercise_update_features(client, version).await,
         ApiKey::DescribeQuorum => exercise_describe_quorum(client, version).await,
         ApiKey::DeleteRecords => {

@@ -44,6 +44,8 @@ pub fn replica_error(error: &ReplicaError) -> ResponseError {
         ReplicaError::NotLeaderOrFollower { .. } => ResponseError::NotLeaderOrFollower,
         ReplicaError::Log { source, .. } => log_error(source),
         ReplicaError::InconsistentLogDir { .. } => ResponseError::KafkaStorageError,
+        ReplicaError::LogDirNotFound { .. } => ResponseError::LogDirNotFound,
+        ReplicaError::ReplicaNotAvailable { .. } => ResponseError::ReplicaNotAvailable,
         ReplicaError::LogDirOffline { .. } => ResponseError::KafkaStorageError,
         ReplicaError::NotEnoughReplicas { .. } => ResponseError::NotEnoughReplicas,
         ReplicaError::NotEnoughReplicasAfterAppend { .. } => {

@@ -11,7 +11,6 @@ pub mod consumer_groups;
 pub mod delete_records;
 pub mod describe_cluster;
 pub mod describe_configs;
-pub mod describe_log_dirs;
 pub mod describe_quorum;
 pub mod describe_topic_partitions;
 pub mod elect_leaders;
@@ -21,6 +20,7 @@ pub mod find_coordinator;
 pub mod groups;
 pub mod init_producer_id;
 pub mod list_offsets;
+pub mod log_dirs;
 pub mod metadata;
 pub mod offline_replicas;
 pub mod offset_for_leader_epoch;
@@ -398,7 +398,8 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         ApiKey::DescribeTopicPartitions => describe_topic_partitions::handle(broker, request),
         ApiKey::UpdateFeatures => update_features::handle(broker, request).await,
         ApiKey::DescribeQuorum => describe_quorum::handle(broker, request).await,
-        ApiKey::DescribeLogDirs => describe_log_dirs::handle(broker, request),
+        ApiKey::DescribeLogDirs => log_dirs::describe(broker, request),
+        ApiKey::AlterReplicaLogDirs => log_dirs::alter(broker, request),
         api_key => Err(HandlerError::UnsupportedVersion {
             api_key,
             version: request.version(),

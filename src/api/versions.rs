@@ -54,6 +54,7 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::InitProducerId, 0, 5),
     api(ApiKey::OffsetForLeaderEpoch, 2, 4),
     api(ApiKey::DescribeConfigs, 1, 4),
+    api(ApiKey::AlterReplicaLogDirs, 1, 2),
     api(ApiKey::DescribeLogDirs, 1, 4),
     api(ApiKey::CreatePartitions, 0, 3),
     api(ApiKey::DeleteGroups, 0, 2),

@@ -100,6 +100,13 @@ impl EpochCache {
         Ok(true)
     }
 
+    /// The epoch of the record at `offset`: that of the last entry starting at or before
+    /// it (None below the first entry).
+    pub fn epoch_at(&self, offset: i64) -> Option<i32> {
+        let n = self.entries.partition_point(|e| e.start_offset <= offset);
+        n.checked_sub(1).map(|n| self.entries[n].epoch)
+    }
+
     /// The end offset of `requested` epoch as OffsetForLeaderEpoch answers it: the start
     /// of the next higher epoch, or `log_end_offset` for the latest epoch; (-1, -1) when
     /// unknown. Returns (epoch, end offset).

@@ -55,6 +55,10 @@ pub enum ReplicaError {
         partition: i32,
         log_dir: std::path::PathBuf,
     },
+    #[error("log directory {path} is not in this broker's log.dirs")]
+    LogDirNotFound { path: String },
+    #[error("{topic}-{partition}: no replica here")]
+    ReplicaNotAvailable { topic: String, partition: i32 },
     #[error("log directory file {path} does not fit this broker: {reason}")]
     InconsistentLogDir {
         path: std::path::PathBuf,

@@ -154,6 +154,14 @@ impl LogDirs {
         &self.dirs
     }
 
+    /// The directory configured as `path` (as written in `log.dirs`, or the same place
+    /// written absolute).
+    pub fn named(&self, path: &Path) -> Option<&Arc<LogDir>> {
+        let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        let wanted = absolute(path);
+        self.dirs.iter().find(|d| absolute(&d.path) == wanted)
+    }
+
     /// A receiver that sees every directory failure.
     pub fn subscribe_failures(&self) -> watch::Receiver<u64> {
         self.failures.subscribe()

@@ -14,6 +14,7 @@ use super::checkpoints;
 use super::cleaner::LogCleaner;
 use super::error::ReplicaError;
 use super::log_dirs::{is_dir_failure, LogDir, LogDirs};
+use super::log_mover::{self, FutureReplica, Moves};
 use super::partition::{Partition, TopicPartition};
 use crate::clock::Clock;
 use crate::config::{topic, BrokerConfig};
@@ -51,6 +52,8 @@ pub struct ReplicaManager {
     clock: Clock,
     /// The broker's instruments (each log's flushes are timed into them).
     metrics: Arc<Metrics>,
+    /// Replicas being moved to another of `log.dirs` (AlterReplicaLogDirs).
+    moves: Moves,
 }
 
 /// Stops the log cleaner's running round when the maintenance task ends or is aborted.
@@ -108,6 +111,9 @@ impl ReplicaManager {
         clock: Clock,
         metrics: Arc<Metrics>,
     ) -> Result<Self, LogError> {
+        if let Err(error) = log_mover::recover_moves(&config.log_dirs) {
+            tracing::error!(%error, "cannot clean up replica moves left by the last run");
+        }
         let log_dirs = LogDirs::open(&config.log_dirs)?;
         let cleaner = Arc::new(LogCleaner::open(&config)?);
         Ok(ReplicaManager {
@@ -120,6 +126,7 @@ impl ReplicaManager {
             cleaner,
             clock,
             metrics,
+            moves: Moves::default(),
         })
     }
 
@@ -550,6 +557,9 @@ impl ReplicaManager {
     }
 
     fn remove_partition(&self, tp: &TopicPartition) {
+        if let Some((_, future)) = self.moves.remove(tp) {
+            future.cancel();
+        }
         let Some((_, partition)) = self.partitions.remove(tp) else {
             return;
         };
@@ -566,6 +576,9 @@ impl ReplicaManager {
     /// process's `broker_epoch`, in every live log directory whose logs all closed.
     pub fn shutdown(&self, broker_epoch: i64) -> Result<(), ReplicaError> {
         self.cleaner.stop();
+        for future in self.moves.iter() {
+            future.value().cancel();
+        }
         let checkpointed = self.write_checkpoints();
         if let Err(error) = &checkpointed {
             tracing::error!(%error, "cannot write checkpoints");
@@ -603,6 +616,65 @@ impl ReplicaManager {
             true => first,
             false => -1,
         }
+    }
+
+    /// Moves `tp`'s replica to the log directory `path` in the background (Kafka's
+    /// AlterReplicaLogDirs): nothing to do when it is there already; a move under way
+    /// elsewhere is cancelled (and so is one back to where it is).
+    pub fn alter_log_dir(&self, tp: &TopicPartition, path: &Path) -> Result<(), ReplicaError> {
+        let dest = self
+            .log_dirs
+            .named(path)
+            .ok_or_else(|| ReplicaError::LogDirNotFound {
+                path: path.display().to_string(),
+            })?;
+        let offline = |log_dir: &LogDir| ReplicaError::LogDirOffline {
+            topic: tp.topic.clone(),
+            partition: tp.partition,
+            log_dir: log_dir.path.clone(),
+        };
+        if dest.is_offline() {
+            return Err(offline(dest));
+        }
+        let partition = self.partitions.get(tp).map(|p| Arc::clone(p.value()));
+        let Some(partition) = partition else {
+            return Err(ReplicaError::ReplicaNotAvailable {
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+            });
+        };
+        if partition.is_offline() {
+            return Err(offline(&partition.log_dir()));
+        }
+        let moving_there = self
+            .moves
+            .get(tp)
+            .is_some_and(|f| Arc::ptr_eq(&f.dest, dest));
+        if moving_there {
+            return Ok(());
+        }
+        if Arc::ptr_eq(&partition.log_dir(), dest) {
+            if let Some((_, future)) = self.moves.remove(tp) {
+                future.cancel();
+            }
+            return Ok(());
+        }
+        let timer = self.metrics.log_flush_ms.clone();
+        log_mover::start(partition, Arc::clone(dest), &self.moves, timer);
+        Ok(())
+    }
+
+    /// The move of `tp` under way, if any.
+    pub fn future_replica(&self, tp: &TopicPartition) -> Option<Arc<FutureReplica>> {
+        self.moves.get(tp).map(|f| Arc::clone(f.value()))
+    }
+
+    /// Every move under way, by partition.
+    pub fn future_replicas(&self) -> Vec<(TopicPartition, Arc<FutureReplica>)> {
+        let moves = self.moves.iter();
+        moves
+            .map(|f| (f.key().clone(), Arc::clone(f.value())))
+            .collect()
     }
 
     /// Number of hosted partitions.

@@ -9,6 +9,7 @@ pub mod invariants;
 pub mod journal;
 pub mod leader_state;
 pub mod log_dirs;
+pub mod log_mover;
 pub mod manager;
 pub mod partition;
 pub mod replica_fetchers;

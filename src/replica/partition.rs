@@ -93,7 +93,9 @@ pub struct Partition {
     /// follower, fetch without epochs), to show what the leader-epoch rule prevents.
     truncate_to_high_watermark: std::sync::atomic::AtomicBool,
     /// The log directory holding the log: an I/O error takes it (and this replica) offline.
-    log_dir: Arc<LogDir>,
+    /// Changed only with the log's write lock held, when a move to another directory
+    /// completes (`log_mover`); a leaf lock.
+    log_dir: RwLock<Arc<LogDir>>,
     /// What the invariant checks remember between two checks.
     history: InvariantHistory,
     /// The time follower lag is measured in (the simulator moves it by hand).
@@ -130,7 +132,7 @@ impl Partition {
             high_watermark,
             log_end_offset,
             truncate_to_high_watermark: std::sync::atomic::AtomicBool::new(false),
-            log_dir,
+            log_dir: RwLock::new(log_dir),
             history: InvariantHistory::default(),
             clock,
             fetcher_lag: std::sync::atomic::AtomicI64::new(-1),
@@ -178,12 +180,17 @@ impl Partition {
 
     /// Whether this replica's log directory failed (KAFKA_STORAGE_ERROR for every use).
     pub fn is_offline(&self) -> bool {
-        self.log_dir.is_offline()
+        self.log_dir().is_offline()
     }
 
     /// The log directory holding this replica.
-    pub fn log_dir(&self) -> &Arc<LogDir> {
-        &self.log_dir
+    pub fn log_dir(&self) -> Arc<LogDir> {
+        Arc::clone(&self.log_dir.read().unwrap_or_else(|e| self.poisoned(e)))
+    }
+
+    /// Moves the replica to `dir` (its log, reopened there, already in place).
+    pub(super) fn set_log_dir(&self, dir: Arc<LogDir>) {
+        *self.log_dir.write().unwrap_or_else(|e| self.poisoned(e)) = dir;
     }
 
     /// Sets the high watermark read from the checkpoint at start, within [log start, log
@@ -332,7 +339,7 @@ impl Partition {
     /// log directory offline (KIP-112), never to be written again by this process.
     pub fn log_error(&self, source: LogError) -> ReplicaError {
         if is_dir_failure(&source) {
-            self.log_dir.fail(&source);
+            self.log_dir().fail(&source);
         }
         ReplicaError::Log {
             topic: self.topic_partition.topic.clone(),
