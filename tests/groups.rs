@@ -174,6 +174,56 @@ async fn a_static_member_rejoins_without_a_rebalance_and_fences_its_old_id() {
     );
 }
 
+/// A static leader of a stable group rejoins at JoinGroup `version`: the answer it gets.
+async fn static_leader_rejoins_at(
+    version: i16,
+) -> (kafka_protocol::protocol::StrBytes, JoinGroupResponse) {
+    let (_broker, mut client) = broker_with_topic(FAST).await;
+    find_coordinator(&mut client, "g").await;
+    let request = join_request("g", "", b"m").with_group_instance_id(Some(s("instance-1")));
+    let joined = join_at(&mut client, request.clone(), version).await;
+    let old = joined.member_id.clone();
+    let synced = sync(&mut client, "g", &old, 1, &[(&old, b"mine")]).await;
+    assert_eq!(synced.error_code, 0);
+    let again = join_at(&mut client, request, version).await;
+    assert_eq!(
+        (again.error_code, again.generation_id),
+        (0, 1),
+        "v{version}"
+    );
+    let synced = sync(&mut client, "g", &again.member_id, 1, &[]).await;
+    assert_eq!(
+        &synced.assignment[..],
+        b"mine",
+        "v{version}: no new assignment"
+    );
+    (old, again)
+}
+
+#[tokio::test]
+async fn a_static_leader_rejoining_a_stable_group_is_told_to_skip_the_assignment_at_v9() {
+    let (_, again) = static_leader_rejoins_at(9).await;
+    assert!(again.skip_assignment);
+    assert_eq!(
+        again.leader, again.member_id,
+        "the leader, under its new id"
+    );
+    assert_eq!(again.members.len(), 1, "the leader sees the members");
+}
+
+#[tokio::test]
+async fn a_static_leader_rejoining_a_stable_group_before_v9_gets_the_old_leader_id() {
+    // Before the fix the broker set skip_assignment (a v9 field) at v5 too, could not
+    // encode the answer and dropped the connection (found by librdkafka's suite).
+    let (old, again) = static_leader_rejoins_at(5).await;
+    assert!(!again.skip_assignment);
+    assert_eq!(
+        again.leader, old,
+        "the old leader id: the member does not assign"
+    );
+    assert!(again.members.is_empty());
+}
+
 #[tokio::test]
 async fn committed_offsets_and_the_group_survive_a_restart() {
     let (broker, mut client) = broker_with_topic(FAST).await;

@@ -24,6 +24,8 @@ use crate::group::{GroupError, JoinRequest, LeavingMember, SyncRequest};
 const JOIN_NULLABLE_PROTOCOL_VERSION: i16 = 7;
 /// JoinGroup v4+ makes a new member rejoin with the id it is given (KIP-394).
 const JOIN_REQUIRES_MEMBER_ID_VERSION: i16 = 4;
+/// JoinGroup v9 (KIP-814) has `skip_assignment`.
+const JOIN_SKIP_ASSIGNMENT_VERSION: i16 = 9;
 /// LeaveGroup v3+ names several members (KIP-345).
 const LEAVE_BATCHED_VERSION: i16 = 3;
 
@@ -68,6 +70,7 @@ pub async fn join_group(broker: &Broker, request: &Request) -> Result<Outcome, H
             .map(|p| (p.name.to_string(), p.metadata.clone()))
             .collect(),
         require_known_member_id: version >= JOIN_REQUIRES_MEMBER_ID_VERSION,
+        supports_skip_assignment: version >= JOIN_SKIP_ASSIGNMENT_VERSION,
     };
     let nullable = version >= JOIN_NULLABLE_PROTOCOL_VERSION;
     let response = match broker.groups.join(&broker.replicas, &group, join).await {

@@ -194,6 +194,7 @@ impl ClassicGroup {
         member.protocols = request.protocols.clone();
         member.refresh_session(now);
         self.static_members.insert(instance, new_id.clone());
+        let old_leader = self.leader.clone();
         if self.leader.as_deref() == Some(old_id) {
             self.leader = Some(new_id.clone());
         }
@@ -204,7 +205,14 @@ impl ClassicGroup {
         if self.state == State::Stable && unchanged {
             self.persist();
             let mut response = self.join_response(&new_id);
-            response.skip_assignment = self.leader.as_deref() == Some(new_id.as_str());
+            if request.supports_skip_assignment {
+                response.skip_assignment = self.leader.as_deref() == Some(new_id.as_str());
+            } else {
+                // As Kafka before JoinGroup v9: the old leader id, so that the member
+                // does not take itself for the leader and assign again.
+                response.leader = old_leader.unwrap_or_default();
+                response.members = Vec::new();
+            }
             return Reply::Now(Ok(response));
         }
         let request = JoinRequest {

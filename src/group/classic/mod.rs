@@ -66,6 +66,10 @@ pub struct JoinRequest {
     pub protocols: Vec<(String, Bytes)>,
     /// v4+: a new member first gets MEMBER_ID_REQUIRED with its id.
     pub require_known_member_id: bool,
+    /// v9+: a static leader rejoining a stable group is told to skip the assignment
+    /// (`skip_assignment`); before, it is given the old leader id and no members, so that
+    /// it does not assign at all.
+    pub supports_skip_assignment: bool,
 }
 
 /// One member as the leader's JoinGroup response lists it.
@@ -243,6 +247,7 @@ impl ClassicGroup {
                 protocol_type: stored.protocol_type.clone(),
                 protocols: vec![(protocol, m.subscription.clone())],
                 require_known_member_id: false,
+                supports_skip_assignment: true,
             };
             let mut member = Member::new(request, m.member_id.clone(), now);
             member.assignment = m.assignment.clone();
