@@ -119,6 +119,27 @@ async fn a_member_that_stops_heartbeating_is_removed_after_its_session_timeout()
 }
 
 #[tokio::test]
+async fn a_group_is_empty_as_soon_as_its_last_member_has_left() {
+    // Kafka answers the LeaveGroup with the group already Empty; before the fix it was
+    // PreparingRebalance until the next timer tick (sarama and kafka-consumer-groups
+    // --describe --state saw the difference).
+    let (_broker, mut client) = broker_with_topic(FAST).await;
+    find_coordinator(&mut client, "g").await;
+    let joined = join(&mut client, "g").await;
+    let me = joined.member_id.clone();
+    let synced = sync(&mut client, "g", &me, 1, &[(&me, b"a")]).await;
+    assert_eq!(synced.error_code, 0);
+    let leave = LeaveGroupRequest::default()
+        .with_group_id(gid("g"))
+        .with_member_id(me);
+    assert_eq!(client.call(&leave, 2).await.error_code, 0);
+    let describe = DescribeGroupsRequest::default().with_groups(vec![gid("g")]);
+    let group = &client.call(&describe, 5).await.groups[0];
+    assert_eq!(group.group_state.as_str(), "Empty");
+    assert!(group.members.is_empty());
+}
+
+#[tokio::test]
 async fn joins_beyond_group_max_size_are_refused() {
     let mut keys = FAST.to_vec();
     keys.push(("group.max.size", "2"));

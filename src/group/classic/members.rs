@@ -179,7 +179,12 @@ impl ClassicGroup {
             self.leader = self.members.first().map(|m| m.member_id.clone());
         }
         match self.state {
-            State::Stable | State::CompletingRebalance => self.maybe_prepare_rebalance(config, now),
+            // As Kafka's tryCompleteElseWatch: a rebalance that nobody has to join (the last
+            // member left) completes at once, so the group is Empty in the LeaveGroup answer.
+            State::Stable | State::CompletingRebalance => {
+                self.maybe_prepare_rebalance(config, now);
+                self.maybe_complete_join(now);
+            }
             State::PreparingRebalance => self.maybe_complete_join(now),
             State::Empty | State::Dead => {}
         }
