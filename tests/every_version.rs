@@ -517,8 +517,38 @@ async fn exercise_alter_replica_log_dirs(client: &mut Client, version: i16) {
     );
 }
 
+/// The ACL APIs without an authorizer: SECURITY_DISABLED with Kafka's message.
+async fn exercise_acls(client: &mut Client, key: ApiKey, version: i16) {
+    let disabled = ResponseError::SecurityDisabled.code();
+    let (code, message) = match key {
+        ApiKey::DescribeAcls => {
+            let response = client.call(&DescribeAclsRequest::default(), version).await;
+            (response.error_code, response.error_message)
+        }
+        ApiKey::CreateAcls => {
+            let creation = create_acls_request::AclCreation::default();
+            let request = CreateAclsRequest::default().with_creations(vec![creation]);
+            let response = client.call(&request, version).await;
+            let result = &response.results[0];
+            (result.error_code, result.error_message.clone())
+        }
+        _ => {
+            let filter = delete_acls_request::DeleteAclsFilter::default();
+            let request = DeleteAclsRequest::default().with_filters(vec![filter]);
+            let response = client.call(&request, version).await;
+            let result = &response.filter_results[0];
+            (result.error_code, result.error_message.clone())
+        }
+    };
+    assert_eq!(code, disabled, "{key:?} v{version}");
+    assert_eq!(message.as_deref(), Some("No Authorizer is configured."));
+}
+
 async fn exercise_admin(client: &mut Client, key: ApiKey, version: i16) {
     match key {
+        ApiKey::DescribeAcls | ApiKey::CreateAcls | ApiKey::DeleteAcls => {
+            exercise_acls(client, key, version).await
+        }
         ApiKey::DescribeLogDirs => exercise_describe_log_dirs(client, version).await,
         ApiKey::AlterReplicaLogDirs => exercise_alter_replica_log_dirs(client, version).await,
         ApiKey::UpdateFeatures => exercise_update_features(client, version).await,

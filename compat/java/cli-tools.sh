@@ -2,13 +2,14 @@
 # Compat suite: Apache Kafka's own command-line tools, run from the jars in .kafka-ref/libs
 # (kafka-topics, kafka-console-producer, kafka-console-consumer, kafka-get-offsets,
 # kafka-consumer-groups, kafka-transactions, kafka-features, kafka-metadata-quorum,
-# kafka-log-dirs). The
+# kafka-log-dirs, kafka-acls). The
 # first tests read one partition from an explicit offset, with no consumer group; the
 # kafka-consumer-groups tests consume in groups with the console consumer; the
 # kafka-transactions tests look at a transaction that cli/OpenTransaction.java (a Java
 # producer, run by Java's source launcher) holds open; the kafka-features test moves
 # transaction.version down and back; the kafka-metadata-quorum test describes the
-# (one-voter) metadata quorum; the kafka-log-dirs test reads the sizes of a topic's replicas.
+# (one-voter) metadata quorum; the kafka-log-dirs test reads the sizes of a topic's replicas;
+# the kafka-acls test expects every ACL command refused at once without an authorizer.
 # Usage: compat/java/cli-tools.sh HOST:PORT
 set -euo pipefail
 
@@ -51,6 +52,7 @@ transactions() {
 features() { kafka_tool org.apache.kafka.tools.FeatureCommand --bootstrap-server "$bootstrap" "$@"; }
 quorum() { kafka_tool org.apache.kafka.tools.MetadataQuorumCommand --bootstrap-server "$bootstrap" "$@"; }
 log_dirs() { kafka_tool org.apache.kafka.tools.LogDirsCommand --bootstrap-server "$bootstrap" "$@"; }
+acls() { kafka_tool org.apache.kafka.tools.AclCommand --bootstrap-server "$bootstrap" "$@"; }
 
 topic_listed() { topics --list | grep -qxF "$1"; }
 topic_not_listed() { ! topics --list | grep -qxF "$1"; }
@@ -560,6 +562,22 @@ test_log_dirs_describe_sizes_of_a_topic() {
     check_log_dirs_json "$(tail -n 1 <<<"$out")" "$t" || fail "kafka-log-dirs: JSON"
 }
 
+# Without an authorizer every ACL command fails at once (exit 1) with Kafka's
+# SecurityDisabledException, instead of retrying until a timeout.
+test_acls_are_refused_without_an_authorizer() {
+    local out rc started=$SECONDS
+    for command in "--list" \
+        "--add --allow-principal User:alice --operation Read --topic t" \
+        "--remove --force --allow-principal User:alice --operation Read --topic t"; do
+        # shellcheck disable=SC2086 # the command's words
+        out="$(acls $command 2>&1)" && rc=0 || rc=$?
+        assert_eq 1 "$rc" "kafka-acls $command: exit status"
+        grep -q 'SecurityDisabledException: No Authorizer is configured.' <<<"$out" ||
+            fail "kafka-acls $command: $out"
+    done
+    ((SECONDS - started < 60)) || fail "kafka-acls took $((SECONDS - started)) s"
+}
+
 echo "cli-tools suite against $bootstrap (Kafka tools from .kafka-ref/libs)"
 run_test "kafka-topics: create, list, describe, alter, delete" \
     test_topic_create_list_describe_alter_delete
@@ -581,4 +599,6 @@ run_test "kafka-metadata-quorum: describe --status and --replication" \
     test_metadata_quorum_describe_status_and_replication
 run_test "kafka-log-dirs: describe the sizes of a topic's replicas" \
     test_log_dirs_describe_sizes_of_a_topic
+run_test "kafka-acls: list, add and remove refused at once without an authorizer" \
+    test_acls_are_refused_without_an_authorizer
 suite_summary

@@ -3,6 +3,7 @@
 //!
 //! [`Broker`] is the state every handler reads: configuration, controller and replicas.
 
+pub mod acls;
 pub mod alter_configs;
 pub mod api_versions;
 mod authorized_operations;
@@ -399,6 +400,9 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         ApiKey::UpdateFeatures => update_features::handle(broker, request).await,
         ApiKey::DescribeQuorum => describe_quorum::handle(broker, request).await,
         ApiKey::DescribeLogDirs => log_dirs::describe(broker, request),
+        ApiKey::DescribeAcls => acls::describe(request),
+        ApiKey::CreateAcls => acls::create(request),
+        ApiKey::DeleteAcls => acls::delete(request),
         ApiKey::AlterReplicaLogDirs => log_dirs::alter(broker, request),
         api_key => Err(HandlerError::UnsupportedVersion {
             api_key,
