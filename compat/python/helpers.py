@@ -70,12 +70,12 @@ def committed_offsets(bootstrap, group, topic, partitions, retries=None, timeout
         c.close()
 
 
-def create_topic(admin, name, partitions, timeout_s=30):
-    """Creates `name` with confluent-kafka's AdminClient `admin` (one replica) and waits
-    until every partition has a leader."""
+def create_topic(admin, name, partitions, timeout_s=30, config=None):
+    """Creates `name` with confluent-kafka's AdminClient `admin` (one replica, topic
+    `config` if given) and waits until every partition has a leader."""
     from confluent_kafka.admin import NewTopic
     futures = admin.create_topics([NewTopic(name, num_partitions=partitions,
-                                            replication_factor=1)],
+                                            replication_factor=1, config=config or {})],
                                   operation_timeout=timeout_s)
     futures[name].result(timeout_s)
 

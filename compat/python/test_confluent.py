@@ -8,7 +8,8 @@ import time
 
 import pytest
 from confluent_kafka import (OFFSET_BEGINNING, Consumer, KafkaError, Producer,
-                             TIMESTAMP_CREATE_TIME, TopicCollection, TopicPartition)
+                             TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, TopicCollection,
+                             TopicPartition)
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from helpers import TS_DELTAS, TS_EXPECTED, stored_codecs, wait_until, create_topic
@@ -98,6 +99,31 @@ def test_round_trip_keys_values_headers_over_four_partitions(bootstrap, admin, t
             assert msg.headers() == headers, f"headers of message {i}"
             assert msg.timestamp() == (TIMESTAMP_CREATE_TIME, ts), f"timestamp of message {i}"
         assert stored_codecs(bootstrap, topic, p) == "lz4", f"partition {p} stored as lz4"
+
+
+def test_log_append_time_topic_gives_every_record_the_brokers_time(bootstrap, admin,
+                                                                  topic_name):
+    """Goal: with message.timestamp.type=LogAppendTime the broker's time replaces the
+    producer's, in the delivery report and for the consumer. Method: 20 messages an hour
+    old in one batch; both see one LOG_APPEND_TIME timestamp within the produce window."""
+    topic = topic_name()
+    create_topic(admin, topic, 1, config={"message.timestamp.type": "LogAppendTime"})
+    producer = Producer({"bootstrap.servers": bootstrap, "client.id": CLIENT_ID,
+                         "linger.ms": 500})
+    reported = []
+    before = int(time.time() * 1000)
+    for i in range(20):
+        producer.produce(topic, value=b"v%d" % i, partition=0, timestamp=before - 3_600_000,
+                         on_delivery=lambda err, msg: reported.append((err, msg.timestamp())))
+    assert producer.flush(TIMEOUT_S) == 0
+    after = int(time.time() * 1000)
+    assert all(err is None for err, _ in reported), reported
+    stamps = {ts for _, ts in reported}
+    assert len(stamps) == 1, stamps
+    ((kind, stamp),) = stamps
+    assert kind == TIMESTAMP_LOG_APPEND_TIME and before <= stamp <= after, (kind, stamp)
+    got = consume_all(bootstrap, topic, 1)[0]
+    assert [m.timestamp() for m in got] == [(TIMESTAMP_LOG_APPEND_TIME, stamp)] * 20
 
 
 def test_offsets_for_times_and_watermarks(bootstrap, admin, topic_name):

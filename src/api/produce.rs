@@ -63,7 +63,7 @@ fn append(
             let response = PartitionProduceResponse::default()
                 .with_index(index)
                 .with_base_offset(info.base_offset)
-                .with_log_append_time_ms(-1)
+                .with_log_append_time_ms(info.log_append_time_ms)
                 .with_log_start_offset(partition.offsets().log_start_offset);
             let wait = (acks == -1).then(|| (partition, info.last_offset + 1, info.leader_epoch));
             (response, wait)

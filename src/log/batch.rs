@@ -19,6 +19,7 @@ pub const LOG_OVERHEAD: usize = 12;
 pub const PARTITION_LEADER_EPOCH_AT: usize = 12;
 /// The only record batch format highwater stores.
 pub const MAGIC_V2: i8 = 2;
+const ATTR_LOG_APPEND_TIME: i16 = 1 << 3;
 const ATTR_TRANSACTIONAL: i16 = 1 << 4;
 const ATTR_CONTROL: i16 = 1 << 5;
 
@@ -156,6 +157,17 @@ pub fn patch(bytes: &mut [u8], base_offset: i64, partition_leader_epoch: i32) {
     bytes[0..8].copy_from_slice(&base_offset.to_be_bytes());
     bytes[PARTITION_LEADER_EPOCH_AT..PARTITION_LEADER_EPOCH_AT + 4]
         .copy_from_slice(&partition_leader_epoch.to_be_bytes());
+}
+
+/// Marks a batch LogAppendTime stamped `now` (its max timestamp, which consumers read as
+/// every record's timestamp), as Kafka's LogValidator does, and recomputes the CRC over
+/// the patched header and the unchanged `rest` of the batch.
+pub fn stamp_log_append_time(head: &mut [u8; HEADER_BYTES], rest: &[u8], now: i64) {
+    let attributes = i16::from_be_bytes([head[21], head[22]]) | ATTR_LOG_APPEND_TIME;
+    head[21..23].copy_from_slice(&attributes.to_be_bytes());
+    head[35..43].copy_from_slice(&now.to_be_bytes());
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&head[21..]), rest);
+    head[17..21].copy_from_slice(&crc.to_be_bytes());
 }
 
 /// Iterates the complete batches of a byte range, stopping at the first incomplete one.

@@ -28,6 +28,9 @@ pub struct LogConfig {
     pub timestamp_before_max_ms: i64,
     /// `message.timestamp.after.max.ms`: how far in the future a CreateTime timestamp may be.
     pub timestamp_after_max_ms: i64,
+    /// `message.timestamp.type` is LogAppendTime: the leader stamps each batch with its
+    /// own time (the batch's max timestamp, and the timestamp type bit).
+    pub log_append_time: bool,
     /// `segment.ms`: the age at which the active segment is rolled.
     pub segment_ms: i64,
     /// `flush.messages`: appended records after which the log is fsynced.
@@ -68,6 +71,8 @@ pub struct AppendInfo {
     pub duplicate: bool,
     /// The leader epoch the append was made at (a follower's: its batches' epoch).
     pub leader_epoch: i32,
+    /// The broker's time stamped on the batch (LogAppendTime topics), else -1.
+    pub log_append_time_ms: i64,
 }
 
 /// One partition's log.
@@ -273,6 +278,7 @@ impl Log {
                 last_offset: original.last_offset,
                 duplicate: true,
                 leader_epoch,
+                log_append_time_ms: -1,
             });
         }
         if records.len() > self.config.segment.segment_bytes {
@@ -294,7 +300,8 @@ impl Log {
             .segments
             .last_mut()
             .expect("a log always has an active segment");
-        let written = segment.append(records, base_offset, leader_epoch)?;
+        let log_append_time = self.config.log_append_time.then(now_ms);
+        let written = segment.append(records, base_offset, leader_epoch, log_append_time)?;
         self.record_producer_batch(&written, super::control::parse(records, &written))?;
         self.unflushed_messages += i64::from(written.record_count);
         if self.unflushed_messages >= self.config.flush_messages {
@@ -306,6 +313,7 @@ impl Log {
             last_offset: written.last_offset(),
             duplicate: false,
             leader_epoch,
+            log_append_time_ms: log_append_time.unwrap_or(-1),
         })
     }
 
@@ -351,7 +359,7 @@ impl Log {
     /// record's) stands for the earliest, as only the header is read.
     fn check_timestamps(&self, header: &BatchHeader) -> Result<(), LogError> {
         const LOG_APPEND_TIME: i16 = 1 << 3;
-        if header.attributes & LOG_APPEND_TIME != 0 {
+        if self.config.log_append_time || header.attributes & LOG_APPEND_TIME != 0 {
             return Ok(());
         }
         let now = std::time::SystemTime::now()
@@ -514,7 +522,8 @@ impl Log {
             .segments
             .last_mut()
             .expect("a log always has an active segment");
-        let written = segment.append(&batch, base_offset, leader_epoch)?;
+        let log_append_time = self.config.log_append_time.then(now_ms);
+        let written = segment.append(&batch, base_offset, leader_epoch, log_append_time)?;
         self.record_producer_batch(&written, Some(marker))?;
         self.count_unflushed(1)?;
         self.check_invariants();
@@ -523,6 +532,7 @@ impl Log {
             last_offset: base_offset,
             duplicate: false,
             leader_epoch,
+            log_append_time_ms: log_append_time.unwrap_or(-1),
         })
     }
 
@@ -599,6 +609,7 @@ pub(crate) fn test_config(segment_bytes: usize, index_interval_bytes: usize) -> 
         },
         max_message_bytes: 1 << 20,
         timestamp_before_max_ms: i64::MAX,
+        log_append_time: false,
         timestamp_after_max_ms: i64::MAX,
         segment_ms: i64::MAX,
         flush_messages: i64::MAX,

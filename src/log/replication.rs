@@ -39,6 +39,7 @@ impl Log {
             last_offset,
             duplicate: false,
             leader_epoch,
+            log_append_time_ms: -1,
         }))
     }
 

@@ -390,12 +390,16 @@ impl Segment {
         bytes: &[u8],
         base_offset: i64,
         leader_epoch: i32,
+        log_append_time: Option<i64>,
     ) -> Result<BatchHeader, LogError> {
         assert_eq!(base_offset, self.next_offset, "appends must be contiguous");
         let position = self.size;
         let (head, rest) = bytes.split_at(batch::HEADER_BYTES);
         let mut head: [u8; batch::HEADER_BYTES] = head.try_into().expect("split at its length");
         batch::patch(&mut head, base_offset, leader_epoch);
+        if let Some(now) = log_append_time {
+            batch::stamp_log_append_time(&mut head, rest, now);
+        }
         self.log.write_at(position, &[&head, rest])?;
         let header = BatchHeader::parse(&head).expect("validated batch has a header");
         self.record_append(position, &header)?;

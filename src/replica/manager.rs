@@ -78,6 +78,8 @@ pub fn log_config(broker: &BrokerConfig, topic_image: &TopicImage) -> LogConfig 
         max_message_bytes: n("max.message.bytes"),
         timestamp_before_max_ms: ms("message.timestamp.before.max.ms"),
         timestamp_after_max_ms: ms("message.timestamp.after.max.ms"),
+        log_append_time: topic::value(broker, &topic_image.configs, "message.timestamp.type")
+            == "LogAppendTime",
         segment_ms: ms("segment.ms"),
         flush_messages: ms("flush.messages").max(1),
         flush_ms: ms("flush.ms"),
