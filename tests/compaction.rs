@@ -170,3 +170,53 @@ async fn a_compacted_topic_keeps_the_latest_value_per_key() {
     assert!(text.contains(&format!("{TOPIC} 0 ")), "{text}");
     broker.stop().await;
 }
+
+/// Goal (KIP-467): a batch with keyless records sent to a compacted topic is refused with
+/// INVALID_RECORD naming each keyless record by its index in the batch, and Kafka's error
+/// message, so that a client fails exactly those records. Before, only the code came back.
+#[tokio::test]
+async fn keyless_records_in_a_compacted_topic_are_named_in_record_errors() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    let configs = [("cleanup.policy", "compact")];
+    assert_eq!(create_compacted_topic(&mut client, &configs).await, 0);
+    let keys = [Some("a"), None, Some("b"), None];
+    let records: Vec<_> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, key)| {
+            let key = key.map(|k| Bytes::from(k.to_string()));
+            plain_record(i as i64, common::now_ms(), key, Some(Bytes::from("v")))
+        })
+        .collect();
+    let batch = encode_batch(&records, Compression::None).expect("encode");
+    let refused = produce(&mut client, TOPIC, 0, batch).await;
+    assert_eq!(refused.error_code, 87, "INVALID_RECORD");
+    let message =
+        format!("Compacted topic cannot accept message without key in topic partition {TOPIC}-0");
+    let named: Vec<(i32, Option<String>)> = refused
+        .record_errors
+        .iter()
+        .map(|e| {
+            (
+                e.batch_index,
+                e.batch_index_error_message.as_ref().map(|m| m.to_string()),
+            )
+        })
+        .collect();
+    assert_eq!(
+        named,
+        [(1, Some(message.clone())), (3, Some(message.clone()))]
+    );
+    let summary = format!(
+        "One or more records have been rejected due to 2 record errors in total, and only \
+         showing the first three errors at most: [RecordError(batchIndex=1, message='{message}'), \
+         RecordError(batchIndex=3, message='{message}')]"
+    );
+    assert_eq!(refused.error_message.as_deref(), Some(summary.as_str()));
+    assert_eq!(
+        fetch(&mut client, TOPIC, 0, 0).await.high_watermark,
+        0,
+        "nothing written"
+    );
+}

@@ -126,6 +126,24 @@ def test_log_append_time_topic_gives_every_record_the_brokers_time(bootstrap, ad
     assert [m.timestamp() for m in got] == [(TIMESTAMP_LOG_APPEND_TIME, stamp)] * 20
 
 
+def test_keyless_records_fail_alone_in_a_compacted_topic(bootstrap, admin, topic_name):
+    """Goal (KIP-467): the broker names the keyless records of a batch sent to a compacted
+    topic, so librdkafka fails them with INVALID_RECORD and their batch mates with
+    _INVALID_DIFFERENT_RECORD (all four got INVALID_RECORD from a broker without record
+    errors). Method: keys a, null, b, null in one batch."""
+    topic = topic_name()
+    create_topic(admin, topic, 1, config={"cleanup.policy": "compact"})
+    producer = Producer({"bootstrap.servers": bootstrap, "client.id": CLIENT_ID,
+                         "linger.ms": 500, "enable.idempotence": False, "retries": 0})
+    failed = {}
+    for i, key in enumerate([b"a", None, b"b", None]):
+        producer.produce(topic, key=key, value=b"v", partition=0,
+                         on_delivery=lambda err, msg, i=i: failed.__setitem__(i, err.code()))
+    assert producer.flush(TIMEOUT_S) == 0
+    assert failed == {0: KafkaError._INVALID_DIFFERENT_RECORD, 1: KafkaError.INVALID_RECORD,
+                      2: KafkaError._INVALID_DIFFERENT_RECORD, 3: KafkaError.INVALID_RECORD}
+
+
 def test_offsets_for_times_and_watermarks(bootstrap, admin, topic_name):
     """Goal: ListOffsets by timestamp gives the first offset whose timestamp is >= the target,
     -1 past the end; watermarks and MAX_TIMESTAMP agree. Method: 8 messages in one batch."""

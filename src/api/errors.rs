@@ -176,6 +176,34 @@ pub fn txn_error_at(error: &TxnError, api: ApiKey, version: i16) -> ResponseErro
     }
 }
 
+/// The records a refused batch is refused for (KIP-467, Produce v8+): each one's index in
+/// the batch with its message, and the partition's error message, worded as Kafka's
+/// LogValidator words them.
+pub fn record_errors(error: &ReplicaError) -> Option<(Vec<(i32, String)>, String)> {
+    let ReplicaError::Log {
+        source: LogError::NullKeyInCompactedTopic { partition, indexes },
+        ..
+    } = error
+    else {
+        return None;
+    };
+    let message =
+        format!("Compacted topic cannot accept message without key in topic partition {partition}");
+    let errors: Vec<(i32, String)> = indexes.iter().map(|i| (*i, message.clone())).collect();
+    let shown: Vec<String> = errors
+        .iter()
+        .take(3)
+        .map(|(index, message)| format!("RecordError(batchIndex={index}, message='{message}')"))
+        .collect();
+    let summary = format!(
+        "One or more records have been rejected due to {} record errors in total, and only \
+         showing the first three errors at most: [{}]",
+        errors.len(),
+        shown.join(", ")
+    );
+    Some((errors, summary))
+}
+
 /// Whether an error is the client's doing (logged at debug) rather than the broker's
 /// (logged at warn or error).
 pub fn is_client_error(error: ResponseError) -> bool {

@@ -7,11 +7,13 @@
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::produce_response::{
-    LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse, TopicProduceResponse,
+    BatchIndexAndErrorMessage, LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse,
+    TopicProduceResponse,
 };
 use kafka_protocol::messages::{BrokerId, ProduceRequest, ProduceResponse};
 
-use super::errors::replica_error;
+use super::errors::{record_errors, replica_error};
+use kafka_protocol::protocol::StrBytes;
 use std::sync::Arc;
 
 use super::{leader_hint, node_endpoints, Broker, HandlerError, Outcome, Request};
@@ -86,7 +88,18 @@ fn failed(
     error: &ReplicaError,
     leaders: &mut Vec<i32>,
 ) -> PartitionProduceResponse {
-    let failed = partition_error(index, code);
+    let mut failed = partition_error(index, code);
+    if let Some((errors, message)) = record_errors(error).filter(|_| request.version() >= 8) {
+        failed.record_errors = errors
+            .into_iter()
+            .map(|(batch_index, message)| {
+                BatchIndexAndErrorMessage::default()
+                    .with_batch_index(batch_index)
+                    .with_batch_index_error_message(Some(StrBytes::from_string(message)))
+            })
+            .collect();
+        failed.error_message = Some(StrBytes::from_string(message));
+    }
     match leader_hint(error).filter(|_| request.version() >= LEADER_HINT_VERSION) {
         Some((leader, leader_epoch)) => {
             leaders.push(leader);

@@ -73,9 +73,13 @@ pub enum LogError {
     /// The records inside a stored batch cannot be read (bad compression or record bytes).
     #[error("cannot read the records of the batch at offset {offset}: {reason}")]
     UndecodableRecords { offset: i64, reason: String },
-    /// A record without a key sent to a compacted topic (Kafka's LogValidator refuses it).
-    #[error("compacted topic cannot accept a record without a key (batch of {records} records)")]
-    NullKeyInCompactedTopic { records: i32 },
+    /// Records without a key sent to a compacted topic (Kafka's LogValidator refuses the
+    /// batch and names them by their index in it).
+    #[error("compacted topic partition {partition} cannot accept records without a key (batch indexes {indexes:?})")]
+    NullKeyInCompactedTopic {
+        partition: String,
+        indexes: Vec<i32>,
+    },
     /// A cleaning round stopped because the broker is shutting down.
     #[error("cleaning of {dir} aborted")]
     CleaningAborted { dir: PathBuf },

@@ -344,12 +344,15 @@ impl Log {
                 producer_id: header.producer_id,
             });
         }
-        if self.config.compaction.compact
-            && !super::records::all_records_have_keys(records, &header)?
-        {
-            return Err(LogError::NullKeyInCompactedTopic {
-                records: header.record_count,
-            });
+        if self.config.compaction.compact {
+            let indexes = super::records::keyless_records(records, &header)?;
+            if !indexes.is_empty() {
+                let partition = self.dir.file_name().unwrap_or_default();
+                return Err(LogError::NullKeyInCompactedTopic {
+                    partition: partition.to_string_lossy().into_owned(),
+                    indexes,
+                });
+            }
         }
         Ok(header)
     }

@@ -216,12 +216,13 @@ impl RecordView<'_> {
     }
 }
 
-/// Whether every record of a client batch has a key (a compacted topic refuses null keys,
-/// as Kafka's LogValidator does).
-pub fn all_records_have_keys(batch: &[u8], header: &BatchHeader) -> Result<bool, LogError> {
+/// The indexes in the batch of a client batch's records without a key (a compacted topic
+/// refuses them, as Kafka's LogValidator does, naming each one: KIP-467).
+pub fn keyless_records(batch: &[u8], header: &BatchHeader) -> Result<Vec<i32>, LogError> {
     let payload = decompressed_payload(batch, header)?;
     let records = parse_records(&payload, header)?;
-    Ok(records.iter().all(|r| r.key.is_some()))
+    let keyless = records.iter().enumerate().filter(|(_, r)| r.key.is_none());
+    Ok(keyless.map(|(index, _)| index as i32).collect())
 }
 
 #[cfg(test)]
