@@ -105,6 +105,10 @@ pub struct ServeArgs {
     /// Log filter when RUST_LOG is not set (e.g. info, debug, highwater=trace).
     #[arg(long, default_value = "info")]
     pub log_level: String,
+    /// Refuse to start on a configuration key highwater does not know (by default it is
+    /// ignored with a warning).
+    #[arg(long)]
+    pub strict_config: bool,
 }
 
 impl ServeArgs {
@@ -212,7 +216,13 @@ pub fn dump(args: &DumpArgs) -> anyhow::Result<()> {
 /// Runs `highwater serve`.
 pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     init_tracing(&args.log_level);
-    let config = Arc::new(BrokerConfig::from_map(args.config_map()?)?);
+    let map = args.config_map()?;
+    if args.strict_config {
+        if let Some(error) = config::unknown_keys(&map).into_iter().next() {
+            return Err(anyhow::Error::new(error).context("refusing to start (--strict-config)"));
+        }
+    }
+    let config = Arc::new(BrokerConfig::from_map(map)?);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -378,14 +388,24 @@ async fn run_node(
                 .await
                 .context("cannot start")?,
         );
+        let dirs: Vec<String> = config
+            .log_dirs
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect();
+        let controller = config
+            .controller_listener
+            .map_or_else(|| "none".to_string(), |l| l.to_string());
         tracing::info!(
-            listener = %config.listener,
-            controller_listener = ?config.controller_listener,
-            roles = ?config.roles,
-            log_dir = %config.metadata_log_dir.display(),
-            node_id = config.node_id,
-            partitions = broker.replicas.len(),
-            "highwater started"
+            "highwater {} started: node {} as {}, Kafka clients on {}, controllers on {}, \
+             log.dirs {}, {} partitions",
+            env!("CARGO_PKG_VERSION"),
+            config.node_id,
+            config.roles,
+            config.listener,
+            controller,
+            dirs.join(","),
+            broker.replicas.len(),
         );
         let background = Arc::clone(&broker);
         let background = tokio::spawn(async move { background.run_background().await });

@@ -181,6 +181,103 @@ fn security_settings_that_are_not_enforced_stop_the_start_with_the_key_named() {
     }
 }
 
+#[test]
+fn strict_config_refuses_an_unknown_key_and_suggests_the_one_meant() {
+    // Goal (issue 13): `--strict-config` makes an unknown key fatal, with one line naming
+    // it and the near miss; without the flag the key is ignored with that same warning.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = free_port();
+    let file = dir.path().join("server.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "listeners = \"PLAINTEXT://127.0.0.1:{port}\"\nlog.dirs = \"{}\"\n\
+             log.segment.byte = 1048576\n",
+            dir.path().display()
+        ),
+    )
+    .expect("config");
+    let output = Command::new(env!("CARGO_BIN_EXE_highwater"))
+        .args(["serve", "--strict-config", "--config"])
+        .arg(&file)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run highwater");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let refusal: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("refusing to start"))
+        .collect();
+    assert_eq!(
+        refusal,
+        [
+            "highwater: refusing to start (--strict-config): unknown configuration key \
+          log.segment.byte (did you mean log.segment.bytes?)"
+        ],
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn a_fresh_start_says_what_it_serves_in_plain_words_and_recovers_nothing() {
+    // Goal (issue 13): the start line names the version, roles, listeners and log dirs in
+    // words (it was Rust debug output: `roles=Roles { broker: true, … }`), and a new empty
+    // directory is not said to be "recovering logs"; a state change is said once.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let port = free_port();
+    let data = tmp.path().join("data");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_highwater"))
+        .args(["serve", "--set", "http.listeners=", "--config"])
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/config/server.toml"))
+        .arg(format!("--listeners=PLAINTEXT://127.0.0.1:{port}"))
+        .arg(format!("--log-dirs={}", data.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // The log goes to stderr; read it until the start line, then stop the process.
+    let stderr = child.stderr.take().expect("stderr");
+    let (lines, mut seen) = tokio::sync::mpsc::unbounded_channel::<String>();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = lines.send(line);
+        }
+    });
+    let mut log = String::new();
+    let read = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(line) = seen.recv().await {
+            log.push_str(&line);
+            log.push('\n');
+            if line.contains(" started: ") {
+                break;
+            }
+        }
+    });
+    read.await.expect("the start line within 20 s");
+    signal(&child, "-TERM");
+    while let Some(line) = seen.recv().await {
+        log.push_str(&line);
+        log.push('\n');
+    }
+    let status = tokio::task::spawn_blocking(move || child.wait());
+    assert!(status.await.expect("join").expect("wait").success());
+    let want = format!(
+        "highwater {} started: node 1 as broker,controller, Kafka clients on 127.0.0.1:{port}, \
+         controllers on none, log.dirs {}, 0 partitions",
+        env!("CARGO_PKG_VERSION"),
+        data.display()
+    );
+    assert!(log.contains(&want), "{want} in {log}");
+    assert!(!log.contains("recovering logs"), "{log}");
+    assert_eq!(log.matches("broker unfenced").count(), 1, "{log}");
+}
+
 /// A `/proc/<pid>/status` field in KiB (`VmRSS`, `VmHWM`).
 fn status_kib(child: &Child, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).expect("status");

@@ -19,6 +19,11 @@ pub enum ConfigError {
     },
     #[error("invalid value {value:?} for {key}")]
     Invalid { key: &'static str, value: String },
+    #[error("unknown configuration key {key}{}", hint(.suggestion))]
+    UnknownKey {
+        key: String,
+        suggestion: Option<&'static str>,
+    },
     #[error("invalid value {value:?} for {key}: {reason}")]
     Conflict {
         key: &'static str,
@@ -40,4 +45,9 @@ pub enum ConfigError {
     UnknownTopicConfig { key: String },
     #[error("invalid value {value:?} for topic config {key}")]
     InvalidTopicConfig { key: String, value: String },
+}
+
+/// ` (did you mean X?)` when a known key is close to the unknown one.
+fn hint(suggestion: &Option<&'static str>) -> String {
+    suggestion.map_or_else(String::new, |s| format!(" (did you mean {s}?)"))
 }

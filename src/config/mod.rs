@@ -137,6 +137,19 @@ pub struct Roles {
     pub controller: bool,
 }
 
+impl std::fmt::Display for Roles {
+    /// As `process.roles` writes them: `broker`, `controller` or `broker,controller`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let roles = [(self.broker, "broker"), (self.controller, "controller")];
+        let named: Vec<&str> = roles
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, n)| *n)
+            .collect();
+        f.write_str(&named.join(","))
+    }
+}
+
 /// The typed configuration of one broker process.
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
@@ -469,6 +482,48 @@ impl Listeners {
     }
 }
 
+/// Every key of `explicit` that highwater does not know, with the known key it is closest
+/// to when that one is a likely typo (at most two edits away, or a third of its length).
+pub fn unknown_keys(explicit: &ConfigMap) -> Vec<ConfigError> {
+    let known = || {
+        let broker = BROKER_DEFAULTS.iter().map(|(k, _)| *k);
+        broker.chain(topic::TOPIC_KEYS.iter().map(|k| k.name))
+    };
+    explicit
+        .keys()
+        .filter(|key| !known().any(|k| k == key.as_str()))
+        .map(|key| {
+            let closest = known()
+                .map(|k| (edit_distance(key, k), k))
+                .min_by_key(|(d, _)| *d)
+                .filter(|(d, k)| *d <= 2.max(k.len() / 3))
+                .map(|(_, k)| k);
+            ConfigError::UnknownKey {
+                key: key.clone(),
+                suggestion: closest,
+            }
+        })
+        .collect()
+}
+
+/// Levenshtein distance between two keys (ASCII in practice).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
 impl BrokerConfig {
     /// Builds the configuration from explicitly set keys on top of the defaults.
     pub fn from_map(explicit: ConfigMap) -> Result<Self, ConfigError> {
@@ -478,10 +533,8 @@ impl BrokerConfig {
             .collect();
         values.extend(explicit.clone());
         security::check_enforced(&values, &controller_listener_names(&values))?;
-        for key in explicit.keys() {
-            if !BROKER_DEFAULTS.iter().any(|(k, _)| k == key) && !topic::is_topic_key(key) {
-                tracing::warn!(key = %key, "unknown configuration key ignored");
-            }
+        for error in unknown_keys(&explicit) {
+            tracing::warn!("{error}: ignored (--strict-config refuses it)");
         }
         let node_id = parse(&values, "node.id")?;
         let roles = parse_roles(&values["process.roles"])?;
@@ -546,6 +599,23 @@ impl BrokerConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unknown_keys_are_named_with_a_near_miss_only_when_there_is_one() {
+        let map: ConfigMap = [("log.retention.msec", "1"), ("zzz.qqq", "2"), ("node.id", "1")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let named: Vec<String> = unknown_keys(&map).iter().map(ToString::to_string).collect();
+        assert_eq!(
+            named,
+            [
+                "unknown configuration key log.retention.msec (did you mean log.retention.ms?)",
+                "unknown configuration key zzz.qqq",
+            ]
+        );
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
 
     #[test]
     fn nested_tables_flatten_to_kafka_keys() {

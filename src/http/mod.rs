@@ -45,8 +45,12 @@ pub async fn bind(addresses: &[SocketAddr]) -> std::io::Result<Vec<TcpListener>>
 
 /// Serves `listener` until the task is dropped.
 pub async fn serve(broker: Arc<Broker>, listener: TcpListener) {
-    let local = listener.local_addr().ok();
-    tracing::info!(address = ?local, "HTTP listener serving /metrics, /healthz, /readyz and /");
+    match listener.local_addr() {
+        Ok(address) => {
+            tracing::info!(%address, "HTTP listener serving /metrics, /healthz, /readyz and /")
+        }
+        Err(error) => tracing::warn!(%error, "HTTP listener without a local address"),
+    }
     let slots = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS_MAX));
     loop {
         let (stream, client) = match listener.accept().await {

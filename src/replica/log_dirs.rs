@@ -51,6 +51,17 @@ fn marker_epoch(marker: &Path) -> i64 {
     epoch.unwrap_or(-1)
 }
 
+/// Whether `dir` holds any partition's log (the metadata log aside): a new directory has
+/// nothing to recover, so start-up does not say it recovers.
+fn holds_partition_logs(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries
+        .flatten()
+        .any(|e| e.file_type().is_ok_and(|t| t.is_dir()) && e.file_name() != "__cluster_metadata-0")
+}
+
 impl LogDir {
     /// Opens `path` (created if missing): its marker is consumed and its checkpoints read.
     fn open(path: &Path, failures: watch::Sender<u64>) -> Result<LogDir, LogError> {
@@ -61,7 +72,7 @@ impl LogDir {
         if clean_start {
             clean_shutdown_epoch = marker_epoch(&marker);
             std::fs::remove_file(&marker).map_err(|e| LogError::io(&marker, e))?;
-        } else {
+        } else if holds_partition_logs(path) {
             tracing::info!(log_dir = %path.display(), "no clean-shutdown marker: recovering logs");
         }
         let read = |name: &str| checkpoints::read_offsets(&path.join(name));

@@ -55,7 +55,13 @@ impl ActiveController {
         match self.propose(record).await? {
             RecordResult::Registered { broker_epoch } => {
                 self.touch(node_id);
-                tracing::info!(node_id, broker_epoch, %incarnation_id, "broker registered");
+                // The broker side of a combined node says it too ("registered with the
+                // controller"): a state change is logged once per process.
+                if node_id == self.config.node_id {
+                    tracing::debug!(node_id, broker_epoch, %incarnation_id, "broker registered");
+                } else {
+                    tracing::info!(node_id, broker_epoch, %incarnation_id, "broker registered");
+                }
                 Ok(ControllerReply::Registered { broker_epoch })
             }
             other => Err(ControllerError::StaleBroker {
@@ -149,7 +155,11 @@ impl ActiveController {
                 broker_epoch,
             };
             conflict(self.propose(record).await?)?;
-            tracing::info!(node_id, broker_epoch, "broker unfenced");
+            if node_id == self.config.node_id {
+                tracing::debug!(node_id, broker_epoch, "broker unfenced");
+            } else {
+                tracing::info!(node_id, broker_epoch, "broker unfenced");
+            }
             return Ok(ControllerReply::Heartbeat {
                 fenced: false,
                 should_shut_down: false,
