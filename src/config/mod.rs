@@ -60,6 +60,9 @@ pub const BROKER_DEFAULTS: &[(&str, &str)] = &[
     ("log.retention.ms", "604800000"),
     ("log.retention.bytes", "-1"),
     ("log.roll.ms", "604800000"),
+    ("log.retention.hours", "168"),
+    ("log.roll.hours", "168"),
+    ("log.roll.jitter.hours", "0"),
     ("log.cleanup.policy", "delete"),
     ("log.flush.interval.messages", "9223372036854775807"),
     ("log.flush.interval.ms", "9223372036854775807"),
@@ -482,12 +485,52 @@ impl Listeners {
     }
 }
 
+/// Kafka's coarser time keys, each read when the finer ones are not set, as Kafka's
+/// KafkaConfig resolves them (`log.retention.ms`, else `.minutes`, else `.hours`): the
+/// milliseconds key and its alternatives with their milliseconds per unit.
+const TIME_UNIT_KEYS: &[(&str, &[(&str, i64)])] = &[
+    (
+        "log.retention.ms",
+        &[("log.retention.minutes", 60_000), ("log.retention.hours", 3_600_000)],
+    ),
+    ("log.roll.ms", &[("log.roll.hours", 3_600_000)]),
+    ("log.roll.jitter.ms", &[("log.roll.jitter.hours", 3_600_000)]),
+];
+
+/// Sets each milliseconds key of [`TIME_UNIT_KEYS`] that `explicit` leaves out from the
+/// first coarser key it sets (a `server.properties` with `log.retention.hours=24` keeps
+/// a day). A negative retention means no limit (-1), as in Kafka.
+fn resolve_time_units(explicit: &mut ConfigMap) -> Result<(), ConfigError> {
+    for (millis_key, coarser) in TIME_UNIT_KEYS {
+        if explicit.contains_key(*millis_key) {
+            continue;
+        }
+        let Some((key, unit, raw)) = coarser
+            .iter()
+            .find_map(|(key, unit)| explicit.get(*key).map(|raw| (*key, *unit, raw.clone())))
+        else {
+            continue;
+        };
+        let count: i64 = raw.trim().parse().map_err(|_| ConfigError::Invalid {
+            key,
+            value: raw.clone(),
+        })?;
+        let millis = count.saturating_mul(unit);
+        let millis = if *millis_key == "log.retention.ms" && millis < 0 { -1 } else { millis };
+        explicit.insert((*millis_key).to_string(), millis.to_string());
+    }
+    Ok(())
+}
+
 /// Every key of `explicit` that highwater does not know, with the known key it is closest
 /// to when that one is a likely typo (at most two edits away, or a third of its length).
 pub fn unknown_keys(explicit: &ConfigMap) -> Vec<ConfigError> {
     let known = || {
         let broker = BROKER_DEFAULTS.iter().map(|(k, _)| *k);
-        broker.chain(topic::TOPIC_KEYS.iter().map(|k| k.name))
+        let units = TIME_UNIT_KEYS.iter().flat_map(|(_, c)| c.iter().map(|(k, _)| *k));
+        broker
+            .chain(units)
+            .chain(topic::TOPIC_KEYS.iter().map(|k| k.name))
     };
     explicit
         .keys()
@@ -526,7 +569,8 @@ fn edit_distance(a: &str, b: &str) -> usize {
 
 impl BrokerConfig {
     /// Builds the configuration from explicitly set keys on top of the defaults.
-    pub fn from_map(explicit: ConfigMap) -> Result<Self, ConfigError> {
+    pub fn from_map(mut explicit: ConfigMap) -> Result<Self, ConfigError> {
+        resolve_time_units(&mut explicit)?;
         let mut values: ConfigMap = BROKER_DEFAULTS
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))

@@ -367,4 +367,24 @@ mod tests {
         assert_eq!(get("retention.ms").source, ConfigSource::StaticBrokerConfig);
         assert_eq!(get("max.message.bytes").source, ConfigSource::DefaultConfig);
     }
+
+    #[test]
+    fn hours_and_minutes_stand_for_milliseconds_as_in_kafka() {
+        let retention = |keys: &[(&str, &str)]| {
+            let explicit: ConfigMap =
+                keys.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            let broker = BrokerConfig::from_map(explicit).expect("config");
+            value(&broker, &ConfigMap::new(), "retention.ms").to_string()
+        };
+        assert_eq!(retention(&[("log.retention.hours", "24")]), "86400000");
+        let both = [("log.retention.hours", "24"), ("log.retention.minutes", "5")];
+        assert_eq!(retention(&both), "300000", "minutes before hours");
+        let all = [("log.retention.ms", "7"), ("log.retention.minutes", "5")];
+        assert_eq!(retention(&all), "7", "milliseconds first");
+        assert_eq!(retention(&[("log.retention.hours", "-1")]), "-1", "no limit");
+        assert_eq!(retention(&[]), "604800000");
+        let explicit: ConfigMap = [("log.roll.hours".to_string(), "1".to_string())].into();
+        let broker = BrokerConfig::from_map(explicit).expect("config");
+        assert_eq!(value(&broker, &ConfigMap::new(), "segment.ms"), "3600000");
+    }
 }
