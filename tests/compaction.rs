@@ -111,11 +111,15 @@ async fn produce_keyed(client: &mut Client) -> Latest {
 /// (the last write of one key a tombstone) into 1 KiB segments, poll with a deadline.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compacted_topic_keeps_the_latest_value_per_key() {
-    let broker = TestBroker::start(&[("log.cleaner.backoff.ms", "50")]).await;
+    // 1 KiB segments from the broker default: a topic's segment.bytes is at least 1 MiB.
+    let keys = [
+        ("log.cleaner.backoff.ms", "50"),
+        ("log.segment.bytes", "1024"),
+    ];
+    let broker = TestBroker::start(&keys).await;
     let mut client = broker.client().await;
     let configs = [
         ("cleanup.policy", "compact"),
-        ("segment.bytes", "1024"),
         ("min.cleanable.dirty.ratio", "0.01"),
         ("delete.retention.ms", "200"),
     ];

@@ -7,10 +7,10 @@ partitions and commits nothing.
 import time
 
 import pytest
-from confluent_kafka import (OFFSET_BEGINNING, Consumer, KafkaError, Producer,
+from confluent_kafka import (OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer,
                              TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, TopicCollection,
                              TopicPartition)
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from helpers import TS_DELTAS, TS_EXPECTED, stored_codecs, wait_until, create_topic
 
@@ -142,6 +142,46 @@ def test_keyless_records_fail_alone_in_a_compacted_topic(bootstrap, admin, topic
     assert producer.flush(TIMEOUT_S) == 0
     assert failed == {0: KafkaError._INVALID_DIFFERENT_RECORD, 1: KafkaError.INVALID_RECORD,
                       2: KafkaError._INVALID_DIFFERENT_RECORD, 3: KafkaError.INVALID_RECORD}
+
+
+# (config, value, Kafka 4.1.1's refusal); None: accepted.
+TOPIC_CONFIG_CASES = [
+    ("segment.bytes", "1000",
+     "Invalid value 1000 for configuration segment.bytes: Value must be at least 1048576"),
+    ("segment.ms", "0", "Invalid value 0 for configuration segment.ms: Value must be at least 1"),
+    ("min.cleanable.dirty.ratio", "2", "Invalid value 2.0 for configuration "
+     "min.cleanable.dirty.ratio: Value must be no more than 1"),
+    ("retention.ms", "-5",
+     "Invalid value -5 for configuration retention.ms: Value must be at least -1"),
+    ("retention.ms", "abc",
+     "Invalid value abc for configuration retention.ms: Not a number of type LONG"),
+    ("flush.messages", "0",
+     "Invalid value 0 for configuration flush.messages: Value must be at least 1"),
+    ("preallocate", "maybe", "Invalid value maybe for configuration preallocate: "
+     "Expected value to be either true or false"),
+    ("cleanup.policy", "compact,foo", "Invalid value foo for configuration cleanup.policy: "
+     "String must be one of: compact, delete"),
+    ("no.such.config", "1", "Unknown topic config name: no.such.config"),
+    ("retention.ms", "-1", None),
+]
+
+
+def test_topic_configs_are_checked_at_kafkas_bounds_with_its_messages(bootstrap, admin,
+                                                                      topic_name):
+    """Goal (issue 13): CreateTopics refuses a topic config outside Kafka 4's range with
+    INVALID_CONFIG and Kafka's ConfigException text (highwater accepted segment.ms=0,
+    flush.messages=0, a dirty ratio of 2 and others before). Method: one topic per case
+    through the AdminClient (kafka-topics checks configs itself before sending)."""
+    for key, value, refusal in TOPIC_CONFIG_CASES:
+        name = topic_name()
+        futures = admin.create_topics([NewTopic(name, 1, 1, config={key: value})])
+        if refusal is None:
+            futures[name].result(TIMEOUT_S)
+            continue
+        with pytest.raises(KafkaException) as raised:
+            futures[name].result(TIMEOUT_S)
+        error = raised.value.args[0]
+        assert (error.code(), error.str()) == (KafkaError.INVALID_CONFIG, refusal), (key, value)
 
 
 def test_offsets_for_times_and_watermarks(bootstrap, admin, topic_name):

@@ -41,10 +41,14 @@ pub enum ConfigError {
     },
     #[error("inconsistent quorum configuration: {reason}")]
     InconsistentQuorum { reason: String },
-    #[error("unknown topic config {key}")]
+    #[error("Unknown topic config name: {key}")]
     UnknownTopicConfig { key: String },
-    #[error("invalid value {value:?} for topic config {key}")]
-    InvalidTopicConfig { key: String, value: String },
+    #[error("Invalid value {value} for configuration {key}: {reason}")]
+    InvalidTopicConfig {
+        key: String,
+        value: String,
+        reason: String,
+    },
 }
 
 /// ` (did you mean X?)` when a known key is close to the unknown one.

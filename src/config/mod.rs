@@ -491,10 +491,16 @@ impl Listeners {
 const TIME_UNIT_KEYS: &[(&str, &[(&str, i64)])] = &[
     (
         "log.retention.ms",
-        &[("log.retention.minutes", 60_000), ("log.retention.hours", 3_600_000)],
+        &[
+            ("log.retention.minutes", 60_000),
+            ("log.retention.hours", 3_600_000),
+        ],
     ),
     ("log.roll.ms", &[("log.roll.hours", 3_600_000)]),
-    ("log.roll.jitter.ms", &[("log.roll.jitter.hours", 3_600_000)]),
+    (
+        "log.roll.jitter.ms",
+        &[("log.roll.jitter.hours", 3_600_000)],
+    ),
 ];
 
 /// Sets each milliseconds key of [`TIME_UNIT_KEYS`] that `explicit` leaves out from the
@@ -516,7 +522,11 @@ fn resolve_time_units(explicit: &mut ConfigMap) -> Result<(), ConfigError> {
             value: raw.clone(),
         })?;
         let millis = count.saturating_mul(unit);
-        let millis = if *millis_key == "log.retention.ms" && millis < 0 { -1 } else { millis };
+        let millis = if *millis_key == "log.retention.ms" && millis < 0 {
+            -1
+        } else {
+            millis
+        };
         explicit.insert((*millis_key).to_string(), millis.to_string());
     }
     Ok(())
@@ -527,7 +537,9 @@ fn resolve_time_units(explicit: &mut ConfigMap) -> Result<(), ConfigError> {
 pub fn unknown_keys(explicit: &ConfigMap) -> Vec<ConfigError> {
     let known = || {
         let broker = BROKER_DEFAULTS.iter().map(|(k, _)| *k);
-        let units = TIME_UNIT_KEYS.iter().flat_map(|(_, c)| c.iter().map(|(k, _)| *k));
+        let units = TIME_UNIT_KEYS
+            .iter()
+            .flat_map(|(_, c)| c.iter().map(|(k, _)| *k));
         broker
             .chain(units)
             .chain(topic::TOPIC_KEYS.iter().map(|k| k.name))
@@ -646,10 +658,14 @@ mod tests {
 
     #[test]
     fn unknown_keys_are_named_with_a_near_miss_only_when_there_is_one() {
-        let map: ConfigMap = [("log.retention.msec", "1"), ("zzz.qqq", "2"), ("node.id", "1")]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let map: ConfigMap = [
+            ("log.retention.msec", "1"),
+            ("zzz.qqq", "2"),
+            ("node.id", "1"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
         let named: Vec<String> = unknown_keys(&map).iter().map(ToString::to_string).collect();
         assert_eq!(
             named,

@@ -197,47 +197,115 @@ fn find(name: &str) -> Option<&'static TopicKey> {
     TOPIC_KEYS.iter().find(|k| k.name == name)
 }
 
-fn value_is_valid(key: &TopicKey, value: &str) -> bool {
+/// The values a string config takes, in the order Kafka's error message lists them.
+fn allowed(name: &str) -> Option<&'static [&'static str]> {
+    Some(match name {
+        "cleanup.policy" => &["compact", "delete"],
+        "message.timestamp.type" => &["CreateTime", "LogAppendTime"],
+        "compression.type" => &["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"],
+        _ => return None,
+    })
+}
+
+/// The offending value (a list's bad element) and why it is not one of `key`'s values, in
+/// Kafka's ConfigDef words.
+fn type_error(key: &TopicKey, value: &str) -> Option<(String, String)> {
     let v = value.trim();
+    let reason = match key.config_type {
+        Boolean if v != "true" && v != "false" => "Expected value to be either true or false",
+        Int if v.parse::<i32>().is_err() => "Not a number of type INT",
+        Long if v.parse::<i64>().is_err() => "Not a number of type LONG",
+        Double if v.parse::<f64>().is_err() => "Not a number of type DOUBLE",
+        Str | List => {
+            let allowed = allowed(key.name)?;
+            let mut items = match key.config_type {
+                List => v
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|i| !i.is_empty())
+                    .collect(),
+                _ => vec![v],
+            };
+            items.retain(|i| !allowed.contains(i));
+            let bad = items.first()?;
+            let reason = format!("String must be one of: {}", allowed.join(", "));
+            return Some((bad.to_string(), reason));
+        }
+        _ => return None,
+    };
+    Some((v.to_string(), reason.to_string()))
+}
+
+/// The range of a numeric topic config in Kafka 4.1's LogConfig (inclusive; None for no
+/// bound).
+fn bounds(name: &str) -> Option<(f64, Option<f64>)> {
+    Some(match name {
+        "segment.bytes" => (1_048_576.0, None),
+        "segment.ms" | "flush.messages" | "max.compaction.lag.ms" | "min.insync.replicas" => {
+            (1.0, None)
+        }
+        "segment.index.bytes" => (4.0, None),
+        "retention.ms" => (-1.0, None),
+        "local.retention.ms" | "local.retention.bytes" => (-2.0, None),
+        "min.cleanable.dirty.ratio" => (0.0, Some(1.0)),
+        "segment.jitter.ms"
+        | "flush.ms"
+        | "max.message.bytes"
+        | "index.interval.bytes"
+        | "delete.retention.ms"
+        | "min.compaction.lag.ms"
+        | "file.delete.delay.ms"
+        | "message.timestamp.before.max.ms"
+        | "message.timestamp.after.max.ms" => (0.0, None),
+        _ => return None,
+    })
+}
+
+/// A number as Java prints it: `2.0` for a double, `1000` for an integer.
+fn java_number(key: &TopicKey, number: f64) -> String {
     match key.config_type {
-        Boolean => v == "true" || v == "false",
-        Int => v.parse::<i32>().is_ok(),
-        Long => v.parse::<i64>().is_ok(),
-        Double => v.parse::<f64>().is_ok(),
-        Str | List => match key.name {
-            "cleanup.policy" => v
-                .split(',')
-                .all(|p| matches!(p.trim(), "delete" | "compact")),
-            "message.timestamp.type" => v == "CreateTime" || v == "LogAppendTime",
-            "compression.type" => {
-                matches!(
-                    v,
-                    "producer" | "uncompressed" | "gzip" | "snappy" | "lz4" | "zstd"
-                )
-            }
-            _ => true,
-        },
+        Double if number.fract() == 0.0 => format!("{number:.1}"),
+        _ => format!("{number}"),
     }
 }
 
-/// Checks topic config overrides: known keys, well-typed values, sane minimums.
+/// Checks topic config overrides: known keys, well-typed values within Kafka's ranges,
+/// refused with Kafka's ConfigException text.
 pub fn validate(overrides: &ConfigMap) -> Result<(), ConfigError> {
     for (name, value) in overrides {
         let key =
             find(name).ok_or_else(|| ConfigError::UnknownTopicConfig { key: name.clone() })?;
-        let too_small = match name.as_str() {
-            "segment.bytes" => value.parse::<i64>().is_ok_and(|v| v < 1024),
-            "min.insync.replicas" => value.parse::<i64>().is_ok_and(|v| v < 1),
-            "max.message.bytes" | "segment.index.bytes" => {
-                value.parse::<i64>().is_ok_and(|v| v < 0)
-            }
-            _ => false,
+        let invalid = |shown: String, reason: String| ConfigError::InvalidTopicConfig {
+            key: name.clone(),
+            value: shown,
+            reason,
         };
-        if !value_is_valid(key, value) || too_small {
-            return Err(ConfigError::InvalidTopicConfig {
-                key: name.clone(),
-                value: value.clone(),
-            });
+        if let Some((shown, reason)) = type_error(key, value) {
+            return Err(invalid(shown, reason));
+        }
+        let (Some((min, max)), Ok(number)) = (bounds(name), value.trim().parse::<f64>()) else {
+            continue;
+        };
+        let bound = |b: f64| {
+            java_number(
+                &TopicKey {
+                    config_type: Long,
+                    ..*key
+                },
+                b,
+            )
+        };
+        if number < min {
+            return Err(invalid(
+                java_number(key, number),
+                format!("Value must be at least {}", bound(min)),
+            ));
+        }
+        if let Some(max) = max.filter(|max| number > *max) {
+            return Err(invalid(
+                java_number(key, number),
+                format!("Value must be no more than {}", bound(max)),
+            ));
         }
     }
     Ok(())
@@ -371,17 +439,26 @@ mod tests {
     #[test]
     fn hours_and_minutes_stand_for_milliseconds_as_in_kafka() {
         let retention = |keys: &[(&str, &str)]| {
-            let explicit: ConfigMap =
-                keys.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            let explicit: ConfigMap = keys
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
             let broker = BrokerConfig::from_map(explicit).expect("config");
             value(&broker, &ConfigMap::new(), "retention.ms").to_string()
         };
         assert_eq!(retention(&[("log.retention.hours", "24")]), "86400000");
-        let both = [("log.retention.hours", "24"), ("log.retention.minutes", "5")];
+        let both = [
+            ("log.retention.hours", "24"),
+            ("log.retention.minutes", "5"),
+        ];
         assert_eq!(retention(&both), "300000", "minutes before hours");
         let all = [("log.retention.ms", "7"), ("log.retention.minutes", "5")];
         assert_eq!(retention(&all), "7", "milliseconds first");
-        assert_eq!(retention(&[("log.retention.hours", "-1")]), "-1", "no limit");
+        assert_eq!(
+            retention(&[("log.retention.hours", "-1")]),
+            "-1",
+            "no limit"
+        );
         assert_eq!(retention(&[]), "604800000");
         let explicit: ConfigMap = [("log.roll.hours".to_string(), "1".to_string())].into();
         let broker = BrokerConfig::from_map(explicit).expect("config");

@@ -30,7 +30,8 @@ pub enum ControllerError {
     },
     #[error("invalid replica assignment for topic {topic}: {reason}")]
     InvalidReplicaAssignment { topic: String, reason: &'static str },
-    #[error("invalid config for topic {topic}: {source}")]
+    // Kafka's message (ConfigException) names the key and value, not the topic.
+    #[error("{source}")]
     InvalidConfig {
         topic: String,
         #[source]
