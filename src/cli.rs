@@ -147,15 +147,26 @@ fn init_tracing(default_filter: &str) {
         true => default_filter.to_string(),
         false => format!("{default_filter},openraft=off"),
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::EnvFilter;
+    let from_env = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|f| EnvFilter::try_new(f).is_ok());
+    let text = from_env.unwrap_or(default_filter);
+    let filter = EnvFilter::try_new(&text).unwrap_or_else(|_| EnvFilter::new("info"));
+    // Reloadable, so that kafka-configs --entity-type broker-loggers changes levels live.
+    let (filter, handle) = tracing_subscriber::reload::Layer::new(filter);
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let output = tracing_subscriber::fmt::layer()
         .with_target(false)
         .with_ansi(ansi)
-        .with_writer(std::io::stderr)
+        .with_writer(std::io::stderr);
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(output)
         .init();
+    crate::log_levels::install(&text, handle);
 }
 
 /// Completes on SIGTERM or ctrl-c.

@@ -17,6 +17,7 @@ pub mod dump;
 pub mod group;
 pub mod http;
 pub mod log;
+pub mod log_levels;
 pub mod metadata;
 pub mod metrics;
 pub mod replica;

@@ -6,7 +6,7 @@ use std::path::Path;
 
 /// Top-level modules by level, lowest first; modules on one level are siblings.
 const LEVELS: &[&[&str]] = &[
-    &["config", "clock", "metrics", "wire"],
+    &["config", "clock", "log_levels", "metrics", "wire"],
     &["log"],
     &["metadata"],
     &["controller", "replica"],

@@ -2,14 +2,15 @@
 # Compat suite: Apache Kafka's own command-line tools, run from the jars in .kafka-ref/libs
 # (kafka-topics, kafka-console-producer, kafka-console-consumer, kafka-get-offsets,
 # kafka-consumer-groups, kafka-transactions, kafka-features, kafka-metadata-quorum,
-# kafka-log-dirs, kafka-acls). The
+# kafka-log-dirs, kafka-acls, kafka-configs). The
 # first tests read one partition from an explicit offset, with no consumer group; the
 # kafka-consumer-groups tests consume in groups with the console consumer; the
 # kafka-transactions tests look at a transaction that cli/OpenTransaction.java (a Java
 # producer, run by Java's source launcher) holds open; the kafka-features test moves
 # transaction.version down and back; the kafka-metadata-quorum test describes the
 # (one-voter) metadata quorum; the kafka-log-dirs test reads the sizes of a topic's replicas;
-# the kafka-acls test expects every ACL command refused at once without an authorizer.
+# the kafka-acls test expects every ACL command refused at once without an authorizer; the
+# kafka-configs broker-loggers test sets a logger's level live and resets it.
 # Usage: compat/java/cli-tools.sh HOST:PORT
 set -euo pipefail
 
@@ -53,6 +54,7 @@ features() { kafka_tool org.apache.kafka.tools.FeatureCommand --bootstrap-server
 quorum() { kafka_tool org.apache.kafka.tools.MetadataQuorumCommand --bootstrap-server "$bootstrap" "$@"; }
 log_dirs() { kafka_tool org.apache.kafka.tools.LogDirsCommand --bootstrap-server "$bootstrap" "$@"; }
 acls() { kafka_tool org.apache.kafka.tools.AclCommand --bootstrap-server "$bootstrap" "$@"; }
+configs() { kafka_tool kafka.admin.ConfigCommand --bootstrap-server "$bootstrap" "$@"; }
 
 topic_listed() { topics --list | grep -qxF "$1"; }
 topic_not_listed() { ! topics --list | grep -qxF "$1"; }
@@ -578,6 +580,30 @@ test_acls_are_refused_without_an_authorizer() {
     ((SECONDS - started < 60)) || fail "kafka-acls took $((SECONDS - started)) s"
 }
 
+# logger_level NAME: the level kafka-configs lists for logger NAME of broker 1.
+logger_level() {
+    configs --describe --entity-type broker-loggers --entity-name 1 |
+        awk -v name="$1" '{ split($1, kv, "="); if (kv[1] == name) print kv[2] }'
+}
+
+test_configs_broker_loggers_set_and_reset_a_level_live() {
+    local out logger root_level
+    out="$(configs --describe --entity-type broker-loggers --entity-name 1)"
+    grep -q '^Dynamic configs for broker-logger 1 are:$' <<<"$out" || fail "header: $out"
+    root_level="$(awk '{ split($1, kv, "="); if (kv[1] == "root") print kv[2] }' <<<"$out")"
+    [[ -n "$root_level" ]] || fail "no root logger in: $out"
+    # The broker's first logger other than root, whatever the broker names its loggers.
+    logger="$(awk 'NR > 1 { split($1, kv, "="); if (kv[1] != "root") { print kv[1]; exit } }' \
+        <<<"$out")"
+    [[ -n "$logger" ]] || fail "no logger besides root in: $out"
+    configs --alter --entity-type broker-loggers --entity-name 1 --add-config "$logger=DEBUG" |
+        grep -q 'Completed updating config for broker-logger 1.' || fail "alter"
+    assert_eq DEBUG "$(logger_level "$logger")" "$logger after the change"
+    configs --alter --entity-type broker-loggers --entity-name 1 --delete-config "$logger" |
+        grep -q 'Completed updating config for broker-logger 1.' || fail "delete"
+    assert_eq "$root_level" "$(logger_level "$logger")" "$logger back at the root's level"
+}
+
 echo "cli-tools suite against $bootstrap (Kafka tools from .kafka-ref/libs)"
 run_test "kafka-topics: create, list, describe, alter, delete" \
     test_topic_create_list_describe_alter_delete
@@ -601,4 +627,6 @@ run_test "kafka-log-dirs: describe the sizes of a topic's replicas" \
     test_log_dirs_describe_sizes_of_a_topic
 run_test "kafka-acls: list, add and remove refused at once without an authorizer" \
     test_acls_are_refused_without_an_authorizer
+run_test "kafka-configs: a broker logger's level set and reset live" \
+    test_configs_broker_loggers_set_and_reset_a_level_live
 suite_summary

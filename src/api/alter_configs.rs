@@ -1,6 +1,7 @@
 //! IncrementalAlterConfigs for topics: SET and DELETE of topic config overrides (APPEND and
 //! SUBTRACT on list-valued keys too), validated and committed by the active controller, as
-//! Kafka does since KIP-339. Broker configs are static here and refused.
+//! Kafka does since KIP-339; and this broker's logger levels (BROKER_LOGGER), changed live.
+//! Broker configs are static here and refused.
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource;
@@ -12,6 +13,7 @@ use super::{str_bytes, Broker, HandlerError, Outcome, Request};
 use crate::controller::ControllerRequest;
 
 const RESOURCE_TOPIC: i8 = 2;
+const RESOURCE_BROKER_LOGGER: i8 = 8;
 const OP_SET: i8 = 0;
 const OP_DELETE: i8 = 1;
 const OP_APPEND: i8 = 2;
@@ -63,6 +65,9 @@ async fn alter(
     validate_only: bool,
 ) -> Result<(), (ResponseError, String)> {
     let name = resource.resource_name.to_string();
+    if resource.resource_type == RESOURCE_BROKER_LOGGER {
+        return alter_loggers(broker, resource, validate_only);
+    }
     if resource.resource_type != RESOURCE_TOPIC {
         let reason = "only topic configs can be altered (broker configs are static)";
         return Err((ResponseError::InvalidRequest, reason.into()));
@@ -92,6 +97,47 @@ async fn alter(
         .await
         .map(|_| ())
         .map_err(|error| (controller_error(&error), error.to_string()))
+}
+
+/// Sets (SET) or resets to the root's level (DELETE) this broker's loggers, live; every
+/// change is checked before any is made.
+fn alter_loggers(
+    broker: &Broker,
+    resource: &AlterConfigsResource,
+    validate_only: bool,
+) -> Result<(), (ResponseError, String)> {
+    if resource.resource_name.as_str() != broker.config.node_id.to_string() {
+        let reason = format!(
+            "broker {} is not this broker",
+            resource.resource_name.as_str()
+        );
+        return Err((ResponseError::InvalidRequest, reason));
+    }
+    let mut changes = Vec::with_capacity(resource.configs.len());
+    for config in &resource.configs {
+        let logger = config.name.to_string();
+        let level = match config.config_operation {
+            OP_SET => config.value.as_ref().map(|v| v.to_string()),
+            OP_DELETE => None,
+            _ => {
+                let reason = format!(
+                    "{logger}: APPEND and SUBTRACT are not allowed for the BROKER_LOGGER resource"
+                );
+                return Err((ResponseError::InvalidRequest, reason));
+            }
+        };
+        changes.push((logger, level));
+    }
+    let invalid = |e: crate::log_levels::LevelError| (ResponseError::InvalidConfig, e.to_string());
+    for (logger, level) in &changes {
+        crate::log_levels::check(logger, level.as_deref()).map_err(invalid)?;
+    }
+    if !validate_only {
+        for (logger, level) in &changes {
+            crate::log_levels::set(logger, level.as_deref()).map_err(invalid)?;
+        }
+    }
+    Ok(())
 }
 
 /// Answers IncrementalAlterConfigs.

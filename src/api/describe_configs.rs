@@ -1,5 +1,6 @@
 //! DescribeConfigs for topics (every topic config with its value and source, as Apache
-//! Kafka lists them) and for this broker (every broker key highwater reads).
+//! Kafka lists them), for this broker (every broker key highwater reads) and for its
+//! loggers (each with its level, `kafka-configs --entity-type broker-loggers`).
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
@@ -13,6 +14,7 @@ use crate::config::topic::{self, ConfigSource, ConfigType};
 
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
+const RESOURCE_BROKER_LOGGER: i8 = 8;
 
 /// One config entry to report.
 struct Entry {
@@ -59,6 +61,20 @@ fn entries_for(
                     } else {
                         ConfigSource::DefaultConfig
                     },
+                    config_type: ConfigType::String,
+                })
+                .collect())
+        }
+        RESOURCE_BROKER_LOGGER => {
+            if name != broker.config.node_id.to_string() {
+                return Err(ResponseError::InvalidRequest);
+            }
+            let loggers = crate::log_levels::describe().into_iter();
+            Ok(loggers
+                .map(|(name, value)| Entry {
+                    name,
+                    value,
+                    source: ConfigSource::DynamicBrokerLoggerConfig,
                     config_type: ConfigType::String,
                 })
                 .collect())

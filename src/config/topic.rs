@@ -21,6 +21,8 @@ pub enum ConfigSource {
     TopicConfig = 1,
     StaticBrokerConfig = 4,
     DefaultConfig = 5,
+    /// A broker logger's level (BROKER_LOGGER resources).
+    DynamicBrokerLoggerConfig = 6,
 }
 
 /// One topic config key: its broker-level synonym (which supplies the default) and type.
