@@ -544,8 +544,45 @@ async fn exercise_acls(client: &mut Client, key: ApiKey, version: i16) {
     assert_eq!(message.as_deref(), Some("No Authorizer is configured."));
 }
 
+/// ListConfigResources: v0 knows client metrics only (none here); v1 lists topics too.
+async fn exercise_list_config_resources(client: &mut Client, version: i16) {
+    let topic = format!("listed-v{version}");
+    create_topic(client, &topic, 1).await;
+    let response = client
+        .call(&ListConfigResourcesRequest::default(), version)
+        .await;
+    assert_eq!(response.error_code, 0, "v{version}");
+    let topics: Vec<&str> = response
+        .config_resources
+        .iter()
+        .filter(|r| r.resource_type == 2)
+        .map(|r| r.resource_name.as_str())
+        .collect();
+    assert_eq!(topics.contains(&topic.as_str()), version >= 1, "v{version}");
+    if version >= 1 {
+        let unknown = ListConfigResourcesRequest::default().with_resource_types(vec![64]);
+        let refused = client.call(&unknown, version).await;
+        assert_eq!(refused.error_code, ResponseError::UnsupportedVersion.code());
+    }
+}
+
+/// DescribeConfigs of a topic: its retention among its configs.
+async fn exercise_describe_configs(client: &mut Client, version: i16) {
+    let request =
+        DescribeConfigsRequest::default().with_resources(vec![DescribeConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(StrBytes::from_static_str("t"))]);
+    let response = client.call(&request, version).await;
+    assert_eq!(response.results[0].error_code, 0);
+    assert!(response.results[0]
+        .configs
+        .iter()
+        .any(|c| c.name.as_str() == "retention.ms"));
+}
+
 async fn exercise_admin(client: &mut Client, key: ApiKey, version: i16) {
     match key {
+        ApiKey::ListConfigResources => exercise_list_config_resources(client, version).await,
         ApiKey::DescribeAcls | ApiKey::CreateAcls | ApiKey::DeleteAcls => {
             exercise_acls(client, key, version).await
         }
@@ -587,19 +624,7 @@ async fn exercise_admin(client: &mut Client, key: ApiKey, version: i16) {
             let response = client.call(&request, version).await;
             assert_eq!(response.responses[0].error_code, 0, "v{version}");
         }
-        ApiKey::DescribeConfigs => {
-            let request = DescribeConfigsRequest::default().with_resources(vec![
-                DescribeConfigsResource::default()
-                    .with_resource_type(2)
-                    .with_resource_name(StrBytes::from_static_str("t")),
-            ]);
-            let response = client.call(&request, version).await;
-            assert_eq!(response.results[0].error_code, 0);
-            assert!(response.results[0]
-                .configs
-                .iter()
-                .any(|c| c.name.as_str() == "retention.ms"));
-        }
+        ApiKey::DescribeConfigs => exercise_describe_configs(client, version).await,
         ApiKey::CreatePartitions => {
             let topic = format!("grown-v{version}");
             create_topic(client, &topic, 1).await;

@@ -10,7 +10,8 @@
 # transaction.version down and back; the kafka-metadata-quorum test describes the
 # (one-voter) metadata quorum; the kafka-log-dirs test reads the sizes of a topic's replicas;
 # the kafka-acls test expects every ACL command refused at once without an authorizer; the
-# kafka-configs broker-loggers test sets a logger's level live and resets it.
+# kafka-configs tests set a broker logger's level live and reset it, and describe a group's
+# configs.
 # Usage: compat/java/cli-tools.sh HOST:PORT
 set -euo pipefail
 
@@ -604,6 +605,30 @@ test_configs_broker_loggers_set_and_reset_a_level_live() {
     assert_eq "$root_level" "$(logger_level "$logger")" "$logger back at the root's level"
 }
 
+test_configs_describe_a_groups_configs() {
+    local t g out
+    t="$(unique_topic groupcfg)"
+    g="$t-group"
+    topics --create --topic "$t" --partitions 1 --replication-factor 1 >/dev/null
+    echo one | console_producer --topic "$t"
+    console_consumer --topic "$t" --group "$g" --from-beginning --max-messages 1 \
+        --timeout-ms 30000 >/dev/null
+    out="$(configs --describe --all --entity-type groups --entity-name "$g")"
+    echo "$out"
+    grep -qxF "All configs for group $g are:" <<<"$out" || fail "header"
+    for entry in consumer.heartbeat.interval.ms=5000 consumer.session.timeout.ms=45000 \
+        share.auto.offset.reset=latest streams.num.standby.replicas=0; do
+        grep -qE "^  ${entry//./\\.} sensitive=false synonyms=\{DEFAULT_CONFIG:" <<<"$out" ||
+            fail "--all: $entry"
+    done
+    assert_eq 10 "$(grep -c ' sensitive=false ' <<<"$out")" "ten group configs"
+    out="$(configs --describe --entity-type groups --entity-name "$g")"
+    assert_eq "Dynamic configs for group $g are:" "$out" "no dynamic config"
+    out="$(configs --describe --entity-type groups --entity-name "$g-none")"
+    assert_eq "The group '$g-none' doesn't exist and doesn't have dynamic config." "$out" \
+        "an unknown group"
+}
+
 echo "cli-tools suite against $bootstrap (Kafka tools from .kafka-ref/libs)"
 run_test "kafka-topics: create, list, describe, alter, delete" \
     test_topic_create_list_describe_alter_delete
@@ -629,4 +654,6 @@ run_test "kafka-acls: list, add and remove refused at once without an authorizer
     test_acls_are_refused_without_an_authorizer
 run_test "kafka-configs: a broker logger's level set and reset live" \
     test_configs_broker_loggers_set_and_reset_a_level_live
+run_test "kafka-configs: a group's configs (--all, dynamic, an unknown group)" \
+    test_configs_describe_a_groups_configs
 suite_summary

@@ -1,6 +1,8 @@
 //! DescribeConfigs for topics (every topic config with its value and source, as Apache
 //! Kafka lists them), for this broker (every broker key highwater reads) and for its
-//! loggers (each with its level, `kafka-configs --entity-type broker-loggers`).
+//! loggers (each with its level, `kafka-configs --entity-type broker-loggers`) and for
+//! groups (their defaults: no group has configs of its own yet). ListConfigResources
+//! (`kafka-configs --describe --entity-type groups` asks it first) lists what has configs.
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
@@ -15,6 +17,53 @@ use crate::config::topic::{self, ConfigSource, ConfigType};
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
 const RESOURCE_BROKER_LOGGER: i8 = 8;
+const RESOURCE_GROUP: i8 = 32;
+
+/// The group configs (KIP-848 and its share and streams groups) as Kafka 4.1 lists them,
+/// with the broker key each one's default comes from, else the fixed default. No group
+/// has configs of its own here, so each is its default.
+const GROUP_CONFIGS: &[(&str, Option<&str>, &str, ConfigType)] = &[
+    (
+        "consumer.heartbeat.interval.ms",
+        Some("group.consumer.heartbeat.interval.ms"),
+        "5000",
+        ConfigType::Int,
+    ),
+    (
+        "consumer.session.timeout.ms",
+        Some("group.consumer.session.timeout.ms"),
+        "45000",
+        ConfigType::Int,
+    ),
+    (
+        "share.auto.offset.reset",
+        None,
+        "latest",
+        ConfigType::String,
+    ),
+    ("share.heartbeat.interval.ms", None, "5000", ConfigType::Int),
+    (
+        "share.isolation.level",
+        None,
+        "read_uncommitted",
+        ConfigType::String,
+    ),
+    (
+        "share.record.lock.duration.ms",
+        None,
+        "30000",
+        ConfigType::Int,
+    ),
+    ("share.session.timeout.ms", None, "45000", ConfigType::Int),
+    (
+        "streams.heartbeat.interval.ms",
+        None,
+        "5000",
+        ConfigType::Int,
+    ),
+    ("streams.num.standby.replicas", None, "0", ConfigType::Int),
+    ("streams.session.timeout.ms", None, "45000", ConfigType::Int),
+];
 
 /// One config entry to report.
 struct Entry {
@@ -65,6 +114,17 @@ fn entries_for(
                 })
                 .collect())
         }
+        RESOURCE_GROUP => Ok(GROUP_CONFIGS
+            .iter()
+            .map(|(name, broker_key, fallback, config_type)| Entry {
+                name: (*name).to_string(),
+                value: broker_key
+                    .and_then(|k| broker.config.values.get(k).cloned())
+                    .unwrap_or_else(|| (*fallback).to_string()),
+                source: ConfigSource::DefaultConfig,
+                config_type: *config_type,
+            })
+            .collect()),
         RESOURCE_BROKER_LOGGER => {
             if name != broker.config.node_id.to_string() {
                 return Err(ResponseError::InvalidRequest);
@@ -138,4 +198,57 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
         .map(|r| describe(broker, request, &body, r))
         .collect();
     request.respond(&DescribeConfigsResponse::default().with_results(results))
+}
+
+/// Answers ListConfigResources: v0 lists client-metrics resources only, v1 the resource
+/// types asked (all when none): topics, brokers and their loggers by id, and the groups and
+/// client-metrics resources that have configs of their own (none here). A type the version
+/// does not list is UNSUPPORTED_VERSION, as Kafka answers.
+pub fn list_resources(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
+    use kafka_protocol::messages::list_config_resources_response::ConfigResource;
+    use kafka_protocol::messages::{ListConfigResourcesRequest, ListConfigResourcesResponse};
+    const RESOURCE_CLIENT_METRICS: i8 = 16;
+    let body: ListConfigResourcesRequest = request.decode()?;
+    let supported: &[i8] = match request.version() {
+        0 => &[RESOURCE_CLIENT_METRICS],
+        _ => &[
+            RESOURCE_TOPIC,
+            RESOURCE_BROKER,
+            RESOURCE_BROKER_LOGGER,
+            RESOURCE_CLIENT_METRICS,
+            RESOURCE_GROUP,
+        ],
+    };
+    let asked: Vec<i8> = match body.resource_types.is_empty() {
+        true => supported.to_vec(),
+        false => body.resource_types.clone(),
+    };
+    if asked.iter().any(|t| !supported.contains(t)) {
+        tracing::debug!(client = %request.client, ?asked, "ListConfigResources: unsupported type");
+        let code = ResponseError::UnsupportedVersion.code();
+        return request.respond(&ListConfigResourcesResponse::default().with_error_code(code));
+    }
+    let image = broker.image();
+    let mut resources = Vec::new();
+    let mut add = |name: String, resource_type: i8| {
+        resources.push(
+            ConfigResource::default()
+                .with_resource_name(str_bytes(&name))
+                .with_resource_type(resource_type),
+        );
+    };
+    for resource_type in asked {
+        match resource_type {
+            RESOURCE_TOPIC => image
+                .topics
+                .keys()
+                .for_each(|t| add(t.clone(), resource_type)),
+            RESOURCE_BROKER | RESOURCE_BROKER_LOGGER => image
+                .brokers
+                .iter()
+                .for_each(|b| add(b.node_id.to_string(), resource_type)),
+            _ => {}
+        }
+    }
+    request.respond(&ListConfigResourcesResponse::default().with_config_resources(resources))
 }

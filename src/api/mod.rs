@@ -383,6 +383,7 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         ApiKey::InitProducerId => init_producer_id::handle(broker, request).await,
         ApiKey::OffsetForLeaderEpoch => offset_for_leader_epoch::handle(broker, request),
         ApiKey::DescribeConfigs => describe_configs::handle(broker, request),
+        ApiKey::ListConfigResources => describe_configs::list_resources(broker, request),
         ApiKey::DescribeCluster => describe_cluster::handle(broker, request),
         ApiKey::ConsumerGroupHeartbeat => consumer_groups::heartbeat(broker, request).await,
         ApiKey::ConsumerGroupDescribe => consumer_groups::describe(broker, request),
