@@ -580,8 +580,25 @@ async fn exercise_describe_configs(client: &mut Client, version: i16) {
         .any(|c| c.name.as_str() == "retention.ms"));
 }
 
+/// The legacy AlterConfigs of a topic's retention.
+async fn exercise_alter_configs(client: &mut Client, version: i16) {
+    let topic = format!("altered-v{version}");
+    create_topic(client, &topic, 1).await;
+    let request = AlterConfigsRequest::default().with_resources(vec![
+        alter_configs_request::AlterConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(StrBytes::from(topic.clone()))
+            .with_configs(vec![alter_configs_request::AlterableConfig::default()
+                .with_name(StrBytes::from_static_str("retention.ms"))
+                .with_value(Some(StrBytes::from_static_str("60000")))]),
+    ]);
+    let response = client.call(&request, version).await;
+    assert_eq!(response.responses[0].error_code, 0, "v{version}");
+}
+
 async fn exercise_admin(client: &mut Client, key: ApiKey, version: i16) {
     match key {
+        ApiKey::AlterConfigs => exercise_alter_configs(client, version).await,
         ApiKey::ListConfigResources => exercise_list_config_resources(client, version).await,
         ApiKey::DescribeAcls | ApiKey::CreateAcls | ApiKey::DeleteAcls => {
             exercise_acls(client, key, version).await

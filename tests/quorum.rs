@@ -8,6 +8,7 @@ use common::*;
 use highwater::api::errors::controller_error;
 use highwater::controller::{AlterPartition, ControllerReply, ControllerRequest};
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::protocol::StrBytes;
 
 fn alter(
     broker_epoch: i64,
@@ -182,5 +183,64 @@ async fn metadata_survives_snapshots_and_log_purges_across_a_restart() {
     assert!(
         id > last,
         "no producer id block is handed out twice: {id} <= {last}"
+    );
+}
+
+#[tokio::test]
+async fn legacy_alter_configs_makes_a_topics_overrides_exactly_those_given() {
+    // Goal: AlterConfigs (the legacy API sarama and kafka-python use on old brokers) sets
+    // the given configs and reverts every other override to its default, as Kafka does;
+    // validate_only changes nothing. (UnsupportedVersion before.)
+    use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
+    use kafka_protocol::messages::AlterConfigsRequest;
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    assert_eq!(create_topic(&mut client, "t", 1).await, 0);
+    let set = client
+        .call(&alter_config(2, "t", "cleanup.policy", "compact"), 1)
+        .await;
+    assert_eq!(set.responses[0].error_code, 0);
+    let legacy = |validate_only: bool, value: &str| {
+        AlterConfigsRequest::default()
+            .with_validate_only(validate_only)
+            .with_resources(vec![AlterConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name(StrBytes::from_static_str("t"))
+                .with_configs(vec![AlterableConfig::default()
+                    .with_name(StrBytes::from_static_str("retention.ms"))
+                    .with_value(Some(StrBytes::from(value.to_string())))])])
+    };
+    let checked = client.call(&legacy(true, "2000"), 2).await;
+    assert_eq!(checked.responses[0].error_code, 0);
+    let configs = || {
+        broker
+            .broker
+            .controller
+            .image()
+            .topic("t")
+            .expect("t")
+            .configs
+            .clone()
+    };
+    assert_eq!(
+        configs().get("cleanup.policy").map(String::as_str),
+        Some("compact")
+    );
+    assert!(
+        !configs().contains_key("retention.ms"),
+        "validate_only changes nothing"
+    );
+    let applied = client.call(&legacy(false, "2000"), 2).await;
+    assert_eq!(applied.responses[0].error_code, 0);
+    let now = configs();
+    assert_eq!(now.get("retention.ms").map(String::as_str), Some("2000"));
+    assert!(
+        !now.contains_key("cleanup.policy"),
+        "an override not given reverts: {now:?}"
+    );
+    let bad = client.call(&legacy(false, "soon"), 0).await;
+    assert_eq!(
+        bad.responses[0].error_code,
+        ResponseError::InvalidConfig.code()
     );
 }

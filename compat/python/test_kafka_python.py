@@ -131,3 +131,21 @@ def test_offsets_for_times_beginning_and_end_offsets(bootstrap, admin, topic_nam
     assert consumer.beginning_offsets([tp]) == {tp: 0}
     assert consumer.end_offsets([tp]) == {tp: len(TS_DELTAS)}
     consumer.close()
+
+
+def test_legacy_alter_configs_sets_a_topic_config(admin, topic_name):
+    """Goal: AlterConfigs, the legacy API (forced here; kafka-python picks it on brokers
+    without IncrementalAlterConfigs), sets a topic config that DescribeConfigs then shows
+    as the topic's own, and keeps the other override kafka-python resends."""
+    from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
+    topic = topic_name()
+    admin.create_topics([NewTopic(topic, 1, 1, topic_configs={"cleanup.policy": "compact"})],
+                        timeout_ms=TIMEOUT_MS)
+    resource = ConfigResource(ConfigResourceType.TOPIC, topic, configs={"retention.ms": "2000"})
+    result = admin.alter_configs([resource], incremental=False)
+    assert result == {"topic": {topic: "OK"}}, result
+    described = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
+    configs = described["topic"][topic]
+    for key, value in [("retention.ms", "2000"), ("cleanup.policy", "compact")]:
+        assert configs[key]["value"] == value, (key, configs[key])
+        assert configs[key]["config_source"] == "DYNAMIC_TOPIC_CONFIG", (key, configs[key])

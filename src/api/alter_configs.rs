@@ -72,20 +72,40 @@ async fn alter(
         let reason = "only topic configs can be altered (broker configs are static)";
         return Err((ResponseError::InvalidRequest, reason.into()));
     }
-    let image = broker.image();
-    let topic = image.topic(&name).ok_or_else(|| {
-        let reason = format!("unknown topic {name}");
-        (ResponseError::UnknownTopicOrPartition, reason)
-    })?;
+    let current = topic_configs(broker, &name)?;
     let mut changes = Vec::with_capacity(resource.configs.len());
     for config in &resource.configs {
         let key = config.name.to_string();
-        let current = topic.configs.get(&key).map(String::as_str);
+        let current = current.get(&key).map(String::as_str);
         let value = config.value.as_ref().map(|v| v.as_str());
         let new = apply_operation(current, config.config_operation, value)
             .map_err(|reason| (ResponseError::InvalidRequest, format!("{key}: {reason}")))?;
         changes.push((key, new));
     }
+    commit(broker, name, changes, validate_only).await
+}
+
+/// The config overrides of topic `name`.
+fn topic_configs(
+    broker: &Broker,
+    name: &str,
+) -> Result<crate::config::ConfigMap, (ResponseError, String)> {
+    let image = broker.image();
+    let topic = image.topic(name).ok_or_else(|| {
+        let reason = format!("unknown topic {name}");
+        (ResponseError::UnknownTopicOrPartition, reason)
+    })?;
+    Ok(topic.configs.clone())
+}
+
+/// Has the active controller validate and (unless `validate_only`) commit `changes` to
+/// topic `name`'s overrides (`None` removes one).
+async fn commit(
+    broker: &Broker,
+    name: String,
+    changes: Vec<(String, Option<String>)>,
+    validate_only: bool,
+) -> Result<(), (ResponseError, String)> {
     let request = ControllerRequest::AlterTopicConfigs {
         name,
         changes,
@@ -138,6 +158,55 @@ fn alter_loggers(
         }
     }
     Ok(())
+}
+
+/// Answers the legacy AlterConfigs (sarama's and kafka-python's `alter_configs`): a
+/// topic's overrides become exactly the configs given (the others revert to their
+/// defaults), as Kafka does; broker configs are refused as by IncrementalAlterConfigs.
+pub async fn handle_legacy(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
+    use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse as Legacy;
+    use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse};
+    let body: AlterConfigsRequest = request.decode()?;
+    let mut responses = Vec::with_capacity(body.resources.len());
+    for resource in &body.resources {
+        let name = resource.resource_name.to_string();
+        let outcome = async {
+            if resource.resource_type != RESOURCE_TOPIC {
+                let reason = "only topic configs can be altered (broker configs are static)";
+                return Err((ResponseError::InvalidRequest, reason.to_string()));
+            }
+            let current = topic_configs(broker, &name)?;
+            let given: Vec<(String, Option<String>)> = resource
+                .configs
+                .iter()
+                .map(|c| {
+                    (
+                        c.name.to_string(),
+                        c.value.as_ref().map(ToString::to_string),
+                    )
+                })
+                .collect();
+            let removed = current
+                .keys()
+                .filter(|k| !given.iter().any(|(g, _)| g == *k))
+                .map(|k| (k.clone(), None));
+            let changes = removed.chain(given.iter().cloned()).collect();
+            commit(broker, name.clone(), changes, body.validate_only).await
+        };
+        let base = Legacy::default()
+            .with_resource_type(resource.resource_type)
+            .with_resource_name(resource.resource_name.clone());
+        responses.push(match outcome.await {
+            Ok(()) => base,
+            Err((code, message)) => {
+                tracing::debug!(client = %request.client, api = "AlterConfigs",
+                    resource = %name, error = %message, "refused");
+                base.with_error_code(code.code())
+                    .with_error_message(Some(str_bytes(&message)))
+            }
+        });
+    }
+    request.respond(&AlterConfigsResponse::default().with_responses(responses))
 }
 
 /// Answers IncrementalAlterConfigs.

@@ -181,7 +181,10 @@ fn describe(
                 result = result.with_synonyms(vec![synonym]);
             }
             if request.version() >= 3 {
-                result = result.with_config_type(e.config_type as i8);
+                // No documentation is sent (null, as Kafka without include_documentation).
+                result = result
+                    .with_config_type(e.config_type as i8)
+                    .with_documentation(None);
             }
             result
         })

@@ -388,6 +388,7 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         ApiKey::ConsumerGroupHeartbeat => consumer_groups::heartbeat(broker, request).await,
         ApiKey::ConsumerGroupDescribe => consumer_groups::describe(broker, request),
         ApiKey::IncrementalAlterConfigs => alter_configs::handle(broker, request).await,
+        ApiKey::AlterConfigs => alter_configs::handle_legacy(broker, request).await,
         ApiKey::ElectLeaders => elect_leaders::handle(broker, request).await,
         ApiKey::AddPartitionsToTxn => transactions::add_partitions_to_txn(broker, request).await,
         ApiKey::AddOffsetsToTxn => transactions::add_offsets_to_txn(broker, request).await,

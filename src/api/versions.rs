@@ -57,6 +57,7 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::CreateAcls, 1, 3),
     api(ApiKey::DeleteAcls, 1, 3),
     api(ApiKey::DescribeConfigs, 1, 4),
+    api(ApiKey::AlterConfigs, 0, 2),
     api(ApiKey::AlterReplicaLogDirs, 1, 2),
     api(ApiKey::DescribeLogDirs, 1, 4),
     api(ApiKey::CreatePartitions, 0, 3),
