@@ -378,3 +378,56 @@ async fn a_fetch_posing_as_an_unknown_replica_is_refused_and_the_partition_keeps
         .expect("the partition still serves");
     assert_eq!(produced.error_code, 0);
 }
+
+#[tokio::test]
+async fn a_record_older_than_the_window_is_refused_by_its_index_even_inside_a_batch() {
+    // Goal (KIP-937, KIP-467): with message.timestamp.before.max.ms set, every record's
+    // timestamp is checked, not only the batch's first and largest, and the refused ones
+    // are named. Before, a two-hour-old record between two current ones was accepted.
+    use highwater::log::batch_encode::{encode_batch, plain_record};
+    let broker = TestBroker::start(&[("log.message.timestamp.before.max.ms", "3600000")]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "t", 1).await;
+    let now = now_ms();
+    let old = now - 2 * 3600 * 1000;
+    let value = || Some(bytes::Bytes::from_static(b"v"));
+    let records = [
+        plain_record(0, now, None, value()),
+        plain_record(1, old, None, value()),
+        plain_record(2, now, None, value()),
+    ];
+    let batch = encode_batch(&records, kafka_protocol::records::Compression::None).expect("encode");
+    let response = produce(&mut client, "t", 0, batch).await;
+    assert_eq!(response.error_code, ResponseError::InvalidTimestamp.code());
+    let named: Vec<(i32, String)> = response
+        .record_errors
+        .iter()
+        .map(|e| {
+            (
+                e.batch_index,
+                e.batch_index_error_message
+                    .clone()
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(named.len(), 1, "{named:?}");
+    assert_eq!(named[0].0, 1);
+    let prefix = format!("Timestamp {old} of message with offset 1 is out of range. The timestamp should be within [");
+    assert!(named[0].1.starts_with(&prefix), "{}", named[0].1);
+    assert_eq!(
+        response.error_message.as_deref(),
+        Some("One or more records have been rejected due to invalid timestamp")
+    );
+    let fine = produce(&mut client, "t", 0, batch_at(now)).await;
+    assert_eq!(
+        (fine.error_code, fine.base_offset),
+        (0, 0),
+        "nothing of the refused batch"
+    );
+}
+
+fn batch_at(timestamp: i64) -> bytes::Bytes {
+    batch(1, -1, -1, timestamp)
+}

@@ -144,6 +144,26 @@ def test_keyless_records_fail_alone_in_a_compacted_topic(bootstrap, admin, topic
                       2: KafkaError._INVALID_DIFFERENT_RECORD, 3: KafkaError.INVALID_RECORD}
 
 
+def test_a_record_older_than_the_window_fails_its_batch(bootstrap, admin, topic_name):
+    """Goal (KIP-937): with message.timestamp.before.max.ms, a two-hour-old record between
+    two current ones in one batch is refused: librdkafka fails all three with
+    INVALID_TIMESTAMP (highwater checked only a batch's first and largest timestamps and
+    accepted it)."""
+    topic = topic_name()
+    create_topic(admin, topic, 1, config={"message.timestamp.before.max.ms": "3600000"})
+    producer = Producer({"bootstrap.servers": bootstrap, "client.id": CLIENT_ID,
+                         "linger.ms": 500, "enable.idempotence": False, "retries": 0})
+    now = int(time.time() * 1000)
+    failed = {}
+    for i, ts in enumerate([now, now - 7_200_000, now]):
+        producer.produce(topic, value=b"v", partition=0, timestamp=ts,
+                         on_delivery=lambda err, msg, i=i: failed.__setitem__(
+                             i, err.code() if err else None))
+    assert producer.flush(TIMEOUT_S) == 0
+    assert failed == {0: KafkaError.INVALID_TIMESTAMP, 1: KafkaError.INVALID_TIMESTAMP,
+                      2: KafkaError.INVALID_TIMESTAMP}, failed
+
+
 # (config, value, Kafka 4.1.1's refusal); None: accepted.
 TOPIC_CONFIG_CASES = [
     ("segment.bytes", "1000",

@@ -180,11 +180,24 @@ pub fn txn_error_at(error: &TxnError, api: ApiKey, version: i16) -> ResponseErro
 /// the batch with its message, and the partition's error message, worded as Kafka's
 /// LogValidator words them.
 pub fn record_errors(error: &ReplicaError) -> Option<(Vec<(i32, String)>, String)> {
-    let ReplicaError::Log {
-        source: LogError::NullKeyInCompactedTopic { partition, indexes },
-        ..
-    } = error
-    else {
+    let ReplicaError::Log { source, .. } = error else {
+        return None;
+    };
+    if let LogError::InvalidTimestamp { records, min, max } = source {
+        let errors = records
+            .iter()
+            .map(|(index, offset, timestamp)| {
+                let message = format!(
+                    "Timestamp {timestamp} of message with offset {offset} is out of range. \
+                     The timestamp should be within [{min}, {max}]"
+                );
+                (*index, message)
+            })
+            .collect();
+        let summary = "One or more records have been rejected due to invalid timestamp";
+        return Some((errors, summary.to_string()));
+    }
+    let LogError::NullKeyInCompactedTopic { partition, indexes } = source else {
         return None;
     };
     let message =

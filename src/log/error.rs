@@ -34,8 +34,13 @@ pub enum LogError {
     BatchLargerThanSegment { size: usize, max: usize },
     /// A record timestamp outside [now - message.timestamp.before.max.ms,
     /// now + message.timestamp.after.max.ms].
-    #[error("timestamp {timestamp} is outside the accepted range [{min}, {max}]")]
-    InvalidTimestamp { timestamp: i64, min: i64, max: i64 },
+    /// Each offending record: its index in the batch, offset in it and timestamp.
+    #[error("{} records with timestamps outside the accepted range [{min}, {max}]", records.len())]
+    InvalidTimestamp {
+        records: Vec<(i32, i64, i64)>,
+        min: i64,
+        max: i64,
+    },
     /// A control batch (transaction marker) sent by a client: only coordinators write them.
     #[error("producer {producer_id}: clients may not write control batches")]
     ControlBatchFromClient { producer_id: i64 },

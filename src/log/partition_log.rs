@@ -338,7 +338,7 @@ impl Log {
             });
         }
         let header = batch::validate(records)?;
-        self.check_timestamps(&header)?;
+        self.check_timestamps(records, &header)?;
         if header.is_control() {
             return Err(LogError::ControlBatchFromClient {
                 producer_id: header.producer_id,
@@ -357,29 +357,39 @@ impl Log {
         Ok(header)
     }
 
-    /// Checks CreateTime timestamps against the accepted window (KIP-937, Kafka 3.6+). The
-    /// batch's max timestamp bounds every record from above; its base timestamp (the first
-    /// record's) stands for the earliest, as only the header is read.
-    fn check_timestamps(&self, header: &BatchHeader) -> Result<(), LogError> {
+    /// Checks CreateTime timestamps against the accepted window (KIP-937, Kafka 3.6+), and
+    /// names every record outside it (KIP-467). The header bounds the batch: its max
+    /// timestamp every record from above, its base timestamp the first record; records are
+    /// read only when that does not settle it (a lower bound is set, or a bound is crossed).
+    fn check_timestamps(&self, records: &[u8], header: &BatchHeader) -> Result<(), LogError> {
         const LOG_APPEND_TIME: i16 = 1 << 3;
         if self.config.log_append_time || header.attributes & LOG_APPEND_TIME != 0 {
             return Ok(());
         }
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64);
+        let now = now_ms();
         let min = now.saturating_sub(self.config.timestamp_before_max_ms);
         let max = now.saturating_add(self.config.timestamp_after_max_ms);
-        for timestamp in [header.base_timestamp, header.max_timestamp] {
-            if timestamp < min || timestamp > max {
-                return Err(LogError::InvalidTimestamp {
-                    timestamp,
-                    min,
-                    max,
-                });
-            }
+        let lower_bound_set = self.config.timestamp_before_max_ms < i64::MAX;
+        let header_fits = [header.base_timestamp, header.max_timestamp]
+            .iter()
+            .all(|t| (min..=max).contains(t));
+        if header_fits && !lower_bound_set {
+            return Ok(());
         }
-        Ok(())
+        let offending: Vec<(i32, i64, i64)> = super::records::timestamps(records, header)?
+            .into_iter()
+            .enumerate()
+            .filter(|(_, (_, t))| *t >= 0 && !(min..=max).contains(t))
+            .map(|(index, (offset_delta, t))| (index as i32, offset_delta, t))
+            .collect();
+        match offending.is_empty() {
+            true => Ok(()),
+            false => Err(LogError::InvalidTimestamp {
+                records: offending,
+                min,
+                max,
+            }),
+        }
     }
 
     /// Seals (trims and fsyncs) the active segment and starts a new one at the log end

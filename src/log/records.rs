@@ -216,6 +216,20 @@ impl RecordView<'_> {
     }
 }
 
+/// Each record's offset delta and timestamp (the batch's base timestamp plus its delta).
+pub fn timestamps(batch: &[u8], header: &BatchHeader) -> Result<Vec<(i64, i64)>, LogError> {
+    let payload = decompressed_payload(batch, header)?;
+    let records = parse_records(&payload, header)?;
+    let base = header.base_timestamp;
+    let each = records.iter().map(|r| {
+        (
+            i64::from(r.offset_delta),
+            base.saturating_add(r.timestamp_delta),
+        )
+    });
+    Ok(each.collect())
+}
+
 /// The indexes in the batch of a client batch's records without a key (a compacted topic
 /// refuses them, as Kafka's LogValidator does, naming each one: KIP-467).
 pub fn keyless_records(batch: &[u8], header: &BatchHeader) -> Result<Vec<i32>, LogError> {
