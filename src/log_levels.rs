@@ -124,7 +124,13 @@ fn effective(levels: &Levels, logger: &str) -> String {
 
 /// The level `logger` would be set to (None: the root's), or why it cannot be.
 pub fn check(logger: &str, level: Option<&str>) -> Result<Option<&'static str>, LevelError> {
-    let known = logger == ROOT || LOGGERS.contains(&logger);
+    // A logger the start-up filter named (`RUST_LOG=highwater::replica::fetcher=debug`) is
+    // listed, so it can be changed too.
+    let started_with = || {
+        let levels = levels().lock().unwrap_or_else(PoisonError::into_inner);
+        levels.named.contains_key(logger)
+    };
+    let known = logger == ROOT || LOGGERS.contains(&logger) || started_with();
     if !known {
         return Err(LevelError::UnknownLogger(logger.to_string()));
     }

@@ -666,11 +666,6 @@ impl ReplicaManager {
         Ok(())
     }
 
-    /// The move of `tp` under way, if any.
-    pub fn future_replica(&self, tp: &TopicPartition) -> Option<Arc<FutureReplica>> {
-        self.moves.get(tp).map(|f| Arc::clone(f.value()))
-    }
-
     /// Every move under way, by partition.
     pub fn future_replicas(&self) -> Vec<(TopicPartition, Arc<FutureReplica>)> {
         let moves = self.moves.iter();
