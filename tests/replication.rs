@@ -407,3 +407,41 @@ async fn an_acks_all_produce_waiting_across_a_leader_change_is_never_acknowledge
         "the parked produce is refused, never acknowledged"
     );
 }
+
+#[tokio::test]
+async fn a_follower_takes_the_leaders_log_start_so_deleted_records_stay_deleted() {
+    // Goal: DeleteRecords on the leader moves every follower's log start with the next
+    // fetch (Kafka's fetcher does so), so that a follower that becomes leader never hands
+    // out the deleted records. Before, the follower ignored the leader's log start: after
+    // the leader died, records 0-2 were readable again from the new leader.
+    let cluster = SimCluster::new(&[A, B]).await;
+    replicate_between(&cluster, A, B, 0);
+    for value in ["r0", "r1", "r2", "r3", "r4"] {
+        produce(&cluster, A, value);
+    }
+    cluster.catch_up(B, A).await;
+    cluster.catch_up(B, A).await;
+    assert_eq!(cluster.partition(A).high_watermark(), 5);
+    let start = cluster
+        .partition(A)
+        .delete_records(3)
+        .expect("delete records");
+    assert_eq!(start, 3);
+    cluster.catch_up(B, A).await;
+    assert_eq!(
+        cluster.partition(B).offsets().log_start_offset,
+        3,
+        "the follower follows"
+    );
+    cluster
+        .partition(B)
+        .make_leader(B, 1, 1, vec![A, B], vec![B])
+        .expect("leader");
+    let log = cluster.partition(B);
+    let log = log.log();
+    assert_eq!(log.log_start_offset(), 3);
+    assert!(
+        log.read(0, 5, 1 << 20, true).is_err(),
+        "offset 0 is out of range"
+    );
+}

@@ -322,11 +322,19 @@ impl Partition {
             .map_err(|e| self.log_error(e))?;
         log.retire_stable_transactions(self.high_watermark());
         let log_end_offset = log.log_end_offset();
+        let high_watermark = leader_high_watermark.min(log_end_offset);
+        // The log start follows the leader's (DeleteRecords there, or its retention) up to
+        // this replica's high watermark, as Kafka's fetcher does: a follower that becomes
+        // leader must not hand out records the leader had deleted.
+        let start = leader_log_start_offset.min(high_watermark);
+        if start > log.log_start_offset() {
+            log.delete_records(start, high_watermark)
+                .map_err(|e| self.log_error(e))?;
+        }
         drop(log);
         self.publish_log_end_offset(log_end_offset);
-        self.set_follower_high_watermark(leader_high_watermark.min(log_end_offset));
+        self.set_follower_high_watermark(high_watermark);
         self.set_fetcher_lag(leader_high_watermark, log_end_offset);
-        let _ = leader_log_start_offset;
         self.check_invariants();
         Ok(())
     }
