@@ -249,16 +249,19 @@ fn check_refusals(web: SocketAddr) {
 /// Connections past the limit get 503 and are closed; once the idle ones go, the listener
 /// serves again.
 fn check_connection_limit(web: SocketAddr) {
-    let idle: Vec<std::net::TcpStream> = (0..highwater::http::CONNECTIONS_MAX)
+    let mut idle: Vec<std::net::TcpStream> = (0..highwater::http::CONNECTIONS_MAX)
         .map(|_| std::net::TcpStream::connect(web).expect("connect"))
         .collect();
     let mut refused = None;
     for _ in 0..50 {
-        // The listener may not have accepted every idle connection yet.
+        // The listener may not have accepted every idle connection yet, and connections
+        // of the checks before may still hold their slots (then some idle ones were
+        // refused): a slot found free is taken by one more idle connection.
         refused = http(web, "GET", "/healthz");
         if refused.as_ref().is_some_and(|a| a.0 == 503) {
             break;
         }
+        idle.push(std::net::TcpStream::connect(web).expect("connect"));
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(refused.map(|a| a.0), Some(503), "one past the limit");
