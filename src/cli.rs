@@ -169,27 +169,42 @@ fn init_tracing(default_filter: &str) {
     crate::log_levels::install(&text, handle);
 }
 
-/// Completes on SIGTERM or ctrl-c.
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(term) => term,
-                Err(error) => {
-                    tracing::warn!(%error, "cannot listen for SIGTERM");
-                    let _ = ctrl_c.await;
-                    return;
+/// SIGTERM or ctrl-c, listened for from the moment the process starts: a signal that
+/// arrives while the node opens (log recovery, waiting for the quorum or to be unfenced)
+/// stops it cleanly instead of killing it with the signal's default action.
+#[derive(Clone)]
+struct Shutdown(tokio::sync::watch::Receiver<bool>);
+
+impl Shutdown {
+    /// Installs the handlers at once (inside the runtime).
+    fn listen() -> anyhow::Result<Self> {
+        let (requested, shutdown) = tokio::sync::watch::channel(false);
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let mut term = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
+            let mut int = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = term.recv() => {},
+                    _ = int.recv() => {},
                 }
-            };
-        tokio::select! {
-            _ = ctrl_c => {},
-            _ = term.recv() => {},
+                tracing::info!("shutdown requested");
+                let _ = requested.send(true);
+            });
         }
+        #[cfg(not(unix))]
+        tokio::spawn(async move {
+            let _ = tokio::signal::ctrl_c().await;
+            let _ = requested.send(true);
+        });
+        Ok(Shutdown(shutdown))
     }
-    #[cfg(not(unix))]
-    let _ = ctrl_c.await;
+
+    /// Completes once a signal has arrived (at once if one already has).
+    async fn requested(mut self) {
+        let _ = self.0.wait_for(|requested| *requested).await;
+    }
 }
 
 /// Runs `highwater dump`: each file to stdout; with `--verify`, the problems found are
@@ -238,6 +253,7 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
+        let shutdown = Shutdown::listen()?;
         // Bound first so that a taken port fails at once; connections wait in the backlog
         // until the broker is ready.
         let listener = match config.roles.broker {
@@ -248,7 +264,7 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             ),
             false => None,
         };
-        run_node(config, listener, || {}).await
+        run_node(config, listener, shutdown, || {}).await
     })
 }
 
@@ -325,6 +341,7 @@ fn dev_config(
 
 async fn run_dev(args: &DevArgs, dir: &Path) -> anyhow::Result<()> {
     use std::io::Write;
+    let shutdown = Shutdown::listen()?;
     let nodes = usize::from(args.nodes);
     let mut listeners = Vec::with_capacity(nodes);
     for node in 0..nodes {
@@ -358,14 +375,19 @@ async fn run_dev(args: &DevArgs, dir: &Path) -> anyhow::Result<()> {
         }
         let config = Arc::new(BrokerConfig::from_map(map)?);
         let (serving, bootstrap) = (Arc::clone(&serving), bootstrap.clone());
-        runs.push(run_node(config, Some(listener), move || {
-            let all = serving.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == nodes;
-            if all {
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{bootstrap}");
-                let _ = out.flush();
-            }
-        }));
+        runs.push(run_node(
+            config,
+            Some(listener),
+            shutdown.clone(),
+            move || {
+                let all = serving.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == nodes;
+                if all {
+                    let mut out = std::io::stdout().lock();
+                    let _ = writeln!(out, "{bootstrap}");
+                    let _ = out.flush();
+                }
+            },
+        ));
     }
     futures_util::future::try_join_all(runs).await?;
     Ok(())
@@ -383,22 +405,26 @@ fn free_loopback_addresses(count: usize) -> anyhow::Result<Vec<SocketAddr>> {
         .collect::<Result<_, _>>()?)
 }
 
-/// Opens the broker on `config`, calls `ready` once it serves, and runs it until SIGTERM
-/// or ctrl-c.
+/// Opens the broker on `config`, calls `ready` once it serves, and runs it until
+/// `shutdown`. A shutdown requested while the broker opens ends the start there (what was
+/// done so far is recovered at the next start, as after a crash).
 async fn run_node(
     config: Arc<BrokerConfig>,
     listener: Option<tokio::net::TcpListener>,
+    shutdown: Shutdown,
     ready: impl FnOnce(),
 ) -> anyhow::Result<()> {
     {
         let http = crate::http::bind(&config.http_listeners)
             .await
             .context("cannot start")?;
-        let broker = Arc::new(
-            Broker::open(Arc::clone(&config))
-                .await
-                .context("cannot start")?,
-        );
+        let broker = tokio::select! {
+            broker = Broker::open(Arc::clone(&config)) => Arc::new(broker.context("cannot start")?),
+            () = shutdown.clone().requested() => {
+                tracing::info!(node_id = config.node_id, "stopped while starting");
+                return Ok(());
+            }
+        };
         let dirs: Vec<String> = config
             .log_dirs
             .iter()
@@ -427,10 +453,10 @@ async fn run_node(
         ready();
         match listener {
             Some(listener) => {
-                crate::server::run(Arc::clone(&broker), listener, shutdown_signal()).await
+                crate::server::run(Arc::clone(&broker), listener, shutdown.requested()).await
             }
             None => {
-                shutdown_signal().await;
+                shutdown.requested().await;
                 broker.controller.shutdown().await;
             }
         }

@@ -520,3 +520,76 @@ async fn highwater_dev_nodes_3_is_a_replicated_cluster_in_one_process() {
     assert!(status.expect("wait").success());
     assert_eq!(std::fs::read_dir(tmp.path()).expect("list").count(), 0);
 }
+
+#[tokio::test]
+async fn sigterm_while_waiting_for_the_quorum_stops_the_start_cleanly() {
+    // Bug (stop 23's CI): the SIGTERM handler was installed only once the node served, so a
+    // signal during the start killed the process with the signal's default action (no
+    // clean exit). A node whose two peer controllers are down waits for the quorum for
+    // ever; SIGTERM must still stop it, with exit status 0.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (port, controller) = (free_port(), free_port());
+    let voters = format!(
+        "controller.quorum.voters=1@127.0.0.1:{controller},2@127.0.0.1:{},3@127.0.0.1:{}",
+        free_port(),
+        free_port()
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_highwater"))
+        .args(["serve", "--config"])
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/config/cluster/node-1.toml"
+        ))
+        .args(["--set", "http.listeners="])
+        .args(["--set", "controller.listener.names=CONTROLLER"])
+        .arg("--set")
+        .arg(format!(
+            "listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}"
+        ))
+        .args(["--set", &voters])
+        .arg(format!("--log-dirs={}", tmp.path().display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let stderr = child.stderr.take().expect("stderr");
+    let (lines, mut seen) = tokio::sync::mpsc::unbounded_channel::<String>();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = lines.send(line);
+        }
+    });
+    let mut log = String::new();
+    let waiting = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(line) = seen.recv().await {
+            log.push_str(&line);
+            log.push('\n');
+            if line.contains("initializing the metadata quorum") {
+                break;
+            }
+        }
+    });
+    waiting.await.expect("the quorum start within 20 s");
+    // Still starting a moment later: no quorum can form.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(child.try_wait().expect("try_wait").is_none(), "{log}");
+    signal(&child, "-TERM");
+    let status = tokio::time::timeout(
+        Duration::from_secs(10),
+        tokio::task::spawn_blocking(move || child.wait()),
+    )
+    .await
+    .expect("stopped within 10 s of SIGTERM")
+    .expect("join")
+    .expect("wait");
+    while let Ok(line) = seen.try_recv() {
+        log.push_str(&line);
+        log.push('\n');
+    }
+    assert!(status.success(), "{status:?}: {log}");
+}
