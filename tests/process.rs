@@ -239,16 +239,7 @@ async fn a_fresh_start_says_what_it_serves_in_plain_words_and_recovers_nothing()
         .expect("spawn");
     // The log goes to stderr; read it until the start line, then stop the process.
     let stderr = child.stderr.take().expect("stderr");
-    let (lines, mut seen) = tokio::sync::mpsc::unbounded_channel::<String>();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = lines.send(line);
-        }
-    });
+    let mut seen = lines_of(stderr);
     let mut log = String::new();
     let read = tokio::time::timeout(Duration::from_secs(20), async {
         while let Some(line) = seen.recv().await {
@@ -276,6 +267,21 @@ async fn a_fresh_start_says_what_it_serves_in_plain_words_and_recovers_nothing()
     assert!(log.contains(&want), "{want} in {log}");
     assert!(!log.contains("recovering logs"), "{log}");
     assert_eq!(log.matches("broker unfenced").count(), 1, "{log}");
+}
+
+/// The lines `stderr` gives, read on a thread of their own.
+fn lines_of(stderr: std::process::ChildStderr) -> tokio::sync::mpsc::UnboundedReceiver<String> {
+    let (lines, seen) = tokio::sync::mpsc::unbounded_channel::<String>();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = lines.send(line);
+        }
+    });
+    seen
 }
 
 /// A `/proc/<pid>/status` field in KiB (`VmRSS`, `VmHWM`).
@@ -554,16 +560,7 @@ async fn sigterm_while_waiting_for_the_quorum_stops_the_start_cleanly() {
         .spawn()
         .expect("spawn");
     let stderr = child.stderr.take().expect("stderr");
-    let (lines, mut seen) = tokio::sync::mpsc::unbounded_channel::<String>();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = lines.send(line);
-        }
-    });
+    let mut seen = lines_of(stderr);
     let mut log = String::new();
     let waiting = tokio::time::timeout(Duration::from_secs(20), async {
         while let Some(line) = seen.recv().await {
