@@ -1,8 +1,8 @@
 //! highwater: a Kafka wire-protocol compatible broker.
 //!
 //! Modules are layered; each imports only from the ones below it (see STYLE.md):
-//! `cli` → `server`, `http` → `api` → `txn` → `group` → `controller`, `replica` → `metadata`
-//! → `log` → `config`, `clock`, `metrics`, `wire`.
+//! `cli` → `testkit` → `node` → `server`, `http` → `api` → `txn` → `group` → `controller`, `replica` → `metadata`
+//! → `log` → `config`, `clock`, `faults`, `metrics`, `wire`.
 //! Siblings on one level (`server` and `http`, `controller` and `replica`) do not import
 //! each other either; `tests/layers.rs` checks it.
 //! `dump` (the offline `highwater dump` tool) reads `log`'s file formats; only `cli` uses it.
@@ -14,13 +14,16 @@ pub mod clock;
 pub mod config;
 pub mod controller;
 pub mod dump;
+pub mod faults;
 pub mod group;
 pub mod http;
 pub mod log;
 pub mod log_levels;
 pub mod metadata;
 pub mod metrics;
+pub mod node;
 pub mod replica;
 pub mod server;
+pub mod testkit;
 pub mod txn;
 pub mod wire;

@@ -6,26 +6,13 @@
 mod common;
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::cluster_processes::{create_assigned, eventually, free_port, metadata, Cluster};
 use common::*;
-
-/// Status and body of `method path` on `addr` (HTTP/1.1, one request per connection).
-fn http(addr: SocketAddr, method: &str, path: &str) -> Option<(u16, String)> {
-    let mut stream = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    let request = format!("{method} {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).ok()?;
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).ok()?;
-    let (head, body) = answer.split_once("\r\n\r\n")?;
-    let status = head.split_whitespace().nth(1)?.parse().ok()?;
-    Some((status, body.to_string()))
-}
 
 /// `/metrics` parsed: every sample by name and labels (sorted `k=v` pairs joined by `,`).
 fn scrape(addr: SocketAddr) -> HashMap<(String, String), f64> {

@@ -6,7 +6,7 @@ use std::path::Path;
 
 /// Top-level modules by level, lowest first; modules on one level are siblings.
 const LEVELS: &[&[&str]] = &[
-    &["config", "clock", "log_levels", "metrics", "wire"],
+    &["config", "clock", "faults", "log_levels", "metrics", "wire"],
     &["log"],
     &["metadata"],
     &["controller", "replica"],
@@ -14,6 +14,8 @@ const LEVELS: &[&[&str]] = &[
     &["txn"],
     &["api"],
     &["server", "http", "dump"],
+    &["node"],
+    &["testkit"],
     &["cli"],
 ];
 

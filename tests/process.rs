@@ -430,6 +430,20 @@ async fn spawn_dev(args: &[&str], tmp: &Path) -> (Child, String) {
     (child, line)
 }
 
+/// Stops `highwater dev` with SIGTERM: it must exit with status 0 and leave nothing in `tmp`.
+async fn stop_dev(mut child: Child, tmp: &Path) {
+    signal(&child, "-TERM");
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .expect("join");
+    assert!(status.expect("wait").success());
+    assert_eq!(
+        std::fs::read_dir(tmp).expect("list").count(),
+        0,
+        "its data is removed"
+    );
+}
+
 #[tokio::test]
 async fn highwater_dev_prints_its_address_serves_and_removes_its_data_on_sigterm() {
     // Goal (issue 14, test-broker mode): `highwater dev` takes a free port and a temporary
@@ -470,7 +484,7 @@ async fn highwater_dev_nodes_3_is_a_replicated_cluster_in_one_process() {
     use kafka_protocol::messages::create_topics_request::CreatableTopic;
     use kafka_protocol::messages::CreateTopicsRequest;
     let tmp = tempfile::tempdir().expect("tempdir");
-    let (mut child, line) = spawn_dev(&["--nodes", "3"], tmp.path()).await;
+    let (child, line) = spawn_dev(&["--nodes", "3"], tmp.path()).await;
     let addrs: Vec<SocketAddr> = line
         .trim()
         .split(',')
@@ -519,12 +533,75 @@ async fn highwater_dev_nodes_3_is_a_replicated_cluster_in_one_process() {
         answer = produce(&mut client, "r3", 0, batch(5, -1, -1, now_ms())).await;
     }
     assert_eq!(answer.error_code, 0, "acks=all acknowledged by the ISR");
-    signal(&child, "-TERM");
-    let status = tokio::task::spawn_blocking(move || child.wait())
-        .await
-        .expect("join");
-    assert!(status.expect("wait").success());
-    assert_eq!(std::fs::read_dir(tmp.path()).expect("list").count(), 0);
+    stop_dev(child, tmp.path()).await;
+}
+
+#[tokio::test]
+async fn highwater_dev_http_serves_the_fault_api_to_other_languages_test_suites() {
+    // Goal (issue 14): `highwater dev --http ADDR` lets a pytest or a Java test kill and
+    // restart a node and make a client's next request fail, over plain HTTP.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let web: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
+    let web_arg = web.to_string();
+    let (child, line) = spawn_dev(&["--nodes", "3", "--http", &web_arg], tmp.path()).await;
+    let addrs: Vec<SocketAddr> = line
+        .trim()
+        .split(',')
+        .map(|a| a.parse().expect("host:port"))
+        .collect();
+    let call = |method: &'static str, path: String| async move {
+        tokio::task::spawn_blocking(move || http(web, method, &path))
+            .await
+            .expect("join")
+            .expect("an HTTP answer")
+    };
+    let running = |body: &str, node: usize| -> bool {
+        let state: serde_json::Value = serde_json::from_str(body).expect("JSON");
+        state["nodes"][node - 1]["running"]
+            .as_bool()
+            .expect("running")
+    };
+    let (status, body) = call("GET", "/faults".into()).await;
+    assert_eq!(status, 200, "{body}");
+    assert!((1..=3).all(|n| running(&body, n)), "{body}");
+
+    let (status, body) = call("POST", "/faults/nodes/3/kill".into()).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(!running(&body, 3), "{body}");
+    assert!(
+        Client::try_connect(addrs[2]).await.is_none(),
+        "node 3 is gone"
+    );
+    let (status, body) = call("POST", "/faults/nodes/3/restart".into()).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(running(&body, 3), "{body}");
+    assert!(
+        common::cluster_processes::metadata(addrs[2])
+            .await
+            .is_some(),
+        "node 3 serves again"
+    );
+
+    let path = "/faults/requests?node=1&api=Produce&count=1&error_code=6";
+    assert_eq!(call("POST", path.into()).await.0, 200);
+    let mut client = Client::connect(addrs[0]).await;
+    create_topic(&mut client, "f", 1).await;
+    let first = produce(&mut client, "f", 0, batch(1, -1, -1, now_ms())).await;
+    assert_eq!(first.error_code, 6, "the injected NOT_LEADER_OR_FOLLOWER");
+
+    // Refusals say what is wrong.
+    let (status, body) = call(
+        "POST",
+        "/faults/requests?node=1&api=Metadata&count=1&error_code=3".into(),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("cannot be answered"), "{body}");
+    assert_eq!(call("POST", "/faults/links/cut?a=1".into()).await.0, 400);
+    assert_eq!(call("POST", "/faults/nodes/7/kill".into()).await.0, 400);
+    assert_eq!(call("POST", "/faults/nowhere".into()).await.0, 404);
+
+    stop_dev(child, tmp.path()).await;
 }
 
 #[tokio::test]

@@ -10,13 +10,15 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, Str
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::faults::{broker_client_id, Outbound};
+
 /// Longest response accepted from another broker.
 const RESPONSE_BYTES_MAX: usize = 16 << 20;
 
 /// Sends `request` at `version` to the broker at `address` and decodes its answer.
 pub async fn call<R>(
     address: &str,
-    node_id: i32,
+    outbound: &Outbound,
     request: &R,
     version: i16,
     timeout: Duration,
@@ -30,9 +32,7 @@ where
             .with_request_api_key(R::KEY)
             .with_request_api_version(version)
             .with_correlation_id(1)
-            .with_client_id(Some(StrBytes::from_string(format!(
-                "highwater-broker-{node_id}"
-            ))));
+            .with_client_id(Some(StrBytes::from_string(broker_client_id(outbound.from))));
         let mut body = BytesMut::new();
         header
             .encode(&mut body, R::header_version(version))
@@ -43,6 +43,10 @@ where
         let mut frame = BytesMut::with_capacity(body.len() + 4);
         frame.put_i32(body.len() as i32);
         frame.extend_from_slice(&body);
+        outbound
+            .check(address)
+            .await
+            .map_err(|cut| cut.to_string())?;
         let mut stream = TcpStream::connect(address)
             .await
             .map_err(|e| format!("connecting to {address}: {e}"))?;

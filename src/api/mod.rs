@@ -20,6 +20,7 @@ pub mod fetch;
 pub mod find_coordinator;
 pub mod groups;
 pub mod init_producer_id;
+pub mod injected;
 pub mod list_offsets;
 pub mod log_dirs;
 pub mod metadata;
@@ -46,6 +47,7 @@ use crate::clock::Clock;
 use crate::config::BrokerConfig;
 use crate::controller::{AlterPartition, ControllerRequest};
 use crate::controller::{Controller, ControllerError};
+use crate::faults::{Faults, Outbound};
 use crate::group::{GroupConfig, GroupCoordinator};
 use crate::metadata::MetadataImage;
 use crate::metrics::Metrics;
@@ -64,6 +66,8 @@ pub struct Broker {
     pub transactions: TransactionCoordinator,
     /// Counters and histograms for `/metrics`.
     pub metrics: Arc<Metrics>,
+    /// Faults a test injected (none in production).
+    pub faults: Faults,
 }
 
 impl Broker {
@@ -72,18 +76,26 @@ impl Broker {
     /// active controller and waits until it is unfenced, as a Kafka broker does before it
     /// opens its listeners.
     pub async fn open(config: Arc<BrokerConfig>) -> Result<Self, StartupError> {
-        Broker::open_with_clock(config, Clock::system()).await
+        Broker::open_with(config, Clock::system(), Faults::default()).await
     }
 
-    /// [`Broker::open`] on `clock` (the simulator's, moved by hand) instead of the system's.
-    pub async fn open_with_clock(
+    /// [`Broker::open`] on `clock` (the simulator's, moved by hand) instead of the system's,
+    /// with the `faults` a test sets (`testkit`, `highwater dev`).
+    pub async fn open_with(
         config: Arc<BrokerConfig>,
         clock: Clock,
+        faults: Faults,
     ) -> Result<Self, StartupError> {
-        let controller = Controller::open(Arc::clone(&config), clock.clone()).await?;
+        let outbound = Outbound {
+            from: config.node_id,
+            faults: faults.clone(),
+        };
+        let controller =
+            Controller::open(Arc::clone(&config), clock.clone(), outbound.clone()).await?;
         let metrics = Arc::new(Metrics::new());
-        let replicas = ReplicaManager::open(Arc::clone(&config), clock, Arc::clone(&metrics))
-            .map_err(|source| ControllerError::Storage { source })?;
+        let replicas =
+            ReplicaManager::open(Arc::clone(&config), clock, Arc::clone(&metrics), outbound)
+                .map_err(|source| ControllerError::Storage { source })?;
         let cluster_id = controller.wait_for_cluster_id().await;
         // A first meta.properties is written (two fsyncs) while the broker registers.
         let meta_properties = crate::replica::checkpoints::check_meta_properties(
@@ -122,7 +134,16 @@ impl Broker {
             groups,
             transactions,
             metrics,
+            faults,
         })
+    }
+
+    /// This node's side of the test faults on its outbound links.
+    pub fn outbound(&self) -> Outbound {
+        Outbound {
+            from: self.config.node_id,
+            faults: self.faults.clone(),
+        }
     }
 
     /// The current metadata image.

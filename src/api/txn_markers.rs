@@ -101,10 +101,10 @@ async fn write_on(
     };
     let request = marker_request(&partitions, order);
     let timeout = broker.transactions.config.write_timeout + Duration::from_secs(1);
-    let node_id = broker.config.node_id;
+    let outbound = broker.outbound();
     let response = super::broker_client::call(
         &address,
-        node_id,
+        &outbound,
         &request,
         WRITE_TXN_MARKERS_VERSION,
         timeout,

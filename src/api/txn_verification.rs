@@ -169,8 +169,8 @@ pub async fn ask_coordinator(
                 .collect(),
         );
     let request = AddPartitionsToTxnRequest::default().with_transactions(vec![transaction]);
-    let node_id = broker.config.node_id;
-    let response = super::broker_client::call(&address, node_id, &request, BROKER_VERSION, VERIFY_TIMEOUT)
+    let outbound = broker.outbound();
+    let response = super::broker_client::call(&address, &outbound, &request, BROKER_VERSION, VERIFY_TIMEOUT)
         .await
         .map_err(|error| {
             tracing::warn!(transactional_id = %id.0, coordinator, %error, "cannot verify a transactional produce");

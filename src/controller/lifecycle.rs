@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use super::publisher::Publisher;
 use super::rpc::{RpcClient, RpcRequest, RpcResponse};
 use super::{Controller, ControllerError, ControllerReply, ControllerRequest, ErrorKind};
+use crate::faults::Outbound;
 
 /// Heartbeat interval while fenced, waiting to be unfenced.
 const FENCED_HEARTBEAT_INTERVAL: Duration = Duration::from_millis(50);
@@ -166,11 +167,18 @@ async fn heartbeat_loop(controller: Weak<Controller>) {
 
 /// Follows the controllers' metadata on a broker-only node: long-polls one controller after
 /// another for a newer state and publishes it. Runs until the task is dropped.
-pub async fn follow_metadata(publisher: Arc<Publisher>, controllers: Vec<String>) {
+pub async fn follow_metadata(
+    publisher: Arc<Publisher>,
+    controllers: Vec<String>,
+    outbound: Outbound,
+) {
     if controllers.is_empty() {
         return;
     }
-    let mut clients: Vec<RpcClient> = controllers.into_iter().map(RpcClient::new).collect();
+    let mut clients: Vec<RpcClient> = controllers
+        .into_iter()
+        .map(|address| RpcClient::new(address, outbound.clone()))
+        .collect();
     let mut current = 0usize;
     loop {
         let after = publisher.image().offset;

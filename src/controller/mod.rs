@@ -33,6 +33,7 @@ use uuid::Uuid;
 
 use crate::clock::Clock;
 use crate::config::{BrokerConfig, ConfigMap};
+use crate::faults::Outbound;
 use crate::log::checkpoint::read_properties;
 use crate::log::LogError;
 use crate::metadata::uuid_text::base64url;
@@ -118,6 +119,8 @@ pub struct Controller {
     active: Option<Arc<ActiveController>>,
     /// Remote controllers: node id and address.
     remotes: Vec<(i32, String)>,
+    /// This node's side of the test faults on links to the controllers.
+    outbound: Outbound,
     idle: Mutex<HashMap<String, Vec<RpcClient>>>,
     leader_hint: AtomicI32,
     tasks: Mutex<Vec<JoinHandle<()>>>,
@@ -212,12 +215,18 @@ impl Controller {
     pub async fn open(
         config: Arc<BrokerConfig>,
         clock: Clock,
+        outbound: Outbound,
     ) -> Result<Arc<Self>, ControllerError> {
         let publisher = Arc::new(Publisher::default());
         let mut tasks = Vec::new();
         let active = if config.roles.controller {
-            let quorum =
-                Quorum::start(&config, &config.metadata_log_dir, Arc::clone(&publisher)).await?;
+            let quorum = Quorum::start(
+                &config,
+                &config.metadata_log_dir,
+                Arc::clone(&publisher),
+                outbound.clone(),
+            )
+            .await?;
             let init = initial_record(&config)?;
             let active = Arc::new(ActiveController::new(
                 Arc::clone(&config),
@@ -250,6 +259,7 @@ impl Controller {
             tasks.push(tokio::spawn(lifecycle::follow_metadata(
                 Arc::clone(&publisher),
                 addresses,
+                outbound.clone(),
             )));
         }
         Ok(Arc::new(Controller {
@@ -257,6 +267,7 @@ impl Controller {
             publisher,
             active,
             remotes,
+            outbound,
             idle: Mutex::new(HashMap::new()),
             leader_hint: AtomicI32::new(-1),
             tasks: Mutex::new(tasks),
@@ -421,7 +432,7 @@ impl Controller {
         let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
         idle.get_mut(address)
             .and_then(Vec::pop)
-            .unwrap_or_else(|| RpcClient::new(address.to_string()))
+            .unwrap_or_else(|| RpcClient::new(address.to_string(), self.outbound.clone()))
     }
 
     fn return_client(&self, client: RpcClient) {

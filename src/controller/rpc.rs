@@ -24,6 +24,7 @@ use super::active::{ControllerReply, ControllerRequest};
 use super::error::RemoteError;
 use super::quorum::TypeConfig;
 use super::state::ClusterState;
+use crate::faults::Outbound;
 
 /// The largest frame accepted (snapshots of big clusters included).
 pub const FRAME_BYTES_MAX: usize = 64 * 1024 * 1024;
@@ -131,12 +132,17 @@ pub async fn serve<H: RpcHandler>(listener: TcpListener, handler: Arc<H>) {
 pub struct RpcClient {
     pub addr: String,
     stream: Option<TcpStream>,
+    outbound: Outbound,
 }
 
 impl RpcClient {
     /// A client for the controller at `addr` (nothing is connected yet).
-    pub fn new(addr: String) -> Self {
-        RpcClient { addr, stream: None }
+    pub fn new(addr: String, outbound: Outbound) -> Self {
+        RpcClient {
+            addr,
+            stream: None,
+            outbound,
+        }
     }
 
     /// Sends `request` and waits up to `timeout` for the answer.
@@ -159,6 +165,7 @@ impl RpcClient {
     }
 
     async fn exchange(&mut self, request: &RpcRequest) -> std::io::Result<RpcResponse> {
+        self.outbound.check(&self.addr).await?;
         if self.stream.is_none() {
             let connect = TcpStream::connect(self.addr.as_str());
             let stream = tokio::time::timeout(CONNECT_TIMEOUT, connect)

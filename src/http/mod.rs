@@ -1,7 +1,8 @@
 //! The HTTP listener (`http.listeners`): `/metrics` in Prometheus' text format, `/healthz`
 //! and `/readyz`, and `/` the live replication page. HTTP/1.1 by hyper on the broker's own
 //! runtime; each connection in its own task, so that a slow scraper holds nothing else.
-//! Read-only: every route is a GET (HEAD too), anything else is 405. At most
+//! The broker's routes are read-only: GET (HEAD too), anything else is 405; the fault API
+//! of `highwater dev --http` ([`serve_control`]) is served on its own listener. At most
 //! [`CONNECTIONS_MAX`] connections are served at once; one more is answered 503 and
 //! closed, so that idle or slow clients cannot take the broker's file descriptors.
 
@@ -10,13 +11,15 @@ mod page;
 mod scrape;
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::{Method, Request, Response, StatusCode};
+pub use hyper::StatusCode;
+use hyper::{Method, Request, Response};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
@@ -51,6 +54,52 @@ pub async fn serve(broker: Arc<Broker>, listener: TcpListener) {
         }
         Err(error) => tracing::warn!(%error, "HTTP listener without a local address"),
     }
+    accept_loop(listener, move |request| {
+        let broker = Arc::clone(&broker);
+        async move { route(&broker, &request) }
+    })
+    .await;
+}
+
+/// A control API served on its own listener (`highwater dev --http`: the testkit's
+/// `/faults`): `post` tells POST from GET; the answer is a status and a JSON body.
+pub trait Control: Send + Sync + 'static {
+    /// Answers one request.
+    fn handle(
+        &self,
+        post: bool,
+        path: &str,
+        query: &str,
+    ) -> std::pin::Pin<Box<dyn Future<Output = (StatusCode, String)> + Send + '_>>;
+}
+
+/// Serves `control` on `listener` until the task is dropped.
+pub async fn serve_control(control: Arc<dyn Control>, listener: TcpListener) {
+    if let Ok(address) = listener.local_addr() {
+        tracing::info!(%address, "HTTP listener serving the fault API (/faults)");
+    }
+    accept_loop(listener, move |request| {
+        let control = Arc::clone(&control);
+        async move {
+            let post = request.method() == Method::POST;
+            if !post && request.method() != Method::GET {
+                return text(StatusCode::METHOD_NOT_ALLOWED, "GET or POST\n".into());
+            }
+            let path = request.uri().path();
+            let query = request.uri().query().unwrap_or_default();
+            let (status, body) = control.handle(post, path, query).await;
+            respond(status, "application/json", body)
+        }
+    })
+    .await;
+}
+
+/// Accepts connections on `listener` and answers each request with `handler`.
+async fn accept_loop<H, F>(listener: TcpListener, handler: H)
+where
+    H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Response<Full<Bytes>>> + Send + 'static,
+{
     let slots = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS_MAX));
     loop {
         let (stream, client) = match listener.accept().await {
@@ -66,12 +115,12 @@ pub async fn serve(broker: Arc<Broker>, listener: TcpListener) {
             tokio::spawn(refuse(stream));
             continue;
         };
-        let broker = Arc::clone(&broker);
+        let handler = handler.clone();
         tokio::spawn(async move {
             let _slot = slot;
             let service = hyper::service::service_fn(move |request| {
-                let broker = Arc::clone(&broker);
-                async move { Ok::<_, Infallible>(route(&broker, &request)) }
+                let answer = handler(request);
+                async move { Ok::<_, Infallible>(answer.await) }
             });
             let mut builder = hyper::server::conn::http1::Builder::new();
             builder

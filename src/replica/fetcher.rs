@@ -209,7 +209,9 @@ pub fn encode_fetch(request: &FetchRequest, local_id: i32, correlation_id: i32) 
         .with_request_api_key(ApiKey::Fetch as i16)
         .with_request_api_version(REPLICA_FETCH_VERSION)
         .with_correlation_id(correlation_id)
-        .with_client_id(Some(StrBytes::from_string(format!("replica-{local_id}"))));
+        .with_client_id(Some(StrBytes::from_string(
+            crate::faults::broker_client_id(local_id),
+        )));
     let mut buf = bytes::BytesMut::new();
     let header_version = ApiKey::Fetch.request_header_version(REPLICA_FETCH_VERSION);
     // Encoding into memory only fails for values a version cannot carry; these all fit.

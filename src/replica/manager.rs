@@ -18,6 +18,7 @@ use super::log_mover::{self, FutureReplica, Moves};
 use super::partition::{Partition, TopicPartition};
 use crate::clock::Clock;
 use crate::config::{topic, BrokerConfig};
+use crate::faults::Outbound;
 use crate::log::checkpoint::write_atomically;
 use crate::log::cleaner::CompactionConfig;
 use crate::log::segment::SegmentConfig;
@@ -52,6 +53,8 @@ pub struct ReplicaManager {
     clock: Clock,
     /// The broker's instruments (each log's flushes are timed into them).
     metrics: Arc<Metrics>,
+    /// This node's side of the test faults on links to leaders it follows.
+    outbound: Outbound,
     /// Replicas being moved to another of `log.dirs` (AlterReplicaLogDirs).
     moves: Moves,
 }
@@ -112,6 +115,7 @@ impl ReplicaManager {
         config: Arc<BrokerConfig>,
         clock: Clock,
         metrics: Arc<Metrics>,
+        outbound: Outbound,
     ) -> Result<Self, LogError> {
         if let Err(error) = log_mover::recover_moves(&config.log_dirs) {
             tracing::error!(%error, "cannot clean up replica moves left by the last run");
@@ -128,6 +132,7 @@ impl ReplicaManager {
             cleaner,
             clock,
             metrics,
+            outbound,
             moves: Moves::default(),
         })
     }
@@ -135,6 +140,11 @@ impl ReplicaManager {
     /// The clock the hosted partitions read.
     pub fn clock(&self) -> &Clock {
         &self.clock
+    }
+
+    /// This node's side of the test faults on its outbound links.
+    pub fn outbound(&self) -> &Outbound {
+        &self.outbound
     }
 
     /// The broker's log directories.

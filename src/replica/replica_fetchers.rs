@@ -87,7 +87,10 @@ impl ReplicaManager {
                 continue;
             };
             if link.as_ref().is_none_or(|(a, _)| *a != address) {
-                link = Some((address.clone(), TcpLink::new(local, address)));
+                link = Some((
+                    address.clone(),
+                    TcpLink::new(self.outbound().clone(), address),
+                ));
             }
             let Some((_, tcp)) = link.as_mut() else {
                 continue;

@@ -9,6 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::fetcher::{decode_fetch_response, encode_fetch, LeaderLink, LinkError};
+use crate::faults::Outbound;
 
 /// Longest response frame a follower accepts (a fetch asks for at most 10 MiB).
 const RESPONSE_BYTES_MAX: usize = 64 << 20;
@@ -18,7 +19,8 @@ const IO_TIMEOUT: Duration = Duration::from_secs(10);
 /// A connection to one leader.
 #[derive(Debug)]
 pub struct TcpLink {
-    local_id: i32,
+    /// This node (`from`) and the test faults on its links.
+    outbound: Outbound,
     address: String,
     stream: Option<TcpStream>,
     correlation_id: i32,
@@ -26,9 +28,9 @@ pub struct TcpLink {
 
 impl TcpLink {
     /// A link to the broker at `address` (host:port), connected on first use.
-    pub fn new(local_id: i32, address: String) -> Self {
+    pub fn new(outbound: Outbound, address: String) -> Self {
         TcpLink {
-            local_id,
+            outbound,
             address,
             stream: None,
             correlation_id: 0,
@@ -36,13 +38,14 @@ impl TcpLink {
     }
 
     async fn round_trip(&mut self, request: &FetchRequest) -> std::io::Result<bytes::Bytes> {
+        self.outbound.check(&self.address).await?;
         if self.stream.is_none() {
             let stream = TcpStream::connect(&self.address).await?;
             stream.set_nodelay(true)?;
             self.stream = Some(stream);
         }
         self.correlation_id = self.correlation_id.wrapping_add(1);
-        let body = encode_fetch(request, self.local_id, self.correlation_id);
+        let body = encode_fetch(request, self.outbound.from, self.correlation_id);
         let mut frame = BytesMut::with_capacity(body.len() + 4);
         frame.put_i32(body.len() as i32);
         frame.extend_from_slice(&body);

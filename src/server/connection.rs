@@ -27,6 +27,7 @@ use tokio::sync::mpsc;
 
 use super::memory_pool::{MemoryPool, PoolPermit};
 use crate::api::{self, Broker, Outcome, Request};
+use crate::faults::{is_broker_client_id, Injected};
 
 /// Bytes of socket write buffering per connection.
 const WRITE_BUFFER_BYTES: usize = 64 * 1024;
@@ -70,6 +71,8 @@ pub enum CloseReason {
     },
     #[error("socket error: {0}")]
     Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Fault(String),
 }
 
 /// Reads a frame's length; `Ok(None)` at a clean end of stream.
@@ -267,14 +270,19 @@ async fn answer_all<W: tokio::io::AsyncWrite + Unpin>(
         } = queued?;
         broker.metrics.request_queue_size.dec();
         let request = parse_request(frame, client)?;
-        let outcome =
-            api::handle(broker, &request)
-                .await
-                .map_err(|source| CloseReason::Handler {
-                    api_key: request.api_key,
-                    version: request.version(),
-                    source,
-                })?;
+        let outcome = handle(broker, &request)
+            .await
+            .map_err(|source| CloseReason::Handler {
+                api_key: request.api_key,
+                version: request.version(),
+                source,
+            })?;
+        let Some(outcome) = outcome else {
+            return Err(CloseReason::Fault(format!(
+                "{:?} dropped (injected fault)",
+                request.api_key
+            )));
+        };
         if let Outcome::Respond(frame) = outcome {
             for chunk in &frame.chunks {
                 writer.write_all(chunk).await?;
@@ -290,4 +298,27 @@ async fn answer_all<W: tokio::io::AsyncWrite + Unpin>(
     }
     writer.flush().await?;
     Ok(())
+}
+
+/// Handles `request`, or applies the fault a test injected for it (a client's request
+/// only, never another node's): `None` when it is to be dropped, or its link is cut.
+async fn handle(broker: &Broker, request: &Request) -> Result<Option<Outcome>, api::HandlerError> {
+    let client_id = request.header.client_id.as_deref();
+    if is_broker_client_id(client_id) {
+        return api::handle(broker, request).await.map(Some);
+    }
+    let node = broker.config.node_id;
+    match broker
+        .faults
+        .client_request(node, request.api_key as i16)
+        .await
+    {
+        Ok(None) => api::handle(broker, request).await.map(Some),
+        Ok(Some(Injected::Error(code))) => api::injected::answer(request, code).map(Some),
+        Ok(Some(Injected::Drop)) => Ok(None),
+        Err(cut) => {
+            tracing::info!(node, client = %request.client, ?client_id, %cut, "request refused");
+            Ok(None)
+        }
+    }
 }

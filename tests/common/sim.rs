@@ -138,7 +138,7 @@ impl SimCluster {
         let node = id.to_string();
         let mut keys: Vec<(&str, &str)> = vec![("node.id", node.as_str())];
         keys.extend(self.keys.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        let broker = Broker::open_with_clock(config(dir, &keys), self.clock.clone())
+        let broker = Broker::open_with(config(dir, &keys), self.clock.clone(), Default::default())
             .await
             .expect("open");
         let mut image = (*broker.image()).clone();

@@ -24,6 +24,7 @@ use super::error::ControllerError;
 use super::publisher::Publisher;
 use super::state::{Record, RecordResult};
 use crate::config::{BrokerConfig, Voter};
+use crate::faults::Outbound;
 use log_store::LogStore;
 use state_machine::StateMachineStore;
 
@@ -125,6 +126,7 @@ impl Quorum {
         config: &BrokerConfig,
         log_dir: &Path,
         publisher: Arc<Publisher>,
+        outbound: Outbound,
     ) -> Result<Quorum, ControllerError> {
         let dir = log_dir.join(METADATA_LOG_DIR);
         let log_store = LogStore::open(&dir).map_err(quorum_error)?;
@@ -134,7 +136,7 @@ impl Quorum {
         let raft = Raft::new(
             node_id,
             Arc::new(raft_config(config)?),
-            network::Network,
+            network::Network { outbound },
             log_store,
             state_machine.clone(),
         )

@@ -15,14 +15,18 @@ use openraft::BasicNode;
 
 use super::TypeConfig;
 use crate::controller::rpc::{RpcClient, RpcRequest, RpcResponse};
+use crate::faults::Outbound;
 
 type NodeId = u64;
 type RpcResult<T, E = openraft::error::Infallible> =
     Result<T, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>>;
 
 /// Makes one [`Connection`] per target voter.
-#[derive(Debug, Clone, Copy)]
-pub struct Network;
+#[derive(Debug, Clone)]
+pub struct Network {
+    /// This node's side of the test faults on links to the other voters.
+    pub outbound: Outbound,
+}
 
 /// The connection to one voter.
 #[derive(Debug)]
@@ -37,7 +41,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> Connection {
         Connection {
             target,
-            client: RpcClient::new(node.addr.clone()),
+            client: RpcClient::new(node.addr.clone(), self.outbound.clone()),
         }
     }
 }
