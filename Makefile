@@ -3,7 +3,7 @@ CONFIG ?= config/server.toml
 BOOTSTRAP ?= 127.0.0.1:9092
 CARGO ?= cargo
 
-.PHONY: build run cluster cluster-split test lint unit compat compat-cluster compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref fmt clippy fuzz simulate chaos
+.PHONY: build run cluster cluster-split test lint unit examples compat compat-cluster compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref fmt clippy fuzz simulate chaos
 
 build:
 	$(CARGO) build --release
@@ -14,7 +14,7 @@ run: build
 # The style gate, unit and integration tests, then every compat suite against a freshly started highwater,
 # then Apache Kafka's DumpLogSegments over segments highwater wrote, then a one-minute run
 # of the benchmark machinery against both brokers.
-test: lint unit compat compat-cluster compat-storage bench-smoke
+test: lint unit examples compat compat-cluster compat-storage bench-smoke
 
 # The style gate (issue 17): formatting and every clippy lint, warnings as errors.
 lint:
@@ -35,6 +35,11 @@ cluster-split:
 
 unit:
 	$(CARGO) test --all-targets
+
+# examples/rdkafka-consumer: a user's crate testing a real rdkafka consumer against
+# highwater::testkit (builds librdkafka from source the first time, ~2 minutes).
+examples:
+	cd examples/rdkafka-consumer && CARGO_TARGET_DIR=$(CURDIR)/target/examples $(CARGO) test
 
 compat-deps:
 	./compat/install-deps.sh

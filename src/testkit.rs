@@ -32,7 +32,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::Context;
-use kafka_protocol::messages::ApiKey;
 
 use crate::config::{BrokerConfig, ConfigMap};
 use crate::faults::{Faults, Injected};
@@ -40,6 +39,7 @@ use crate::node::{self, Node, Shutdown, ShutdownTrigger};
 
 pub use crate::faults::Endpoint;
 pub use control::Control;
+pub use kafka_protocol::messages::ApiKey;
 
 /// Most nodes a cluster may have.
 pub const NODES_MAX: u16 = 9;
