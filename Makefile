@@ -3,7 +3,7 @@ CONFIG ?= config/server.toml
 BOOTSTRAP ?= 127.0.0.1:9092
 CARGO ?= cargo
 
-.PHONY: build run cluster cluster-split test lint unit examples compat compat-cluster compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref fmt clippy fuzz simulate chaos
+.PHONY: build run cluster cluster-split test lint unit examples bench-dev compat compat-cluster compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref fmt clippy fuzz simulate chaos
 
 build:
 	$(CARGO) build --release
@@ -110,6 +110,12 @@ bench-rf3: build compat-deps
 # figure is missing. Writes nothing tracked (bench/.venv is ignored).
 bench-smoke: build compat-deps
 	./bench/run.sh smoke
+
+# The test-broker figures (issue 14): highwater dev's start, idle RSS, --nodes 3 to a
+# replicated topic, and the metrics endpoint's cost on produce (~6 min); writes
+# bench/results/<date>-dev.{md,json}.
+bench-dev: build compat-deps
+	python3 bench/dev.py
 
 fmt:
 	$(CARGO) fmt --all

@@ -1,0 +1,296 @@
+#!/usr/bin/env python3
+"""The test-broker figures of issue 14: `highwater dev` as CI uses it, and the cost of the
+HTTP metrics endpoint on produce throughput.
+
+1. `highwater dev` (one node): exec to its first stdout line (the bootstrap address) and to
+   the first Metadata answer listing it, then idle RSS and CPU after SETTLE_S;
+2. `highwater dev --nodes 3`: exec to its first line, and to a replicated topic ready
+   (CreateTopics with replication factor 3 answered, then Metadata showing a leader and an
+   ISR of three, all from this script over raw sockets: no JVM start is counted);
+3. the metrics endpoint: `highwater serve` with `http.listeners` off, and on with /metrics
+   scraped every SCRAPE_S by this script, alternating, Kafka's ProducerPerformance
+   (100 B, acks=1, 6 partitions) unthrottled; the ratio of the medians.
+
+Medians of ROUNDS rounds each. Writes bench/results/<date>-dev.md and .json and prints the
+table. Usage: make bench-dev, or bench/run.sh's venv python bench/dev.py [--rounds N]
+[--out DIR] [--highwater-bin PATH].
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import socket
+import statistics
+import struct
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import bench as b
+
+SETTLE_S = 1.0
+SCRAPE_S = 1.0
+TOPIC_READY_TIMEOUT_S = 60.0
+PRODUCE_RECORDS = 1_000_000
+PRODUCE_WARMUP = 200_000
+
+
+def first_line(proc, path: Path, timeout_s: float = 30.0) -> tuple[str, float]:
+    """Waits for the first full line `proc` writes to `path`; returns it and the time."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        text = path.read_text() if path.exists() else ""
+        if "\n" in text:
+            return text.split("\n", 1)[0], time.monotonic()
+        if proc.poll() is not None:
+            raise b.BenchError(f"highwater dev exited ({proc.returncode}) before its first line")
+        time.sleep(0.0002)
+    raise b.BenchError("highwater dev printed nothing")
+
+
+def spawn_dev(ctx: b.Context, work: Path, name: str, args: list[str]):
+    out, err = work / f"{name}.out", work / f"{name}.err"
+    env = {"TMPDIR": str(work), "PATH": "/usr/bin:/bin"}
+    started = time.monotonic()
+    proc = b.spawn([str(ctx.highwater_bin), "dev", *args], out, err, work, env,
+                   tell_watchdog=False)
+    return proc, out, started
+
+
+def single_node_round(ctx: b.Context, work: Path, round_no: int) -> dict:
+    port = b.free_ports(1)[0]
+    proc, out, started = spawn_dev(ctx, work, f"dev-{round_no}", ["--port", str(port)])
+    try:
+        answered = b.wait_for_metadata(port, proc, started)
+        line, printed = first_line(proc, out)
+        if line != f"127.0.0.1:{port}":
+            raise b.BenchError(f"highwater dev printed {line!r}")
+        cpu0, t0 = b.cpu_seconds(proc.pid), time.monotonic()
+        time.sleep(SETTLE_S)
+        cpu_s, wall_s = b.cpu_seconds(proc.pid) - cpu0, time.monotonic() - t0
+        mem = b.memory_kib(proc.pid)
+    finally:
+        status = b.stop(proc, b.BROKER_STOP_GRACE_S)
+    if status != 0:
+        raise b.BenchError(f"highwater dev exited with {status} on SIGTERM")
+    return {"first_line_ms": (printed - started) * 1e3,
+            "first_metadata_ms": (answered - started) * 1e3,
+            "idle_rss_kib": mem["VmRSS"], "idle_anon_kib": mem.get("RssAnon"),
+            "idle_cpu_pct": 100.0 * cpu_s / wall_s}
+
+
+# --- raw CreateTopics v2 and Metadata v1 ---------------------------------------------------
+
+def kafka_string(text: str) -> bytes:
+    data = text.encode()
+    return struct.pack(">h", len(data)) + data
+
+
+def call(port: int, api_key: int, version: int, body: bytes) -> bytes:
+    header = struct.pack(">hhi", api_key, version, 7) + kafka_string("bench-dev")
+    frame = header + body
+    with socket.create_connection(("127.0.0.1", port), timeout=b.PROBE_RECV_TIMEOUT_S) as sock:
+        sock.sendall(struct.pack(">i", len(frame)) + frame)
+        size = struct.unpack(">i", b.recv_exact(sock, 4))[0]
+        return b.recv_exact(sock, size)[4:]  # past the correlation id
+
+
+def create_topic(port: int, topic: str, replication: int) -> int:
+    """CreateTopics v2 (the oldest served), one partition; returns the topic's error code."""
+    body = struct.pack(">i", 1) + kafka_string(topic) + struct.pack(">ihii", 1, replication, 0, 0)
+    body += struct.pack(">ib", 30_000, 0)  # timeout, validate_only
+    data = call(port, 19, 2, body)  # throttle time, then the topics
+    name_len = struct.unpack_from(">h", data, 8)[0]
+    return struct.unpack_from(">h", data, 10 + name_len)[0]
+
+
+def isr_size(port: int, topic: str) -> int:
+    """The ISR size of `topic`-0 in a Metadata v1 answer (0 while it has no leader)."""
+    data = call(port, 3, 1, struct.pack(">i", 1) + kafka_string(topic))
+    pos, (brokers,) = 4, struct.unpack_from(">i", data, 0)
+    for _ in range(brokers):
+        host_len = struct.unpack_from(">h", data, pos + 4)[0]
+        pos += 6 + host_len + 4
+        rack_len = struct.unpack_from(">h", data, pos)[0]
+        pos += 2 + max(rack_len, 0)
+    pos += 4  # controller id
+    topics = struct.unpack_from(">i", data, pos)[0]
+    pos += 4
+    for _ in range(topics):
+        error, name_len = struct.unpack_from(">hh", data, pos)
+        pos += 4 + name_len + 1
+        partitions = struct.unpack_from(">i", data, pos)[0]
+        pos += 4
+        if error != 0 or partitions == 0:
+            return 0
+        _, _, leader, replicas = struct.unpack_from(">hiii", data, pos)
+        pos += 14 + 4 * replicas
+        isr = struct.unpack_from(">i", data, pos)[0]
+        return isr if leader >= 0 else 0
+    return 0
+
+
+def three_node_round(ctx: b.Context, work: Path, round_no: int) -> dict:
+    port = b.free_ports(1)[0]
+    proc, out, started = spawn_dev(ctx, work, f"dev3-{round_no}",
+                                   ["--nodes", "3", "--port", str(port)])
+    try:
+        line, printed = first_line(proc, out, b.BROKER_START_TIMEOUT_S)
+        if len(line.split(",")) != 3:
+            raise b.BenchError(f"highwater dev --nodes 3 printed {line!r}")
+        topic = f"ready-{round_no}"
+        code = create_topic(port, topic, 3)
+        if code != 0:
+            raise b.BenchError(f"CreateTopics answered error {code}")
+        created = time.monotonic()
+        while isr_size(port, topic) < 3:
+            if time.monotonic() - created > TOPIC_READY_TIMEOUT_S:
+                raise b.BenchError(f"{topic}: no ISR of three after {TOPIC_READY_TIMEOUT_S}s")
+            time.sleep(0.001)
+        ready = time.monotonic()
+        rss = b.memory_kib(proc.pid)["VmRSS"]
+    finally:
+        status = b.stop(proc, b.BROKER_STOP_GRACE_S)
+    if status != 0:
+        raise b.BenchError(f"highwater dev --nodes 3 exited with {status} on SIGTERM")
+    return {"first_line_ms": (printed - started) * 1e3,
+            "topic_ready_ms": (ready - started) * 1e3, "rss_kib": rss}
+
+
+# --- the metrics endpoint ------------------------------------------------------------------
+
+class HighwaterHttp(b.Highwater):
+    """`highwater serve` with http.listeners off, or on at a port of its own."""
+
+    def __init__(self, ctx: b.Context, session_dir: Path, http_port: int | None) -> None:
+        super().__init__(ctx, session_dir)
+        self.http_port = http_port
+
+    def command(self) -> list[str]:
+        http = "" if self.http_port is None else f"127.0.0.1:{self.http_port}"
+        return [*super().command(), "--set", f"http.listeners={http}"]
+
+
+def scrape_until(port: int, stop: threading.Event, scrapes: list[int]) -> None:
+    while not stop.wait(SCRAPE_S):
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+            scrapes.append(len(answer.read()))
+
+
+def metrics_round(ctx: b.Context, work: Path, on: bool, round_no: int) -> dict:
+    session = work / f"metrics-{'on' if on else 'off'}-{round_no}"
+    session.mkdir()
+    broker = HighwaterHttp(ctx, session, b.free_ports(1)[0] if on else None)
+    workload = b.Workload(100, "1", 6)
+    broker.start()
+    stop, scrapes = threading.Event(), []
+    scraper = None
+    try:
+        b.create_topics(ctx, broker, [(workload.topic("metrics"), workload.partitions)])
+        if on:
+            scraper = threading.Thread(target=scrape_until,
+                                       args=(broker.http_port, stop, scrapes), daemon=True)
+            scraper.start()
+        run = b.producer_performance(ctx, broker, workload.topic("metrics"), workload,
+                                     PRODUCE_RECORDS, -1, PRODUCE_WARMUP)
+    finally:
+        stop.set()
+        if scraper is not None:
+            scraper.join()
+        broker.stop()
+    if on and not scrapes:
+        raise b.BenchError("no /metrics scrape succeeded during the run")
+    return {"metrics": on, "records_per_s": run["records_per_s"],
+            "broker_cpu_s": run["broker_cpu_s"], "scrapes": len(scrapes),
+            "scrape_bytes": statistics.median(scrapes) if scrapes else 0}
+
+
+# --- the report ----------------------------------------------------------------------------
+
+def median(runs: list[dict], key: str) -> float:
+    return statistics.median(run[key] for run in runs)
+
+
+def markdown(results: dict) -> str:
+    single, three = results["dev"], results["dev3"]
+    off = [r for r in results["metrics"] if not r["metrics"]]
+    on = [r for r in results["metrics"] if r["metrics"]]
+    rate_ratio = median(on, "records_per_s") / median(off, "records_per_s")
+    cpu_per_record = [r["broker_cpu_s"] / PRODUCE_RECORDS for r in results["metrics"]]
+    rows = [
+        ("`highwater dev`: exec to first Metadata answer", "≤ 5 ms",
+         f"{median(single, 'first_metadata_ms'):.2f} ms"),
+        ("`highwater dev`: exec to its first stdout line", "",
+         f"{median(single, 'first_line_ms'):.2f} ms"),
+        (f"`highwater dev`: idle RSS {SETTLE_S:g} s after start", "≤ 10 MiB",
+         f"{median(single, 'idle_rss_kib') / 1024:.2f} MiB"),
+        (f"`highwater dev`: CPU in that {SETTLE_S:g} s", "",
+         f"{median(single, 'idle_cpu_pct'):.1f} % of a core"),
+        ("`highwater dev --nodes 3`: exec to its first stdout line", "",
+         f"{median(three, 'first_line_ms'):.0f} ms"),
+        ("`highwater dev --nodes 3`: exec to an RF=3 topic with a leader and ISR of 3", "",
+         f"{median(three, 'topic_ready_ms'):.0f} ms"),
+        ("`highwater dev --nodes 3`: RSS of the process then", "",
+         f"{median(three, 'rss_kib') / 1024:.1f} MiB"),
+        (f"produce, /metrics scraped every {SCRAPE_S:g} s vs http.listeners off", "within noise",
+         f"{rate_ratio:.3f}× ({median(on, 'records_per_s'):,.0f} vs "
+         f"{median(off, 'records_per_s'):,.0f} records/s)"),
+    ]
+    meta = results["meta"]
+    lines = [f"# highwater dev and the metrics endpoint — {meta['date']}", "",
+             f"{meta['rounds']} round(s) each, medians; commit {meta['highwater_commit']}, "
+             f"release build; ProducerPerformance 100 B, acks=1, 6 partitions, "
+             f"{PRODUCE_RECORDS:,} records after {PRODUCE_WARMUP:,} of warm-up. "
+             f"Spread of broker CPU per record across all metrics runs: "
+             f"{min(cpu_per_record) * 1e6:.2f}–{max(cpu_per_record) * 1e6:.2f} µs.", "",
+             "| figure | goal | highwater |", "|---|---|---|"]
+    lines += [f"| {label} | {goal} | {value} |" for label, goal, value in rows]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=b.BENCH / "results")
+    parser.add_argument("--highwater-bin", type=Path,
+                        default=b.ROOT / "target" / "release" / "highwater")
+    args = parser.parse_args()
+    began = time.monotonic()
+    work = Path(tempfile.mkdtemp(prefix="highwater-bench-dev."))
+    guard = b.start_watchdog(work, False)
+    try:
+        ctx = b.prepare(b.PLANS["smoke"], work, args.highwater_bin, False, began)
+        results: dict = {"dev": [], "dev3": [], "metrics": []}
+        for round_no in range(args.rounds):
+            ctx.log(f"round {round_no + 1}/{args.rounds}: highwater dev, --nodes 3, metrics")
+            results["dev"].append(single_node_round(ctx, work, round_no))
+            results["dev3"].append(three_node_round(ctx, work, round_no))
+            for on in ((False, True) if round_no % 2 == 0 else (True, False)):
+                results["metrics"].append(metrics_round(ctx, work, on, round_no))
+        today = dt.date.today().isoformat()
+        results["meta"] = {"date": today, "rounds": args.rounds,
+                           "highwater_commit": b.command_output(
+                               ["git", "rev-parse", "--short", "HEAD"]),
+                           "duration_s": time.monotonic() - began,
+                           "machine": b.machine()}
+        args.out.mkdir(parents=True, exist_ok=True)
+        md = markdown(results)
+        (args.out / f"{today}-dev.md").write_text(md)
+        (args.out / f"{today}-dev.json").write_text(json.dumps(results, indent=1) + "\n")
+        print(md)
+        return 0
+    except b.BenchError as err:
+        print(f"bench dev: FAILED: {err}")
+        return 1
+    finally:
+        b.kill_all()
+        guard.kill()
+        guard.wait()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
