@@ -4,6 +4,9 @@
 //! production, on a temporary directory removed when the cluster is dropped. It is what
 //! `highwater dev` runs too.
 //!
+//! Nothing is fsynced in a process that started a cluster (`crate::log::fsync`): its
+//! data does not outlive it.
+//!
 //! Fault hooks: [`Cluster::stop`] (controlled shutdown), [`Cluster::kill`] (the node's
 //! tasks are dropped where they stand: no controlled shutdown, no log close, no
 //! clean-shutdown marker; its next start recovers as after `kill -9`; what it had
@@ -128,6 +131,8 @@ impl Cluster {
         if options.nodes == 0 || options.nodes > NODES_MAX {
             anyhow::bail!("{} nodes: a cluster has 1 to {NODES_MAX}", options.nodes);
         }
+        // Its data is removed with it: fsyncs would only slow the start and every write.
+        crate::log::fsync::skip_in_this_process();
         let dir = std::env::temp_dir().join(format!("highwater-dev-{}", uuid::Uuid::new_v4()));
         let nodes = usize::from(options.nodes);
         let mut listeners = Vec::with_capacity(nodes);

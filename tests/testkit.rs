@@ -8,7 +8,7 @@ mod common;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use common::cluster_processes::{eventually, metadata};
+use common::cluster_processes::{describe_cluster, eventually, metadata};
 use common::{batch_of_values, fetch_all, name, now_ms, produce, Client};
 use highwater::testkit::{Cluster, Endpoint, Options};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
@@ -115,7 +115,17 @@ async fn a_cut_link_takes_a_follower_out_of_the_isr_and_healing_brings_it_back()
     let addr1 = cluster.address(1).expect("node 1");
     create(addr1, "cut").await;
     let (leader, isr) = partition_state(addr1, "cut", |_, isr| isr.len() == 3).await;
-    let follower = *isr.iter().find(|id| **id != leader).expect("a follower");
+    // Not the active controller: a leader cut off from the controller cannot shrink its
+    // ISR at all (as in Kafka), which is another test.
+    let controller = describe_cluster(addr1)
+        .await
+        .expect("cluster")
+        .controller_id
+        .0;
+    let follower = *isr
+        .iter()
+        .find(|id| **id != leader && **id != controller)
+        .expect("a follower that is not the controller");
     let leader_addr = cluster.address(leader).expect("leader");
 
     cluster.cut(Endpoint::Node(leader), Endpoint::Node(follower));

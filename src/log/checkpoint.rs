@@ -26,7 +26,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), LogError> {
     let io = |e| LogError::io(path, e);
     let mut file = std::fs::File::create(&tmp).map_err(io)?;
     file.write_all(bytes).map_err(io)?;
-    file.sync_all().map_err(io)?;
+    super::fsync::sync_all(&file).map_err(io)?;
     std::fs::rename(&tmp, path).map_err(io)?;
     if let Some(dir) = path.parent() {
         sync_dir(dir)?;
@@ -46,7 +46,7 @@ pub fn remove_if_exists(path: &Path) -> Result<(), LogError> {
 /// Fsyncs a directory so that a created or renamed entry survives a crash.
 pub fn sync_dir(dir: &Path) -> Result<(), LogError> {
     std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
+        .and_then(|d| super::fsync::sync_all(&d))
         .map_err(|e| LogError::io(dir, e))
 }
 

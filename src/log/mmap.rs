@@ -110,9 +110,7 @@ impl MappedFile {
     /// Writes the file's dirty pages to disk (fdatasync; nothing is written through the
     /// map, so there is nothing to msync).
     pub fn flush(&self) -> Result<(), LogError> {
-        self.file
-            .sync_data()
-            .map_err(|e| LogError::io(&self.path, e))
+        super::fsync::sync_data(&self.file).map_err(|e| LogError::io(&self.path, e))
     }
 
     /// Cuts the file to `length` bytes and grows it back to its capacity, so that everything

@@ -13,6 +13,7 @@ pub mod cleaner_swap;
 pub mod control;
 pub mod epoch_cache;
 pub mod error;
+pub mod fsync;
 pub mod index_file;
 pub mod mmap;
 pub mod offset_index;

@@ -174,7 +174,7 @@ fn rewrite_prefix(
     let io = |path: &Path, e| LogError::io(path, e);
     let mut tmp = std::fs::File::create(&tmp_path).map_err(|e| io(&tmp_path, e))?;
     tmp.write_all(&prefix).map_err(|e| io(&tmp_path, e))?;
-    tmp.sync_all().map_err(|e| io(&tmp_path, e))?;
+    super::fsync::sync_all(&tmp).map_err(|e| io(&tmp_path, e))?;
     drop(tmp);
     let [_, index, time_index, _] = segment.paths(dir);
     drop(segment);

@@ -156,7 +156,7 @@ impl TxnIndex {
             return Ok(());
         }
         File::open(&self.path)
-            .and_then(|f| f.sync_all())
+            .and_then(|f| super::fsync::sync_all(&f))
             .map_err(|e| LogError::io(&self.path, e))
     }
 }

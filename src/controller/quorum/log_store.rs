@@ -29,6 +29,7 @@ use serde::Serialize;
 
 use super::TypeConfig;
 use crate::log::checkpoint::write_atomically;
+use crate::log::fsync;
 
 const LOG_FILE: &str = "raft.log";
 const VOTE_FILE: &str = "vote.json";
@@ -142,7 +143,7 @@ impl LogStore {
                 .open(&path)
                 .map_err(|e| io_error(&path, e))?;
             file.set_len(valid as u64).map_err(|e| io_error(&path, e))?;
-            file.sync_all().map_err(|e| io_error(&path, e))?;
+            fsync::sync_all(&file).map_err(|e| io_error(&path, e))?;
         }
         let files = Files {
             log: open_append(&path)?,
@@ -256,7 +257,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let written = files
             .log
             .write_all(&bytes)
-            .and_then(|()| files.log.sync_data());
+            .and_then(|()| fsync::sync_data(&files.log));
         if let Err(error) = written {
             let failure = io_error(&path, &error);
             callback.log_io_completed(Err(error));
