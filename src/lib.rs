@@ -1,8 +1,9 @@
 //! highwater: a Kafka wire-protocol compatible broker.
 //!
-//! Modules are layered; each imports only from the ones below it (see STYLE.md):
-//! `cli` → `testkit` → `node` → `server`, `http` → `api` → `txn` → `group` → `controller`, `replica` → `metadata`
-//! → `log` → `config`, `clock`, `faults`, `metrics`, `wire`.
+//! Modules are layered; each imports only from the ones below it (`docs/ARCHITECTURE.md`,
+//! `docs/STYLE.md`): `cli` → `testkit` → `node` → `server`, `http`, `dump` → `api` → `txn`
+//! → `group` → `controller`, `replica` → `metadata` → `log` → `config`, `clock`, `faults`,
+//! `log_levels`, `metrics`, `wire`.
 //! Siblings on one level (`server` and `http`, `controller` and `replica`) do not import
 //! each other either; `tests/layers.rs` checks it.
 //! `dump` (the offline `highwater dump` tool) reads `log`'s file formats; only `cli` uses it.
