@@ -52,9 +52,13 @@ const RUNTIME_GRACE: Duration = Duration::from_secs(1);
 const NODE_WORKER_THREADS: usize = 2;
 
 /// What every test node starts with: one partition per new topic, no wait for more group
-/// members, internal topics replicated as far as the cluster allows.
+/// members, internal topics replicated as far as the cluster allows, and a broker session
+/// of 3 s instead of 9 s (a killed node's leaderships move, and its restart is accepted,
+/// once its session has expired, as in Kafka: tests should not wait 9 s for it).
 const DEFAULTS: &[(&str, &str)] = &[
     ("process.roles", "broker,controller"),
+    ("broker.session.timeout.ms", "3000"),
+    ("broker.heartbeat.interval.ms", "500"),
     ("num.partitions", "1"),
     ("auto.create.topics.enable", "true"),
     ("group.initial.rebalance.delay.ms", "0"),
@@ -278,7 +282,8 @@ impl Cluster {
     }
 
     /// Starts a stopped or killed `node` again on its data and ports, and waits until
-    /// it serves.
+    /// it serves. After a kill that is once the controller has let the old incarnation's
+    /// session expire (`broker.session.timeout.ms`, 3 s here), as Kafka's does.
     pub async fn restart(&self, node: i32) -> anyhow::Result<()> {
         let (index, address) = {
             let slots = self.lock();

@@ -550,10 +550,16 @@ async fn highwater_dev_http_serves_the_fault_api_to_other_languages_test_suites(
         .map(|a| a.parse().expect("host:port"))
         .collect();
     let call = |method: &'static str, path: String| async move {
-        tokio::task::spawn_blocking(move || http(web, method, &path))
-            .await
-            .expect("join")
-            .expect("an HTTP answer")
+        // A restart answers once the node serves again (registered, unfenced).
+        let wait = Duration::from_secs(60);
+        let started = Instant::now();
+        let answer = tokio::task::spawn_blocking(move || {
+            let answer = http_within(web, method, &path, wait);
+            println!("{method} {path}: {:?}", started.elapsed());
+            answer
+        })
+        .await;
+        answer.expect("join").expect("an HTTP answer")
     };
     let running = |body: &str, node: usize| -> bool {
         let state: serde_json::Value = serde_json::from_str(body).expect("JSON");

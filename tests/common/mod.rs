@@ -510,9 +510,19 @@ pub fn elect_leaders(
 
 /// Status and body of `method path` on `addr` (HTTP/1.1, one request per connection).
 pub fn http(addr: SocketAddr, method: &str, path: &str) -> Option<(u16, String)> {
+    http_within(addr, method, path, Duration::from_secs(5))
+}
+
+/// [`http`], waiting up to `wait` for the answer.
+pub fn http_within(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    wait: Duration,
+) -> Option<(u16, String)> {
     use std::io::{Read as _, Write as _};
     let mut stream = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    stream.set_read_timeout(Some(wait)).ok()?;
     let request = format!("{method} {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).ok()?;
     let mut answer = String::new();
