@@ -16,10 +16,12 @@ run: build
 # of the benchmark machinery against both brokers.
 test: lint unit examples compat compat-cluster compat-storage bench-smoke
 
-# The style gate (issue 17): formatting and every clippy lint, warnings as errors.
+# The style gate (issue 17): formatting, every clippy and rustc lint of Cargo.toml, and
+# the API docs (no broken intra-doc link), warnings as errors.
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --quiet
 
 # Three combined nodes (config/cluster/node-*.toml: clients on 127.0.0.1:9092-9094, the
 # quorum on 9192-9194, data under ./data/node-*), in the foreground; ctrl-c stops all.

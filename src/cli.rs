@@ -73,22 +73,22 @@ pub struct DumpArgs {
     pub deep: bool,
 }
 
-/// Flags of `serve`. Each named flag overrides the Kafka key in brackets.
+/// Flags of `serve`. Each named flag overrides the Kafka key it names.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// TOML file with Kafka config keys (e.g. config/server.toml).
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Address to listen on, e.g. 127.0.0.1:9092 [listeners].
+    /// Address to listen on, e.g. 127.0.0.1:9092 (Kafka's listeners).
     #[arg(long)]
     pub listeners: Option<String>,
-    /// Address clients are told to use [advertised.listeners].
+    /// Address clients are told to use (Kafka's advertised.listeners).
     #[arg(long)]
     pub advertised_listeners: Option<String>,
-    /// Data directory [log.dirs].
+    /// Data directory (Kafka's log.dirs).
     #[arg(long)]
     pub log_dirs: Option<String>,
-    /// This node's id [node.id].
+    /// This node's id (Kafka's node.id).
     #[arg(long)]
     pub node_id: Option<i32>,
     /// Any other key, as key=value (repeatable).

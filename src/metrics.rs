@@ -50,6 +50,7 @@ impl Register {
 }
 
 /// Traffic per topic (Kafka's BrokerTopicMetrics).
+#[derive(Debug)]
 pub struct TopicMetrics {
     /// Bytes of record batches appended by producers.
     pub bytes_in: IntCounterVec,

@@ -171,6 +171,7 @@ pub fn stamp_log_append_time(head: &mut [u8; HEADER_BYTES], rest: &[u8], now: i6
 }
 
 /// Iterates the complete batches of a byte range, stopping at the first incomplete one.
+#[derive(Debug)]
 pub struct BatchIter<'a> {
     bytes: &'a [u8],
     position: usize,

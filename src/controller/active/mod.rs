@@ -471,3 +471,11 @@ impl RpcHandler for ActiveController {
         }
     }
 }
+
+impl std::fmt::Debug for ActiveController {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ActiveController")
+            .field("node_id", &self.quorum.node_id)
+            .finish_non_exhaustive()
+    }
+}

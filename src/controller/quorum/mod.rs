@@ -289,3 +289,11 @@ pub struct QuorumDescription {
     /// Every voter and its log end offset as the leader knows it.
     pub voters: Vec<(i32, i64)>,
 }
+
+impl std::fmt::Debug for Quorum {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Quorum")
+            .field("node_id", &self.node_id)
+            .finish_non_exhaustive()
+    }
+}

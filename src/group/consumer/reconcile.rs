@@ -161,6 +161,15 @@ fn insert_non_empty(map: &mut Assignment, topic: Uuid, partitions: BTreeSet<i32>
     }
 }
 
+impl std::fmt::Debug for Target<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target")
+            .field("epoch", &self.epoch)
+            .field("owned", &self.owned.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
