@@ -253,3 +253,28 @@ async fn a_log_append_time_topic_stamps_batches_with_the_brokers_time() {
     let created = produce(&mut client, "created", 0, batch(1, -1, -1, before)).await;
     assert_eq!((created.error_code, created.log_append_time_ms), (0, -1));
 }
+
+#[tokio::test]
+async fn a_topics_min_insync_replicas_changed_live_applies_to_the_next_acks_all_produce() {
+    // Goal: min.insync.replicas is read from the partition (set with its log config), and a
+    // topic-level change reaches the next acks=all produce at once, either way. Method: one
+    // node (ISR of one), IncrementalAlterConfigs to 2 then back to 1, Produce acks=-1.
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    assert_eq!(create_topic(&mut client, "isr", 1).await, 0);
+    let code = |response: kafka_protocol::messages::IncrementalAlterConfigsResponse| {
+        response.responses[0].error_code
+    };
+    let raised = client
+        .call(&alter_config(2, "isr", "min.insync.replicas", "2"), 1)
+        .await;
+    assert_eq!(code(raised), 0);
+    let refused = produce(&mut client, "isr", 0, batch(1, -1, -1, now_ms())).await;
+    assert_eq!(refused.error_code, ResponseError::NotEnoughReplicas.code());
+    let lowered = client
+        .call(&alter_config(2, "isr", "min.insync.replicas", "1"), 1)
+        .await;
+    assert_eq!(code(lowered), 0);
+    let accepted = produce(&mut client, "isr", 0, batch(1, -1, -1, now_ms())).await;
+    assert_eq!(accepted.error_code, 0);
+}

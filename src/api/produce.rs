@@ -52,7 +52,7 @@ fn append(
         .leader_partition(topic, index)
         .and_then(|p| {
             if acks == -1 {
-                check_min_insync(broker, &p, false)?;
+                check_min_insync(&p, false)?;
             }
             p.append_as_leader(records).map(|info| (p, info))
         });
@@ -116,28 +116,11 @@ fn failed(
 /// Produce v10+ carries leader hints (KIP-951).
 const LEADER_HINT_VERSION: i16 = 10;
 
-/// `min.insync.replicas` of the partition's topic (the broker default unless overridden).
-fn min_insync_replicas(broker: &Broker, topic: &str) -> usize {
-    let image = broker.image();
-    let topic_value = image
-        .topic(topic)
-        .and_then(|t| t.configs.get("min.insync.replicas").cloned());
-    topic_value
-        .as_deref()
-        .or(broker.config.get("min.insync.replicas"))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1)
-}
-
 /// NOT_ENOUGH_REPLICAS before an acks=-1 append (or ..._AFTER_APPEND once it is written)
 /// when fewer replicas than `min.insync.replicas` are in sync.
-fn check_min_insync(
-    broker: &Broker,
-    partition: &Partition,
-    after: bool,
-) -> Result<(), ReplicaError> {
+fn check_min_insync(partition: &Partition, after: bool) -> Result<(), ReplicaError> {
     let tp = &partition.topic_partition;
-    let required = min_insync_replicas(broker, &tp.topic);
+    let required = partition.min_insync_replicas();
     let isr = partition.isr_len();
     if isr >= required {
         return Ok(());
@@ -163,7 +146,6 @@ fn check_min_insync(
 /// a partition that times out, or whose ISR shrank below `min.insync.replicas`, gets its
 /// error instead of its offset.
 async fn await_replication(
-    broker: &Broker,
     request: &Request,
     timeout_ms: i32,
     pending: Vec<Pending>,
@@ -176,7 +158,7 @@ async fn await_replication(
     });
     let results = futures_util::future::join_all(waits).await;
     for (p, result) in pending.iter().zip(results) {
-        let result = result.and_then(|()| check_min_insync(broker, &p.target, true));
+        let result = result.and_then(|()| check_min_insync(&p.target, true));
         if let Err(error) = result {
             let code = replica_error(&error);
             log_failure(request, &error, code);
@@ -285,7 +267,7 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         return Ok(Outcome::NoResponse);
     }
     if !pending.is_empty() {
-        await_replication(broker, request, body.timeout_ms, pending, &mut responses).await;
+        await_replication(request, body.timeout_ms, pending, &mut responses).await;
     }
     let node_endpoints = node_endpoints!(NodeEndpoint, &image, &leaders);
     let response = ProduceResponse::default()

@@ -103,6 +103,9 @@ pub struct Partition {
     /// As follower: the leader's high watermark minus this log's end, after the last
     /// fetch (Kafka's FetcherLagMetrics ConsumerLag); -1 before the first one.
     fetcher_lag: std::sync::atomic::AtomicI64,
+    /// The topic's `min.insync.replicas`, read by every acks=all produce without the log's
+    /// lock; set with the log's config (opening, and every changed topic configuration).
+    min_insync_replicas: std::sync::atomic::AtomicUsize,
 }
 
 impl Partition {
@@ -117,6 +120,7 @@ impl Partition {
         clock: Clock,
     ) -> Self {
         let log_end_offset = log.log_end_offset();
+        let min_insync_replicas = log.config().min_insync_replicas;
         let (high_watermark, _) = watch::channel(log_end_offset);
         let (log_end_offset, _) = watch::channel(log_end_offset);
         let state = ReplicaState {
@@ -136,7 +140,14 @@ impl Partition {
             history: InvariantHistory::default(),
             clock,
             fetcher_lag: std::sync::atomic::AtomicI64::new(-1),
+            min_insync_replicas: std::sync::atomic::AtomicUsize::new(min_insync_replicas),
         }
+    }
+
+    /// The topic's `min.insync.replicas` (at least 1).
+    pub fn min_insync_replicas(&self) -> usize {
+        self.min_insync_replicas
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// As follower, how far the last fetch left this log behind the leader's high
@@ -507,7 +518,10 @@ impl Partition {
 
     /// Applies a changed topic configuration to the log.
     pub fn set_log_config(&self, config: crate::log::LogConfig) {
+        let min_insync_replicas = config.min_insync_replicas;
         self.log_mut().set_config(config);
+        self.min_insync_replicas
+            .store(min_insync_replicas, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Flushes and trims the log for a clean shutdown.
