@@ -1,5 +1,5 @@
-//! The one place with `unsafe`: a file mapped into memory with a fixed capacity, written
-//! by one writer and read by many.
+//! One of the two places with `unsafe` (the other is `api::response`'s `BufMut`): a file mapped
+//! into memory with a fixed capacity, written by one writer and read by many.
 //!
 //! Writes go through the file (pwrite), reads through the map: both see the same page
 //! cache. Writing through the map instead would fault in each fresh page of the sparse

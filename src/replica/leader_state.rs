@@ -82,15 +82,14 @@ impl LeaderState {
         self.pending_isr = None;
     }
 
-    /// The ISR the high watermark must respect: the committed ISR and any pending change.
-    pub fn maximal_isr(&self) -> Vec<i32> {
-        let mut isr = self.isr.clone();
-        for replica in self.pending_isr.iter().flatten() {
-            if !isr.contains(replica) {
-                isr.push(replica.to_owned());
-            }
-        }
-        isr
+    /// The ISR the high watermark must respect: the committed ISR and any pending change
+    /// (a replica in both comes twice, which no minimum minds). No allocation: it is read
+    /// on every append and every follower fetch.
+    fn maximal_isr(&self) -> impl Iterator<Item = i32> + '_ {
+        self.isr
+            .iter()
+            .chain(self.pending_isr.iter().flatten())
+            .copied()
     }
 
     /// The ISR minimum.insync.replicas is checked against: the committed one, and a
@@ -129,12 +128,11 @@ impl LeaderState {
     /// (the leader's own included).
     pub fn high_watermark_bound(&self, leader_leo: i64) -> i64 {
         self.maximal_isr()
-            .iter()
-            .map(|r| match *r == self.local_id {
+            .map(|r| match r == self.local_id {
                 true => leader_leo,
                 false => self
                     .remotes
-                    .get(r)
+                    .get(&r)
                     .map_or(-1, |remote| remote.log_end_offset),
             })
             .min()
