@@ -241,16 +241,7 @@ async fn a_fresh_start_says_what_it_serves_in_plain_words_and_recovers_nothing()
     let stderr = child.stderr.take().expect("stderr");
     let mut seen = lines_of(stderr);
     let mut log = String::new();
-    let read = tokio::time::timeout(Duration::from_secs(20), async {
-        while let Some(line) = seen.recv().await {
-            log.push_str(&line);
-            log.push('\n');
-            if line.contains(" started: ") {
-                break;
-            }
-        }
-    });
-    read.await.expect("the start line within 20 s");
+    read_until(&mut seen, &mut log, " started: ", "the start line").await;
     signal(&child, "-TERM");
     while let Some(line) = seen.recv().await {
         log.push_str(&line);
@@ -428,6 +419,26 @@ async fn spawn_dev(args: &[&str], tmp: &Path) -> (Child, String) {
     .expect("join")
     .expect("first line");
     (child, line)
+}
+
+/// Appends the child's log lines to `log` until one contains `needle` (20 s at most).
+async fn read_until(
+    seen: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
+    log: &mut String,
+    needle: &str,
+    what: &str,
+) {
+    let read = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(line) = seen.recv().await {
+            log.push_str(&line);
+            log.push('\n');
+            if line.contains(needle) {
+                break;
+            }
+        }
+    });
+    read.await
+        .unwrap_or_else(|_| panic!("{what} within 20 s:\n{log}"));
 }
 
 /// Stops `highwater dev` with SIGTERM: it must exit with status 0 and leave nothing in `tmp`.
@@ -645,16 +656,13 @@ async fn sigterm_while_waiting_for_the_quorum_stops_the_start_cleanly() {
     let stderr = child.stderr.take().expect("stderr");
     let mut seen = lines_of(stderr);
     let mut log = String::new();
-    let waiting = tokio::time::timeout(Duration::from_secs(20), async {
-        while let Some(line) = seen.recv().await {
-            log.push_str(&line);
-            log.push('\n');
-            if line.contains("initializing the metadata quorum") {
-                break;
-            }
-        }
-    });
-    waiting.await.expect("the quorum start within 20 s");
+    read_until(
+        &mut seen,
+        &mut log,
+        "initializing the metadata quorum",
+        "the quorum start",
+    )
+    .await;
     // Still starting a moment later: no quorum can form.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(child.try_wait().expect("try_wait").is_none(), "{log}");
