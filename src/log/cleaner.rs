@@ -199,8 +199,8 @@ impl Log {
         let first_dirty = checkpoint
             .filter(|c| (start..=self.log_end_offset()).contains(c))
             .unwrap_or(start);
-        let sealed = &self.segments()[..self.segments().len() - 1];
-        let active_base = self.segments().last().map_or(0, Segment::base_offset);
+        let sealed = self.segments().sealed();
+        let active_base = self.segments().active().base_offset();
         let min_lag = compaction.min_compaction_lag_ms;
         let lag_bound = sealed
             .iter()
@@ -240,8 +240,8 @@ impl Log {
     pub fn cleaning_plan(&self, to_clean: &LogToClean) -> CleaningPlan {
         let segments: Vec<SegmentSnapshot> = self
             .segments()
+            .sealed()
             .iter()
-            .take(self.segments().len() - 1)
             .take_while(|s| s.next_offset() <= to_clean.first_uncleanable_offset)
             .map(SegmentSnapshot::of)
             .collect();
@@ -855,7 +855,12 @@ pub(crate) mod tests {
         log.append_as_leader(&second, 0).expect("append");
         log.roll().expect("roll");
         log.clean(None, log.log_end_offset(), 0, 64).expect("clean");
-        let headers: Vec<BatchHeader> = log.segments()[0].batches_from(0).map(|(_, h)| h).collect();
+        let headers: Vec<BatchHeader> = log
+            .segments()
+            .first()
+            .batches_from(0)
+            .map(|(_, h)| h)
+            .collect();
         assert_eq!(headers[0].producer_id, 9, "the producer's batch is kept");
         assert_eq!(headers[0].record_count, 0, "with no records left");
         assert_eq!(headers[0].last_sequence(), 1);
@@ -888,7 +893,7 @@ pub(crate) mod tests {
         assert_eq!(all_dirty.first_uncleanable_offset, end);
         assert!((all_dirty.ratio() - 1.0).abs() < 1e-9);
         assert!(all_dirty.is_due(0.5));
-        let second = log.segments()[1].base_offset();
+        let second = log.segments().sealed()[1].base_offset();
         let half = log.log_to_clean(Some(second), end, 10_000);
         assert!(half.ratio() < 1.0 && half.ratio() > 0.0, "{half:?}");
         let clean = log.log_to_clean(Some(end), end, 10_000);

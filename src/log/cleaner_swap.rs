@@ -103,11 +103,12 @@ impl Log {
         } = cleaned;
         let base_offset = segment.base_offset();
         drop(segment);
-        let segments = self.segments();
-        let start = segments.iter().position(|s| s.base_offset() == base_offset);
+        // The group is still there, sealed (a later segment follows it), and unchanged.
+        let sealed = self.segments().sealed();
+        let start = sealed.iter().position(|s| s.base_offset() == base_offset);
         let unchanged = start.filter(|i| {
-            let current = &segments[*i..];
-            current.len() > replaced.len()
+            let current = &sealed[*i..];
+            current.len() >= replaced.len()
                 && current
                     .iter()
                     .zip(&replaced)
@@ -126,7 +127,7 @@ impl Log {
             return Ok(false);
         };
         let others: Vec<i64> = replaced.iter().skip(1).map(|(base, ..)| *base).collect();
-        let group = &self.segments()[start..start + replaced.len()];
+        let group = &self.segments().sealed()[start..start + replaced.len()];
         write_cleaned_txn_index(&dir, base_offset, group, &aborted_without_batches)?;
         let plan = swap_steps(&dir, base_offset, &others);
         run_steps(&plan, steps)?;
@@ -138,8 +139,10 @@ impl Log {
             recover: false,
         };
         let (swapped, _) = Segment::open(&dir, base_offset, self.config().segment, mode)?;
-        self.segments_mut()
-            .splice(start..start + replaced.len(), [swapped]);
+        let replaced_sealed = self
+            .segments_mut()
+            .replace_sealed(start..start + replaced.len(), swapped);
+        debug_assert!(replaced_sealed, "`unchanged` found the group sealed");
         self.forget_aborted(&aborted_without_batches);
         self.check_invariants();
         Ok(true)

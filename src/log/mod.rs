@@ -26,6 +26,7 @@ pub mod records;
 pub mod replication;
 pub mod retention;
 pub mod segment;
+pub mod segments;
 pub mod time_index;
 pub mod timestamp_lookup;
 pub mod txn_index;

@@ -16,6 +16,7 @@ use super::epoch_cache::EpochCache;
 use super::error::LogError;
 use super::producer_state::{ProducerStateTable, SequenceCheck};
 use super::segment::{file_name, OpenMode, Segment, SegmentConfig, FILE_KINDS};
+use super::segments::Segments;
 use crate::clock::system_now_ms as now_ms;
 
 /// The configuration a log needs (resolved from broker defaults and topic overrides).
@@ -80,8 +81,8 @@ pub struct AppendInfo {
 pub struct Log {
     dir: PathBuf,
     config: LogConfig,
-    /// Invariant: non-empty, sorted by base offset, each ending where the next begins.
-    segments: Vec<Segment>,
+    /// Sorted by base offset, each ending where the next begins.
+    segments: Segments,
     log_start_offset: i64,
     /// Offsets below it are flushed to disk (written to `recovery-point-offset-checkpoint`).
     recovery_point: i64,
@@ -167,11 +168,9 @@ impl Log {
                 break;
             }
         }
-        if segments.is_empty() {
-            segments.push(Segment::create(dir, 0, config.segment)?);
-        }
-        let first_base = segments[0].base_offset();
-        let log_end_offset = segments.last().map_or(0, Segment::next_offset);
+        let segments = Segments::new(segments, || Segment::create(dir, 0, config.segment))?;
+        let first_base = segments.first().base_offset();
+        let log_end_offset = segments.active().next_offset();
         let log_start_offset = options
             .log_start_offset
             .unwrap_or(0)
@@ -202,9 +201,9 @@ impl Log {
         &self.producers
     }
 
-    /// The producer state to change, and the segments (whose `.txnindex` it writes).
-    pub(super) fn producers_and_segments(&mut self) -> (&mut ProducerStateTable, &[Segment]) {
-        (&mut self.producers, &self.segments)
+    /// The producer state to change, and the active segment (whose `.txnindex` it writes).
+    pub(super) fn producers_and_active(&mut self) -> (&mut ProducerStateTable, &Segment) {
+        (&mut self.producers, self.segments.active())
     }
 
     /// Replaces the producer state by one loaded from the snapshot at `snapshot_offset`.
@@ -248,8 +247,8 @@ impl Log {
         &self.epoch_cache
     }
 
-    /// The segments, oldest first.
-    pub fn segments(&self) -> &[Segment] {
+    /// The segments: the sealed ones, oldest first, and the active one.
+    pub fn segments(&self) -> &Segments {
         &self.segments
     }
 
@@ -259,9 +258,7 @@ impl Log {
     }
 
     fn active(&self) -> &Segment {
-        self.segments
-            .last()
-            .expect("a log always has an active segment")
+        self.segments.active()
     }
 
     /// Validates one batch sent by a producer (exactly one per partition, as Produce v3+
@@ -296,10 +293,7 @@ impl Log {
         }
         let base_offset = self.log_end_offset();
         self.epoch_cache.maybe_assign(leader_epoch, base_offset)?;
-        let segment = self
-            .segments
-            .last_mut()
-            .expect("a log always has an active segment");
+        let segment = self.segments.active_mut();
         let log_append_time = self.config.log_append_time.then(now_ms);
         let written = segment.append(records, base_offset, leader_epoch, log_append_time)?;
         self.record_producer_batch(&written, super::control::parse(records, &written))?;
@@ -400,15 +394,13 @@ impl Log {
         let segment = Segment::create(&self.dir, base_offset, self.config.segment)?;
         super::checkpoint::sync_dir(&self.dir)?;
         tracing::debug!(dir = %self.dir.display(), base_offset, "rolled a new segment");
-        self.segments.push(segment);
+        self.segments.roll(segment);
         self.recovery_point = self.recovery_point.max(base_offset);
         self.take_producer_snapshot()
     }
 
     fn active_mut(&mut self) -> &mut Segment {
-        self.segments
-            .last_mut()
-            .expect("a log always has an active segment")
+        self.segments.active_mut()
     }
 
     /// Whole batches from the one holding `offset`, stopping before `max_offset` (the high
@@ -422,8 +414,7 @@ impl Log {
         min_one: bool,
     ) -> Result<Bytes, LogError> {
         self.check_offset(offset)?;
-        let n = self.segments.partition_point(|s| s.base_offset() <= offset);
-        let Some(segment) = n.checked_sub(1).map(|n| &self.segments[n]) else {
+        let Some(segment) = self.segments.holding(offset) else {
             return Ok(Bytes::new());
         };
         Ok(segment.read(offset, max_offset, max_bytes, min_one))
@@ -531,10 +522,7 @@ impl Log {
             self.roll()?;
         }
         self.epoch_cache.maybe_assign(leader_epoch, base_offset)?;
-        let segment = self
-            .segments
-            .last_mut()
-            .expect("a log always has an active segment");
+        let segment = self.segments.active_mut();
         let log_append_time = self.config.log_append_time.then(now_ms);
         let written = segment.append(&batch, base_offset, leader_epoch, log_append_time)?;
         self.record_producer_batch(&written, Some(marker))?;
@@ -563,8 +551,8 @@ impl Log {
         self.recovery_point = self.recovery_point.min(offset);
     }
 
-    /// Mutable access to the segments, for retention (same crate only).
-    pub(super) fn segments_mut(&mut self) -> &mut Vec<Segment> {
+    /// Mutable access to the segments, for retention, truncation and the cleaner's swap.
+    pub(super) fn segments_mut(&mut self) -> &mut Segments {
         &mut self.segments
     }
 
@@ -598,14 +586,13 @@ impl Log {
 
     /// Checks the log's invariants (debug builds).
     pub fn check_invariants(&self) {
-        debug_assert!(!self.segments.is_empty(), "a log has an active segment");
         debug_assert!(
             self.log_start_offset <= self.log_end_offset(),
             "start <= end"
         );
-        for pair in self.segments.windows(2) {
+        for (segment, next) in self.segments.iter().zip(self.segments.iter().skip(1)) {
             // Holds after cleaning too: a cleaned segment keeps its group's last batch.
-            debug_assert_eq!(pair[0].next_offset(), pair[1].base_offset(), "contiguous");
+            debug_assert_eq!(segment.next_offset(), next.base_offset(), "contiguous");
         }
         self.epoch_cache.check_invariants();
     }
@@ -679,7 +666,7 @@ mod tests {
         let mut log = Log::open(dir.path(), config(1 << 16), clean()).expect("open");
         log.append_as_leader(&encode_batch(3, -1, -1, 0), 0)
             .expect("append");
-        let valid = log.segments()[0].size();
+        let valid = log.segments().first().size();
         drop(log);
         let path = dir.path().join("00000000000000000000.log");
         let mut file = std::fs::OpenOptions::new()
@@ -817,9 +804,9 @@ mod damage_properties {
             let mut ends = Vec::new();
             for count in &counts {
                 log.append_as_leader(&encode_batch(*count, -1, -1, 0), 0).expect("append");
-                ends.push((log.segments()[0].size(), log.log_end_offset()));
+                ends.push((log.segments().first().size(), log.log_end_offset()));
             }
-            let size = log.segments()[0].size();
+            let size = log.segments().first().size();
             drop(log);
             let path = dir.path().join("00000000000000000000.log");
             let mut bytes = std::fs::read(&path).expect("read");

@@ -19,17 +19,18 @@ use super::partition_log::Log;
 use super::producer_snapshot;
 use super::producer_state::ProducerStateTable;
 use super::segment::Segment;
+use super::segments::Segments;
 use super::txn_index::IndexEntry;
 
 /// The producer state of the log of `segments` in `dir`, and the offset of the snapshot it
 /// was loaded from (the first segment's base offset when none was used).
 pub(super) fn load_producers(
     dir: &Path,
-    segments: &[Segment],
+    segments: &Segments,
     log_start_offset: i64,
 ) -> Result<(ProducerStateTable, i64), LogError> {
-    let first_base = segments.first().map_or(0, Segment::base_offset);
-    let log_end = segments.last().map_or(0, Segment::next_offset);
+    let first_base = segments.first().base_offset();
+    let log_end = segments.active().next_offset();
     // One listing of the directory: the snapshots past the log end go, the others are
     // candidates.
     let (stale, candidates): (Vec<i64>, Vec<i64>) = producer_snapshot::offsets(dir)?
@@ -117,8 +118,7 @@ impl Log {
         header: &BatchHeader,
         marker: Option<Marker>,
     ) -> Result<(), LogError> {
-        let (producers, segments) = self.producers_and_segments();
-        let active = segments.last().expect("a log always has an active segment");
+        let (producers, active) = self.producers_and_active();
         record(producers, active, header, marker)
     }
 
@@ -145,7 +145,7 @@ impl Log {
 
     /// Deletes the snapshots below the first segment (after retention deleted segments).
     pub(super) fn delete_snapshots_before_first_segment(&self) -> Result<(), LogError> {
-        let first_base = self.segments().first().map_or(0, Segment::base_offset);
+        let first_base = self.segments().first().base_offset();
         producer_snapshot::delete_where(self.dir(), |offset| offset < first_base)
     }
 }
@@ -249,7 +249,7 @@ mod tests {
         let mut log = open(dir.path());
         write_producers(&mut log);
         let before = state(&log);
-        let last_roll = log.segments().last().expect("active").base_offset();
+        let last_roll = log.segments().active().base_offset();
         drop(log);
         let log = open(dir.path());
         assert_eq!(log.last_snapshot_offset(), last_roll);
@@ -274,7 +274,7 @@ mod tests {
         let end = log.log_end_offset();
         log.delete_records(end - 1, end).expect("delete records");
         assert!(
-            log.segments()[0].base_offset() > 0,
+            log.segments().first().base_offset() > 0,
             "producer 1's segment went"
         );
         drop(log);
@@ -302,7 +302,7 @@ mod tests {
         log.truncate_to(marker).expect("truncate");
         assert!(state(&log).2.is_empty(), "the abort is gone");
         assert_eq!(log.last_stable_offset(log.log_end_offset()), first);
-        let active = log.segments().last().expect("active");
+        let active = log.segments().active();
         assert!(active.txn_index().entries().expect("entries").is_empty());
         log.close().expect("close");
         let end = log.log_end_offset();

@@ -81,19 +81,13 @@ impl Log {
                 max,
             });
         }
-        let active = self
-            .segments()
-            .last()
-            .expect("a log always has an active segment");
+        let active = self.segments().active();
         if active.size() > 0 && !active.has_room_for(bytes.len()) {
             self.roll()?;
         }
         self.epoch_cache_mut()
             .maybe_assign(header.partition_leader_epoch, header.base_offset)?;
-        let segment = self
-            .segments_mut()
-            .last_mut()
-            .expect("a log always has an active segment");
+        let segment = self.segments_mut().active_mut();
         let written = segment.append_unchanged(bytes)?;
         self.follow_producers(bytes, &written)?;
         self.count_unflushed(i64::from(written.record_count))
@@ -127,23 +121,18 @@ impl Log {
         }
         let dir = self.dir().to_path_buf();
         let config = self.config().segment;
-        let keep = self
-            .segments()
-            .partition_point(|s| s.base_offset() <= offset)
-            .max(1);
-        let removed: Vec<Segment> = self.segments_mut().drain(keep..).collect();
+        // The segment holding `offset` becomes the active one; every later one goes first,
+        // so that a crash part-way leaves a contiguous prefix for the next start.
+        let holding = self.segments().starting_at_or_before(offset).max(1) - 1;
+        let removed = self.segments_mut().keep_through(holding);
         for segment in &removed {
             for path in segment.paths(&dir) {
                 remove_if_exists(&path)?;
             }
         }
         drop(removed);
-        let old = self
-            .segments_mut()
-            .pop()
-            .expect("a log always has a segment");
-        let replacement = rewrite_prefix(&dir, old, offset, config)?;
-        self.segments_mut().push(replacement);
+        let replacement = rewrite_prefix(&dir, self.segments().active(), offset, config)?;
+        drop(self.segments_mut().replace_active(replacement));
         let end = self.log_end_offset();
         self.epoch_cache_mut().truncate_from_end(end)?;
         self.reload_producers()?;
@@ -158,7 +147,7 @@ impl Log {
 /// active segment (its indexes rebuilt).
 fn rewrite_prefix(
     dir: &Path,
-    segment: Segment,
+    segment: &Segment,
     offset: i64,
     config: super::segment::SegmentConfig,
 ) -> Result<Segment, LogError> {
@@ -177,7 +166,6 @@ fn rewrite_prefix(
     super::fsync::sync_all(&tmp).map_err(|e| io(&tmp_path, e))?;
     drop(tmp);
     let [_, index, time_index, _] = segment.paths(dir);
-    drop(segment);
     std::fs::rename(&tmp_path, &log_path).map_err(|e| io(&log_path, e))?;
     remove_if_exists(&index)?;
     remove_if_exists(&time_index)?;

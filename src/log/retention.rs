@@ -71,8 +71,8 @@ impl Log {
             self.roll()?;
         }
         let dir = self.dir().to_path_buf();
-        let removed: Vec<Segment> = self.segments_mut().drain(..count).collect();
-        let first_base = self.segments().first().map_or(0, Segment::base_offset);
+        let removed = self.segments_mut().remove_oldest(count);
+        let first_base = self.segments().first().base_offset();
         self.maybe_advance_log_start_offset(first_base);
         for segment in removed {
             for path in segment.paths(&dir) {
@@ -116,8 +116,8 @@ mod tests {
             .delete_old_segments(5500, log.log_end_offset())
             .expect("retention");
         assert!(deleted >= 1 && deleted < before);
-        assert!(log.segments()[0].largest_timestamp() >= 4500);
-        assert_eq!(log.log_start_offset(), log.segments()[0].base_offset());
+        assert!(log.segments().first().largest_timestamp() >= 4500);
+        assert_eq!(log.log_start_offset(), log.segments().first().base_offset());
         assert!(
             log.read(0, 100, 1 << 20, true).is_err(),
             "below the log start"

@@ -211,6 +211,26 @@ mod tests {
     }
 
     #[test]
+    fn a_pending_expansion_waits_for_the_new_member_but_min_isr_counts_it_once_committed() {
+        let mut state = LeaderState::new(1, vec![1, 2, 3], vec![1, 2], 0, 0);
+        state.record_fetch(2, 10, 10, 1);
+        state.record_fetch(3, 6, 10, 1);
+        state.pending_isr = Some(vec![1, 2, 3]);
+        assert_eq!(
+            state.high_watermark_bound(10),
+            6,
+            "3 counts for the HW already"
+        );
+        assert_eq!(
+            state.effective_isr_len(),
+            2,
+            "but not for min.insync.replicas"
+        );
+        state.update_replicas(vec![1, 2, 3], vec![1, 2, 3], 2);
+        assert_eq!(state.effective_isr_len(), 3, "committed");
+    }
+
+    #[test]
     fn lagging_followers_leave_the_isr_and_caught_up_ones_rejoin() {
         let mut state = three();
         state.record_fetch(2, 10, 10, 1_000);

@@ -480,11 +480,7 @@ impl ReplicaManager {
             let log = partition.log();
             recovery.push((tp.clone(), log.recovery_point()));
             high_watermarks.push((tp.clone(), partition.high_watermark()));
-            if log
-                .segments()
-                .first()
-                .is_some_and(|s| s.base_offset() < log.log_start_offset())
-            {
+            if log.segments().first().base_offset() < log.log_start_offset() {
                 starts.push((tp, log.log_start_offset()));
             }
         }

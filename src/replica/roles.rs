@@ -474,6 +474,35 @@ mod tests {
     }
 
     #[test]
+    fn a_leaders_high_watermark_never_decreases() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = partition(dir.path());
+        p.make_leader(1, 0, 0, vec![1, 2, 3], vec![1, 2])
+            .expect("leader");
+        p.append_as_leader(&encode_batch(3, -1, -1, 0))
+            .expect("append");
+        p.fetch_for_follower(fetch(2, 0, -1)).expect("first fetch");
+        p.fetch_for_follower(fetch(2, 3, 0)).expect("caught up");
+        assert_eq!(p.high_watermark(), 3);
+        p.fetch_for_follower(fetch(2, 1, 0))
+            .expect("a fetch from further back");
+        assert_eq!(
+            p.high_watermark(),
+            3,
+            "a follower going back does not lower it"
+        );
+        p.apply_partition_image(1, &image(1, 0, &[1, 2, 3]))
+            .expect("ISR grows");
+        assert_eq!(
+            p.high_watermark(),
+            3,
+            "a new ISR member with nothing fetched yet does not lower it"
+        );
+        assert!(!p.maybe_advance_high_watermark(2), "never moved back");
+        assert_eq!(p.high_watermark(), 3);
+    }
+
+    #[test]
     fn the_high_watermark_stands_still_while_the_isr_is_below_min_insync_replicas() {
         // KIP-966's strict min ISR: with min.insync.replicas 2 a lone ISR member does not
         // move the high watermark, so every record below it is on two replicas.
