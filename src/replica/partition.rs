@@ -535,3 +535,93 @@ impl Partition {
         invariants::check(self, &self.history);
     }
 }
+
+/// The partition's own rules (the role changes and fetches are specified in `roles`).
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::batch::tests::encode_batch;
+
+    fn leader_of_two(dir: &std::path::Path, leader_epoch: i32) -> Partition {
+        let p = Partition::for_test(dir);
+        p.make_leader(1, leader_epoch, leader_epoch, vec![1, 2], vec![1, 2])
+            .expect("leader");
+        p
+    }
+
+    #[test]
+    fn a_clients_leader_epoch_is_fenced_when_older_and_unknown_when_newer() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = leader_of_two(dir.path(), 3);
+        assert!(p.check_leader_epoch(-1).is_ok(), "-1: not given");
+        assert!(p.check_leader_epoch(3).is_ok());
+        assert!(matches!(
+            p.check_leader_epoch(2),
+            Err(ReplicaError::FencedLeaderEpoch {
+                requested: 2,
+                current: 3,
+                ..
+            })
+        ));
+        assert!(matches!(
+            p.check_leader_epoch(4),
+            Err(ReplicaError::UnknownLeaderEpoch {
+                requested: 4,
+                current: 3,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn a_follower_refuses_a_producers_append_and_names_its_leader() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = Partition::for_test(dir.path());
+        p.make_follower(2, 5, 5).expect("follower");
+        assert!(!p.is_leader());
+        assert_eq!(p.leader(), 2);
+        let refused = p.append_as_leader(&encode_batch(1, -1, -1, 0));
+        assert!(
+            matches!(
+                refused,
+                Err(ReplicaError::NotLeaderOrFollower {
+                    leader: 2,
+                    leader_epoch: 5,
+                    ..
+                })
+            ),
+            "{refused:?}"
+        );
+        assert!(p.check_leader().is_err());
+        assert_eq!(p.log().log_end_offset(), 0, "nothing was written");
+    }
+
+    #[test]
+    fn delete_records_never_goes_past_the_high_watermark() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = leader_of_two(dir.path(), 0);
+        p.append_as_leader(&encode_batch(3, -1, -1, 0))
+            .expect("append");
+        assert_eq!(p.high_watermark(), 0, "the follower has nothing yet");
+        assert!(p.delete_records(2).is_err(), "above the high watermark");
+        assert_eq!(p.log().log_start_offset(), 0);
+        p.make_leader(1, 0, 1, vec![1, 2], vec![1])
+            .expect("ISR shrinks");
+        p.maybe_increment_high_watermark();
+        assert_eq!(p.high_watermark(), 3, "a lone leader commits its log");
+        assert_eq!(p.delete_records(-1).expect("to the HW"), 3);
+        assert_eq!(p.offsets().log_start_offset, 3);
+    }
+
+    #[test]
+    fn a_topic_config_change_reaches_min_insync_replicas() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = Partition::for_test(dir.path());
+        assert_eq!(p.min_insync_replicas(), 1);
+        let mut config = *p.log().config();
+        config.min_insync_replicas = 2;
+        p.set_log_config(config);
+        assert_eq!(p.min_insync_replicas(), 2);
+        assert_eq!(p.log().config().min_insync_replicas, 2);
+    }
+}
