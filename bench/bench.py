@@ -35,7 +35,7 @@ import json
 import math
 import os
 import platform
-import re
+
 import shutil
 import signal
 import socket
@@ -47,6 +47,8 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+
+import parsers
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
@@ -321,19 +323,12 @@ def java_cmd(main_class: str, args: list[str], classpath: str,
 
 def cpu_seconds(pid: int) -> float:
     """utime + stime of the whole process (all threads), in seconds."""
-    text = Path(f"/proc/{pid}/stat").read_text()
-    fields = text[text.rindex(")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return parsers.proc_stat_ticks(Path(f"/proc/{pid}/stat").read_text()) / CLK_TCK
 
 
 def memory_kib(pid: int) -> dict[str, int]:
     """VmRSS, VmHWM, RssAnon, RssFile, ... from /proc/<pid>/status, in KiB."""
-    result = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        name, _, value = line.partition(":")
-        if value.strip().endswith(" kB"):
-            result[name] = int(value.split()[0])
-    return result
+    return parsers.proc_status_kib(Path(f"/proc/{pid}/status").read_text())
 
 
 # --- the Metadata probe ------------------------------------------------------------------
@@ -359,19 +354,8 @@ def recv_exact(sock: socket.socket, n: int) -> bytes:
 def metadata_lists_port(sock: socket.socket, correlation_id: int, port: int) -> bool:
     """Reads a Metadata v1 response; true when its broker list holds our port."""
     size = struct.unpack(">i", recv_exact(sock, 4))[0]
-    data = recv_exact(sock, size)
-    got_id, brokers = struct.unpack_from(">ii", data, 0)
-    if got_id != correlation_id:
-        return False
-    pos = 8
-    for _ in range(brokers):
-        host_len = struct.unpack_from(">h", data, pos + 4)[0]
-        pos += 6 + host_len
-        broker_port, rack_len = struct.unpack_from(">ih", data, pos)
-        pos += 6 + max(rack_len, 0)
-        if broker_port == port:
-            return True
-    return False
+    got_id, ports = parsers.metadata_v1_broker_ports(recv_exact(sock, size))
+    return got_id == correlation_id and port in ports
 
 
 def wait_for_metadata(port: int, proc: subprocess.Popen, started: float) -> float:
@@ -424,17 +408,10 @@ def metadata_ports(port: int) -> set[int]:
             data = recv_exact(sock, size)
         except (OSError, struct.error):
             return set()
-    ports, pos = set(), 8
     try:
-        for _ in range(struct.unpack_from(">i", data, 4)[0]):
-            host_len = struct.unpack_from(">h", data, pos + 4)[0]
-            pos += 6 + host_len
-            broker_port, rack_len = struct.unpack_from(">ih", data, pos)
-            pos += 6 + max(rack_len, 0)
-            ports.add(broker_port)
+        return set(parsers.metadata_v1_broker_ports(data)[1])
     except struct.error:
         return set()
-    return ports
 
 
 # Reserved for other local clusters and the compat suites: never used by the bench.
@@ -795,18 +772,12 @@ class Context:
         print(f"[{int(elapsed) // 60:02d}:{int(elapsed) % 60:02d}] {message}", flush=True)
 
 
-PRODUCER_SUMMARY = re.compile(
-    r"^(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
-    r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99\.9th\.$",
-    re.MULTILINE)
-
-
 def result_line(out: str, tool: str) -> dict[str, float]:
     """The key=value pairs of BenchTool's "RESULT ..." line."""
-    for line in reversed(out.splitlines()):
-        if line.startswith("RESULT "):
-            return {k: float(v) for k, v in (kv.split("=", 1) for kv in line.split()[1:])}
-    raise BenchError(f"{tool} printed no RESULT line:\n{out[-2000:]}")
+    result = parsers.result_line(out)
+    if result is None:
+        raise BenchError(f"{tool} printed no RESULT line:\n{out[-2000:]}")
+    return result
 
 
 def broker_sample(broker: Broker) -> dict:
@@ -843,21 +814,18 @@ def producer_performance(ctx: Context, broker: Broker, topic: str, w: Workload,
                                           str(warmup_records), *args], ctx.tool_classpath),
                    name, broker.dir, ctx.plan.tool_timeout_s, broker)
     broker.check_alive(f"ProducerPerformance on {topic}")
-    measured = out.split("BENCH measured run\n", 1)
-    summaries = PRODUCER_SUMMARY.findall(measured[-1]) if len(measured) == 2 else []
-    if len(summaries) != 1:
+    summary = parsers.producer_summary(out)
+    if summary is None:
         raise BenchError(f"ProducerPerformance on {topic} printed no summary:\n{out[-2000:]}")
-    sent, rate, mb, avg, top, p50, p95, p99, p999 = summaries[0]
-    if int(sent) != records:
+    sent = summary.pop("sent")
+    if sent != records:
         raise BenchError(f"ProducerPerformance on {topic}: {sent} of {records} records "
                          f"acknowledged ({broker.name})\n{tail(broker.dir / f'{name}.err')}")
     cpu = result_line(out, "BenchTool producer-perf")
     tool = "ProducerPerformance (transactional)" if transactional else "ProducerPerformance"
     return {"tool": tool, "topic": topic, "workload": w.key,
             "records": records, "warmup_records": warmup_records,
-            "throughput_arg": throughput, "records_per_s": float(rate),
-            "mb_per_s": float(mb), "avg_ms": float(avg), "max_ms": float(top),
-            "p50_ms": int(p50), "p95_ms": int(p95), "p99_ms": int(p99), "p999_ms": int(p999),
+            "throughput_arg": throughput, **summary,
             "payload_bytes": records * w.size, "broker_cpu_s": cpu["broker_cpu_s"],
             "broker_minflt": int(cpu["broker_minflt"]),
             "broker_majflt": int(cpu["broker_majflt"]), "wall_s": cpu["wall_s"],
@@ -884,15 +852,12 @@ def consumer_performance_reference(ctx: Context, broker: Broker, topic: str,
     out = run_tool(java_cmd("org.apache.kafka.tools.ConsumerPerformance", args,
                             ctx.kafka_classpath), f"consumer-perf-{topic}", broker.dir,
                    ctx.plan.tool_timeout_s, broker)
-    lines = [line for line in out.splitlines() if line.count(",") == 9]
-    if not lines or "WARNING" in out:
+    result = parsers.consumer_performance(out)
+    if result is None:
         raise BenchError(f"ConsumerPerformance on {topic}: unexpected output\n{out[-2000:]}")
-    fields = [f.strip() for f in lines[-1].split(",")]
-    if int(fields[4]) < records:
-        raise BenchError(f"ConsumerPerformance on {topic} read {fields[4]} of {records}")
-    return {"tool": "ConsumerPerformance", "topic": topic, "records": int(fields[4]),
-            "mb_per_s": float(fields[3]), "rebalance_ms": int(fields[6]),
-            "fetch_ms": int(fields[7]), "fetch_mb_per_s": float(fields[8])}
+    if result["records"] < records:
+        raise BenchError(f"ConsumerPerformance on {topic} read {result['records']} of {records}")
+    return {"tool": "ConsumerPerformance", "topic": topic, **result}
 
 
 def end_to_end(ctx: Context, broker: Broker, topic: str, size: int, acks: str) -> dict:
@@ -914,13 +879,11 @@ def end_to_end_reference(ctx: Context, broker: Broker, topic: str, size: int,
                             [broker.bootstrap, topic, str(records), acks, str(size)],
                             ctx.kafka_classpath), f"e2e-latency-{topic}", broker.dir,
                    ctx.plan.tool_timeout_s, broker)
-    avg = re.search(r"Avg latency: ([\d.]+) ms", out)
-    pct = re.search(r"Percentiles: 50th = (\d+), 99th = (\d+), 99\.9th = (\d+)", out)
-    if not avg or not pct:
+    latency = parsers.end_to_end_latency(out)
+    if latency is None:
         raise BenchError(f"EndToEndLatency on {topic}: unexpected output\n{out[-2000:]}")
     return {"tool": "EndToEndLatency", "topic": topic, "size": size, "acks": acks,
-            "records": records, "avg_ms": float(avg.group(1)), "p50_ms": int(pct.group(1)),
-            "p99_ms": int(pct.group(2)), "p999_ms": int(pct.group(3))}
+            "records": records, **latency}
 
 
 # --- sessions ----------------------------------------------------------------------------
@@ -1946,8 +1909,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def java_version() -> str:
     out = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
-    match = re.search(r'version "([^"]+)"', out)
-    return match.group(1) if match else "unknown"
+    return parsers.java_version(out)
 
 
 if __name__ == "__main__":
