@@ -390,18 +390,23 @@ impl ActiveController {
         }
     }
 
-    /// The Raft node stopped while this process still runs: openraft stops on a storage
-    /// error, so the metadata log directory failed. Like a Kafka node whose metadata log
-    /// directory fails, the process halts (it can neither follow the metadata nor take
-    /// part in the quorum; an orchestrator restarts it once the disk is back).
+    /// The Raft node stopped. When it stopped on an error (openraft stops on a storage
+    /// error: the metadata log directory failed), the process halts, like a Kafka node
+    /// whose metadata log directory fails: it can neither follow the metadata nor take part
+    /// in the quorum, and an orchestrator restarts it once the disk is back. A shutdown,
+    /// and a Raft core dropped with its runtime (the process ending, a test killing the
+    /// node), are no failure: halting then would end a test's whole process.
     fn raft_stopped(&self) {
         if self.stopping.load(std::sync::atomic::Ordering::SeqCst) {
             return;
         }
-        super::halt_on_metadata_dir_failure(
-            &self.config.metadata_log_dir,
-            "the metadata quorum stopped on a storage error",
-        );
+        match self.quorum.failure() {
+            Some(cause) => super::halt_on_metadata_dir_failure(
+                &self.config.metadata_log_dir,
+                &format!("the metadata quorum stopped on an error: {cause}"),
+            ),
+            None => tracing::info!("the metadata quorum stopped with its runtime"),
+        }
     }
 
     async fn lead_once(&self) -> Result<(), ControllerError> {

@@ -18,6 +18,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use openraft::error::Fatal;
 use openraft::{BasicNode, Config, Raft, SnapshotPolicy};
 
 use super::error::ControllerError;
@@ -219,6 +220,13 @@ impl Quorum {
         })
     }
 
+    /// The error the Raft node stopped on (a storage error, a panic of its core), if it
+    /// stopped on one: `None` while it runs, after a shutdown, and when its core was dropped
+    /// with its runtime (a process that exits, a node a test kills) before it could stop.
+    pub fn failure(&self) -> Option<String> {
+        failure_of(&self.raft.metrics().borrow().running_state)
+    }
+
     /// Whether Raft elected this node, confirmed or not.
     pub fn is_elected(&self) -> bool {
         self.raft.metrics().borrow().current_leader == Some(self.node_id)
@@ -279,6 +287,14 @@ impl Quorum {
     }
 }
 
+/// The failure in openraft's running state, if any: [`Fatal::Stopped`] is a shutdown.
+fn failure_of(running: &Result<(), Fatal<u64>>) -> Option<String> {
+    match running {
+        Ok(()) | Err(Fatal::Stopped) => None,
+        Err(fatal) => Some(fatal.to_string()),
+    }
+}
+
 /// The metadata quorum as its leader describes it (Kafka's DescribeQuorum).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct QuorumDescription {
@@ -295,5 +311,26 @@ impl std::fmt::Debug for Quorum {
         f.debug_struct("Quorum")
             .field("node_id", &self.node_id)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openraft::{ErrorSubject, ErrorVerb, StorageError};
+
+    #[test]
+    fn only_an_error_is_a_failure_not_a_shutdown_nor_a_dropped_core() {
+        assert_eq!(
+            failure_of(&Ok(())),
+            None,
+            "running, or dropped with its runtime"
+        );
+        assert_eq!(failure_of(&Err(Fatal::Stopped)), None, "shut down");
+        assert_eq!(failure_of(&Err(Fatal::Panicked)), Some("panicked".into()));
+        let io = std::io::Error::other("disk gone");
+        let storage = StorageError::from_io_error(ErrorSubject::Logs, ErrorVerb::Write, io);
+        let failure = failure_of(&Err(Fatal::StorageError(storage))).expect("a failure");
+        assert!(failure.contains("disk gone"), "{failure}");
     }
 }
