@@ -35,7 +35,7 @@ import json
 import math
 import os
 import platform
-
+import re
 import shutil
 import signal
 import socket
