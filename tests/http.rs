@@ -99,6 +99,7 @@ async fn a_single_node_reports_what_was_produced_and_committed() {
     assert_eq!(http(web, "GET", "/healthz").map(|a| a.0), Some(200));
     let (status, body) = http(web, "GET", "/readyz").expect("/readyz");
     assert_eq!((status, body.as_str()), (200, "ready\n"));
+    open_fetch_session(&mut client, web).await;
     check_counts(web, bytes);
     check_live_state(web);
     check_page_in_browser(web);
@@ -106,6 +107,22 @@ async fn a_single_node_reports_what_was_produced_and_committed() {
     assert_eq!(fetch(&mut client, "m", 0, 0).await.high_watermark, 30);
     child.kill().expect("kill");
     let _ = child.wait();
+}
+
+/// A consumer's incremental fetch session on `m`-0 and `m`-1 (a full Fetch at epoch 0), as
+/// /metrics counts it.
+async fn open_fetch_session(client: &mut Client, web: SocketAddr) {
+    let mut full = common::fetch_request("m", 0, 0, 0, 0).with_session_epoch(0);
+    let mut second = full.topics[0].partitions[0].clone();
+    second.partition = 1;
+    full.topics[0].partitions.push(second);
+    let opened = client.call(&full, 12).await;
+    assert_ne!(opened.session_id, 0, "a session opened");
+    let m = scrape(web);
+    let get = |name: &str| sample(&m, name, "");
+    let sessions = get("kafka_server_fetchsessioncache_numincrementalfetchsessions");
+    let cached = get("kafka_server_fetchsessioncache_numincrementalfetchpartitionscached");
+    assert_eq!((sessions, cached), (Some(1.0), Some(2.0)));
 }
 
 /// What the single-node test did, as /metrics counts it.

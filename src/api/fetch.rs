@@ -9,7 +9,10 @@
 //! Long poll (DelayedFetch in Apache Kafka): unless `max_wait_ms` <= 0, an error occurred
 //! or `min_bytes` are already available, the request parks on the high-watermark channels
 //! of its partitions and is re-read when one moves or when `max_wait_ms` passes. Nothing
-//! polls. Fetch sessions are not kept: session id 0 tells clients to send full requests.
+//! polls.
+//!
+//! Fetch sessions (KIP-227, [`super::fetch_sessions`]): an incremental request reads every
+//! partition of its session and answers only those with something new.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +20,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::future::select_all;
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::fetch_request::FetchPartition;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::fetch_response::{
     AbortedTransaction, FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
 };
@@ -70,12 +73,12 @@ fn replica_id(request: &Request, body: &FetchRequest) -> i32 {
 fn resolve(
     broker: &Broker,
     request: &Request,
-    body: &FetchRequest,
+    read: &[FetchTopic],
 ) -> (Vec<(TopicName, Uuid)>, Vec<Target>) {
     let image = broker.image();
     let mut topics = Vec::new();
     let mut targets = Vec::new();
-    for topic in &body.topics {
+    for topic in read {
         let by_id = request.version() >= 13;
         let found = if by_id {
             image.topic_by_id(topic.topic_id)
@@ -299,12 +302,17 @@ async fn wait_for_data(receivers: &mut [watch::Receiver<i64>], deadline: Instant
 /// Answers Fetch, parking it until data, an error or the deadline.
 pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
     let body: FetchRequest = request.decode()?;
-    if body.session_id != 0 {
-        let response =
-            FetchResponse::default().with_error_code(ResponseError::FetchSessionIdNotFound.code());
-        return request.respond(&response);
-    }
-    let (topics, targets) = resolve(broker, request, &body);
+    let session = match broker.fetch_sessions.begin(&body, request.version()) {
+        Ok(session) => session,
+        Err(error) => {
+            tracing::debug!(client = %request.client, api = "Fetch",
+                session_id = body.session_id, session_epoch = body.session_epoch,
+                error = ?error, "fetch session refused");
+            let response = FetchResponse::default().with_error_code(error.code());
+            return request.respond(&response);
+        }
+    };
+    let (topics, targets) = resolve(broker, request, session.topics(&body));
     let deadline = Instant::now() + Duration::from_millis(body.max_wait_ms.max(0) as u64);
     let follower = replica_id(request, &body) >= 0;
     let mut receivers: Vec<watch::Receiver<i64>> = targets
@@ -315,7 +323,7 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
             false => p.subscribe(),
         })
         .collect();
-    let reading = loop {
+    let mut reading = loop {
         for receiver in &mut receivers {
             receiver.mark_unchanged();
         }
@@ -333,7 +341,15 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
             .metrics
             .sent(name, records.map(Bytes::len).sum(), follower);
     }
-    let mut response = FetchResponse::default().with_responses(reading.topics);
+    let session_id = broker.fetch_sessions.finish(
+        session,
+        &body,
+        &mut reading.topics,
+        (request.version(), follower),
+    );
+    let mut response = FetchResponse::default()
+        .with_session_id(session_id)
+        .with_responses(reading.topics);
     if request.version() >= NODE_ENDPOINTS_VERSION {
         let leaders: Vec<i32> = targets
             .iter()

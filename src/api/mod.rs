@@ -17,6 +17,7 @@ pub mod describe_topic_partitions;
 pub mod elect_leaders;
 pub mod errors;
 pub mod fetch;
+pub mod fetch_sessions;
 pub mod find_coordinator;
 pub mod groups;
 pub mod init_producer_id;
@@ -53,6 +54,7 @@ use crate::metadata::MetadataImage;
 use crate::metrics::Metrics;
 use crate::replica::{IsrChange, Partition, ReplicaError, ReplicaManager};
 use crate::txn::{TransactionCoordinator, TxnConfig};
+use fetch_sessions::FetchSessions;
 use kafka_protocol::error::ResponseError;
 pub use response::ResponseFrame;
 
@@ -68,6 +70,8 @@ pub struct Broker {
     pub metrics: Arc<Metrics>,
     /// Faults a test injected (none in production).
     pub faults: Faults,
+    /// Incremental fetch sessions (KIP-227).
+    pub fetch_sessions: FetchSessions,
 }
 
 impl Broker {
@@ -104,6 +108,8 @@ impl Broker {
             &cluster_id,
         )?
         .map(|write| tokio::task::spawn_blocking(move || write.write()));
+        let fetch_sessions =
+            FetchSessions::new(config.parse("max.incremental.fetch.session.cache.slots")?);
         let group_config = GroupConfig::from_broker(&config)?;
         let groups = GroupCoordinator::new(group_config, config.node_id);
         let transactions =
@@ -135,6 +141,7 @@ impl Broker {
             transactions,
             metrics,
             faults,
+            fetch_sessions,
         })
     }
 

@@ -107,6 +107,7 @@ pub const BROKER_DEFAULTS: &[(&str, &str)] = &[
     ("group.consumer.max.size", "2147483647"),
     ("group.consumer.assignors", "uniform,range"),
     ("max.request.partition.size.limit", "2000"),
+    ("max.incremental.fetch.session.cache.slots", "1000"),
     ("transaction.state.log.num.partitions", "50"),
     ("transaction.state.log.replication.factor", "3"),
     ("transaction.state.log.min.isr", "2"),

@@ -45,9 +45,25 @@ pub fn render(broker: &Broker) -> String {
     partitions(broker, &gauges, &hosted);
     controller(broker, &gauges);
     groups(broker, &gauges, &hosted);
+    fetch_sessions(broker, &gauges);
     let mut text = broker.metrics.render();
     text.push_str(&gauges.render());
     text
+}
+
+/// The incremental fetch sessions kept (FetchSessionCache).
+fn fetch_sessions(broker: &Broker, gauges: &Gauges) {
+    let (sessions, partitions) = broker.fetch_sessions.counts();
+    gauges.one(
+        "kafka_server_fetchsessioncache_numincrementalfetchsessions",
+        "Incremental fetch sessions kept (FetchSessionCache)",
+        sessions as i64,
+    );
+    gauges.one(
+        "kafka_server_fetchsessioncache_numincrementalfetchpartitionscached",
+        "Partitions held by the incremental fetch sessions (FetchSessionCache)",
+        partitions as i64,
+    );
 }
 
 /// What the leader of a partition knows: replicas, in-sync replicas, and each follower's
