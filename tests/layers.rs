@@ -1,6 +1,8 @@
 //! The module layering of `src/lib.rs` holds (issue 17): every `crate::…` path in a
 //! module's files names the module itself or one on a lower level, never a higher one nor
 //! a sibling on its own level. A new upward import fails this test with its file and line.
+//! And Kafka error codes are chosen in `src/api/errors.rs` alone: anywhere else, non-test
+//! code may only read a code another broker sent (`ResponseError::try_from_code`).
 
 use std::path::Path;
 
@@ -109,4 +111,53 @@ fn the_check_sees_an_upward_import() {
     assert_eq!(level("controller"), level("replica"), "siblings");
     let module = module_of(Path::new("replica/fetcher.rs"));
     assert_eq!(module.as_deref(), Some("replica"));
+}
+
+/// Lines of `text` before its tests that name a Kafka error other than to decode one.
+fn chosen_codes(text: &str) -> Vec<usize> {
+    text.lines()
+        .take_while(|line| !line.trim_start().starts_with("#[cfg(test)]"))
+        .enumerate()
+        .filter(|(_, line)| !line.trim_start().starts_with("//"))
+        .filter(|(_, line)| {
+            line.split("ResponseError::")
+                .skip(1)
+                .any(|rest| !rest.starts_with("try_from_code"))
+        })
+        .map(|(index, _)| index + 1)
+        .collect()
+}
+
+#[test]
+fn error_codes_are_chosen_in_api_errors_alone() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut all = Vec::new();
+    files(&src, &mut all);
+    let mut violations = Vec::new();
+    for path in &all {
+        let relative = path.strip_prefix(&src).expect("under src");
+        if relative == Path::new("api/errors.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(path).expect("read");
+        for line in chosen_codes(&text) {
+            violations.push(format!("src/{}:{line}", relative.display()));
+        }
+    }
+    assert!(
+        violations.is_empty(),
+        "Kafka error codes chosen outside src/api/errors.rs (add a Refusal or a mapping \
+         there):\n{}",
+        violations.join("\n")
+    );
+}
+
+#[test]
+fn the_check_sees_a_code_chosen_in_a_handler() {
+    let handler = "let e = ResponseError::try_from_code(c);\n\
+                   return Err(ResponseError::InvalidRequest);\n\
+                   // ResponseError::InvalidRequest in a comment\n\
+                   #[cfg(test)]\n\
+                   ResponseError::UnknownTopicId";
+    assert_eq!(chosen_codes(handler), vec![2]);
 }

@@ -4,7 +4,6 @@
 //! naming an authorizer does not start: security settings that are not enforced stop the
 //! start, issue 15.)
 
-use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::create_acls_response::AclCreationResult;
 use kafka_protocol::messages::delete_acls_response::DeleteAclsFilterResult;
 use kafka_protocol::messages::{
@@ -13,6 +12,8 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+use super::errors::refusal_error;
+use super::refusal::Refusal;
 use super::{HandlerError, Outcome, Request};
 
 /// Kafka's message when no authorizer is configured.
@@ -22,7 +23,7 @@ fn refused(request: &Request) -> (i16, Option<StrBytes>) {
     tracing::debug!(client = %request.client, api = ?request.api_key,
         "ACL request refused: no authorizer is configured");
     (
-        ResponseError::SecurityDisabled.code(),
+        refusal_error(Refusal::SecurityDisabled).code(),
         Some(StrBytes::from_static_str(NO_AUTHORIZER)),
     )
 }

@@ -9,6 +9,8 @@ use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsRe
 use kafka_protocol::messages::{IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};
 
 use super::errors::controller_error;
+use super::errors::refusal_error;
+use super::refusal::Refusal;
 use super::{str_bytes, Broker, HandlerError, Outcome, Request};
 use crate::controller::ControllerRequest;
 
@@ -70,7 +72,7 @@ async fn alter(
     }
     if resource.resource_type != RESOURCE_TOPIC {
         let reason = "only topic configs can be altered (broker configs are static)";
-        return Err((ResponseError::InvalidRequest, reason.into()));
+        return Err((refusal_error(Refusal::InvalidRequest), reason.into()));
     }
     let current = topic_configs(broker, &name)?;
     let mut changes = Vec::with_capacity(resource.configs.len());
@@ -78,8 +80,12 @@ async fn alter(
         let key = config.name.to_string();
         let current = current.get(&key).map(String::as_str);
         let value = config.value.as_ref().map(|v| v.as_str());
-        let new = apply_operation(current, config.config_operation, value)
-            .map_err(|reason| (ResponseError::InvalidRequest, format!("{key}: {reason}")))?;
+        let new = apply_operation(current, config.config_operation, value).map_err(|reason| {
+            (
+                refusal_error(Refusal::InvalidRequest),
+                format!("{key}: {reason}"),
+            )
+        })?;
         changes.push((key, new));
     }
     commit(broker, name, changes, validate_only).await
@@ -93,7 +99,7 @@ fn topic_configs(
     let image = broker.image();
     let topic = image.topic(name).ok_or_else(|| {
         let reason = format!("unknown topic {name}");
-        (ResponseError::UnknownTopicOrPartition, reason)
+        (refusal_error(Refusal::UnknownTopic), reason)
     })?;
     Ok(topic.configs.clone())
 }
@@ -131,7 +137,7 @@ fn alter_loggers(
             "broker {} is not this broker",
             resource.resource_name.as_str()
         );
-        return Err((ResponseError::InvalidRequest, reason));
+        return Err((refusal_error(Refusal::InvalidRequest), reason));
     }
     let mut changes = Vec::with_capacity(resource.configs.len());
     for config in &resource.configs {
@@ -143,12 +149,13 @@ fn alter_loggers(
                 let reason = format!(
                     "{logger}: APPEND and SUBTRACT are not allowed for the BROKER_LOGGER resource"
                 );
-                return Err((ResponseError::InvalidRequest, reason));
+                return Err((refusal_error(Refusal::InvalidRequest), reason));
             }
         };
         changes.push((logger, level));
     }
-    let invalid = |e: crate::log_levels::LevelError| (ResponseError::InvalidConfig, e.to_string());
+    let invalid =
+        |e: crate::log_levels::LevelError| (refusal_error(Refusal::InvalidConfig), e.to_string());
     for (logger, level) in &changes {
         crate::log_levels::check(logger, level.as_deref()).map_err(invalid)?;
     }
@@ -173,7 +180,7 @@ pub async fn handle_legacy(broker: &Broker, request: &Request) -> Result<Outcome
         let outcome = async {
             if resource.resource_type != RESOURCE_TOPIC {
                 let reason = "only topic configs can be altered (broker configs are static)";
-                return Err((ResponseError::InvalidRequest, reason.to_string()));
+                return Err((refusal_error(Refusal::InvalidRequest), reason.to_string()));
             }
             let current = topic_configs(broker, &name)?;
             let given: Vec<(String, Option<String>)> = resource

@@ -11,12 +11,13 @@
 //! client keeps the levels of the highest epoch it saw). With `group.version` 0,
 //! ConsumerGroupHeartbeat is not advertised (KIP-848 groups are off).
 
-use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::api_versions_response::{
     ApiVersion, FinalizedFeatureKey, SupportedFeatureKey,
 };
 use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
 
+use super::errors::refusal_error;
+use super::refusal::Refusal;
 use super::response::ResponseFrame;
 use super::versions::{supported, SUPPORTED_APIS};
 use super::{str_bytes, Broker, HandlerError, Outcome, Request};
@@ -92,7 +93,7 @@ pub fn unsupported_version(request: &Request) -> Result<Outcome, HandlerError> {
         .into_iter()
         .collect();
     let response = ApiVersionsResponse::default()
-        .with_error_code(ResponseError::UnsupportedVersion.code())
+        .with_error_code(refusal_error(Refusal::UnsupportedVersion).code())
         .with_api_keys(range);
     let v0 = Request {
         api_key: request.api_key,

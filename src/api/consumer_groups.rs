@@ -14,7 +14,9 @@ use kafka_protocol::messages::{
     ConsumerGroupHeartbeatResponse, GroupId,
 };
 
+use super::errors::refusal_error;
 use super::groups::log_group_error;
+use super::refusal::Refusal;
 use super::{str_bytes, topic_name, Broker, HandlerError, Outcome, Request};
 use crate::group::consumer::assignor::Assignment;
 use crate::group::consumer::DescribedConsumerMember;
@@ -82,7 +84,7 @@ pub async fn heartbeat(broker: &Broker, request: &Request) -> Result<Outcome, Ha
         let message = "The consumer group protocol is disabled: group.version is 0";
         return request.respond(
             &ConsumerGroupHeartbeatResponse::default()
-                .with_error_code(kafka_protocol::error::ResponseError::UnsupportedVersion.code())
+                .with_error_code(refusal_error(Refusal::UnsupportedVersion).code())
                 .with_error_message(Some(str_bytes(message))),
         );
     }

@@ -11,6 +11,8 @@ use kafka_protocol::messages::describe_configs_response::{
 };
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 
+use super::errors::refusal_error;
+use super::refusal::Refusal;
 use super::{str_bytes, Broker, HandlerError, Outcome, Request};
 use crate::config::topic::{self, ConfigSource, ConfigType};
 
@@ -83,7 +85,7 @@ fn entries_for(
             let image = broker.image();
             let topic_image = image
                 .topic(name)
-                .ok_or(ResponseError::UnknownTopicOrPartition)?;
+                .ok_or(refusal_error(Refusal::UnknownTopic))?;
             Ok(topic::resolve(&broker.config, &topic_image.configs)
                 .into_iter()
                 .map(|c| Entry {
@@ -96,7 +98,7 @@ fn entries_for(
         }
         RESOURCE_BROKER => {
             if !name.is_empty() && name != broker.config.node_id.to_string() {
-                return Err(ResponseError::InvalidRequest);
+                return Err(refusal_error(Refusal::InvalidRequest));
             }
             Ok(broker
                 .config
@@ -127,7 +129,7 @@ fn entries_for(
             .collect()),
         RESOURCE_BROKER_LOGGER => {
             if name != broker.config.node_id.to_string() {
-                return Err(ResponseError::InvalidRequest);
+                return Err(refusal_error(Refusal::InvalidRequest));
             }
             let loggers = crate::log_levels::describe().into_iter();
             Ok(loggers
@@ -139,7 +141,7 @@ fn entries_for(
                 })
                 .collect())
         }
-        _ => Err(ResponseError::InvalidRequest),
+        _ => Err(refusal_error(Refusal::InvalidRequest)),
     }
 }
 
@@ -228,7 +230,7 @@ pub fn list_resources(broker: &Broker, request: &Request) -> Result<Outcome, Han
     };
     if asked.iter().any(|t| !supported.contains(t)) {
         tracing::debug!(client = %request.client, ?asked, "ListConfigResources: unsupported type");
-        let code = ResponseError::UnsupportedVersion.code();
+        let code = refusal_error(Refusal::UnsupportedVersion).code();
         return request.respond(&ListConfigResourcesResponse::default().with_error_code(code));
     }
     let image = broker.image();

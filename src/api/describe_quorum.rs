@@ -5,13 +5,14 @@
 //! which Kafka's tool prints as unknown; the leader's own are now. Observers (broker-only
 //! nodes of a split cluster follow the metadata outside Raft) are not listed.
 
-use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_quorum_response::{
     Listener, Node, PartitionData, ReplicaState, TopicData,
 };
 use kafka_protocol::messages::{BrokerId, DescribeQuorumRequest, DescribeQuorumResponse};
 
 use super::errors::controller_error;
+use super::errors::refusal_error;
+use super::refusal::Refusal;
 use super::{str_bytes, topic_name, Broker, HandlerError, Outcome, Request};
 use crate::controller::{ControllerReply, ControllerRequest};
 
@@ -28,7 +29,7 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
             && t.partitions[0].partition_index == 0
     });
     if !valid {
-        let code = ResponseError::UnknownTopicOrPartition.code();
+        let code = refusal_error(Refusal::UnknownTopic).code();
         return request.respond(&DescribeQuorumResponse::default().with_error_code(code));
     }
     let topic = TopicData::default()
@@ -70,7 +71,7 @@ async fn partition(broker: &Broker, request: &Request) -> PartitionData {
         }
         Ok(other) => {
             tracing::error!(client = %request.client, ?other, "DescribeQuorum: unexpected reply");
-            PartitionData::default().with_error_code(ResponseError::UnknownServerError.code())
+            PartitionData::default().with_error_code(refusal_error(Refusal::Internal).code())
         }
         Err(error) => {
             tracing::debug!(client = %request.client, %error, "DescribeQuorum refused");

@@ -4,7 +4,6 @@
 //! replicas, from a cursor and up to `response_partition_limit` partitions (capped by
 //! `max.request.partition.size.limit`), as Kafka pages them.
 
-use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_topic_partitions_response::{
     Cursor, DescribeTopicPartitionsResponsePartition, DescribeTopicPartitionsResponseTopic,
 };
@@ -12,7 +11,9 @@ use kafka_protocol::messages::{
     BrokerId, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse,
 };
 
+use super::errors::refusal_error;
 use super::metadata::describe_topic;
+use super::refusal::Refusal;
 use super::{topic_name, Broker, HandlerError, Outcome, Request};
 use crate::metadata::TopicImage;
 
@@ -90,7 +91,7 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
             topics.push(
                 DescribeTopicPartitionsResponseTopic::default()
                     .with_name(Some(topic_name(&name)))
-                    .with_error_code(ResponseError::UnknownTopicOrPartition.code()),
+                    .with_error_code(refusal_error(Refusal::UnknownTopic).code()),
             );
             continue;
         };

@@ -4,11 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::elect_leaders_response::{PartitionResult, ReplicaElectionResult};
 use kafka_protocol::messages::{ElectLeadersRequest, ElectLeadersResponse};
 
+use super::errors::refusal_error;
 use super::errors::{controller_error, election_error};
+use super::refusal::Refusal;
 use super::{str_bytes, topic_name, Broker, HandlerError, Outcome, Request};
 use crate::controller::{ControllerReply, ControllerRequest};
 
@@ -44,7 +45,7 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
                 }
                 Ok(other) => {
                     tracing::error!(client = %request.client, ?other, "unexpected controller reply");
-                    ResponseError::UnknownServerError
+                    refusal_error(Refusal::Internal)
                 }
             };
             if request.version() >= TOP_LEVEL_ERROR_VERSION {

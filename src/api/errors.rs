@@ -4,7 +4,7 @@
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::ApiKey;
 
-use super::topics::AdminError;
+use super::refusal::{AdminError, Refusal};
 use crate::controller::{ControllerError, ElectionOutcome, ErrorKind};
 use crate::group::GroupError;
 use crate::log::LogError;
@@ -101,6 +101,32 @@ pub fn admin_error(error: &AdminError) -> ResponseError {
     match error {
         AdminError::Controller(error) => controller_error(error),
         AdminError::Replica(error) => replica_error(error),
+    }
+}
+
+/// The Kafka error for a request a handler refused itself.
+pub fn refusal_error(refusal: Refusal) -> ResponseError {
+    match refusal {
+        Refusal::UnknownTopic => ResponseError::UnknownTopicOrPartition,
+        Refusal::UnknownTopicId => ResponseError::UnknownTopicId,
+        Refusal::InvalidTopic => ResponseError::InvalidTopicException,
+        Refusal::NoLeader => ResponseError::LeaderNotAvailable,
+        Refusal::NotLeader => ResponseError::NotLeaderOrFollower,
+        Refusal::InvalidRequiredAcks => ResponseError::InvalidRequiredAcks,
+        Refusal::InvalidRequest => ResponseError::InvalidRequest,
+        Refusal::InvalidConfig => ResponseError::InvalidConfig,
+        Refusal::UnsupportedVersion => ResponseError::UnsupportedVersion,
+        Refusal::NoCoordinator => ResponseError::CoordinatorNotAvailable,
+        Refusal::SecurityDisabled => ResponseError::SecurityDisabled,
+        Refusal::FetchSessionNotFound => ResponseError::FetchSessionIdNotFound,
+        Refusal::FetchSessionEpoch => ResponseError::InvalidFetchSessionEpoch,
+        Refusal::FetchSessionTopicIds => ResponseError::FetchSessionTopicIdError,
+        Refusal::UnstableOffsetCommit => ResponseError::UnstableOffsetCommit,
+        Refusal::InvalidFeatureUpdate => ResponseError::InvalidUpdateVersion,
+        Refusal::NotAttempted => ResponseError::OperationNotAttempted,
+        Refusal::StorageFailed => ResponseError::KafkaStorageError,
+        Refusal::Internal => ResponseError::UnknownServerError,
+        Refusal::NotReplicatedInTime => ResponseError::RequestTimedOut,
     }
 }
 
@@ -215,6 +241,48 @@ pub fn record_errors(error: &ReplicaError) -> Option<(Vec<(i32, String)>, String
         shown.join(", ")
     );
     Some((errors, summary))
+}
+
+/// The error a producer gets when the transaction coordinator did not verify its batch
+/// (KIP-890; `None`: the coordinator could not be asked): a fenced producer
+/// INVALID_PRODUCER_EPOCH (what Kafka answers Produce), a partition outside the
+/// transaction INVALID_TXN_STATE, anything passing (a coordinator moving or busy)
+/// NOT_ENOUGH_REPLICAS, which producers retry.
+pub fn unverified_produce_error(coordinator: Option<ResponseError>) -> ResponseError {
+    match coordinator {
+        Some(
+            ResponseError::ProducerFenced
+            | ResponseError::InvalidProducerEpoch
+            | ResponseError::InvalidProducerIdMapping,
+        ) => ResponseError::InvalidProducerEpoch,
+        Some(ResponseError::InvalidTxnState) => ResponseError::InvalidTxnState,
+        _ => ResponseError::NotEnoughReplicas,
+    }
+}
+
+/// The error a TxnOffsetCommit gets when its offsets partition could not join the
+/// transaction: as [`unverified_produce_error`], but anything passing is
+/// COORDINATOR_NOT_AVAILABLE (as Kafka's group coordinator answers; clients find the
+/// coordinator again and retry).
+pub fn unverified_offsets_error(coordinator: Option<ResponseError>) -> ResponseError {
+    match unverified_produce_error(coordinator) {
+        ResponseError::NotEnoughReplicas => ResponseError::CoordinatorNotAvailable,
+        error => error,
+    }
+}
+
+/// Whether a partition's answer to a transaction marker (`error`, `None` when written)
+/// means the marker needs no retry: written, or its partition is gone, or the partition
+/// refuses it for good (a newer producer epoch or coordinator: someone else finished).
+pub fn marker_settled(error: Option<ResponseError>) -> bool {
+    matches!(
+        error,
+        None | Some(
+            ResponseError::UnknownTopicOrPartition
+                | ResponseError::InvalidProducerEpoch
+                | ResponseError::TransactionCoordinatorFenced
+        )
+    )
 }
 
 /// Whether an error is the client's doing (logged at debug) rather than the broker's

@@ -32,7 +32,9 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use uuid::Uuid;
 
+use super::errors::refusal_error;
 use super::errors::replica_error;
+use super::refusal::Refusal;
 use super::response::encode_with_sources;
 use super::{leader_hint, node_endpoints, topic_name, Broker, HandlerError, Outcome, Request};
 use crate::log::batch::BatchIter;
@@ -92,7 +94,7 @@ fn resolve(
             let name = found.map_or(topic.topic.0.as_str(), |t| t.name.as_str());
             let mut leader = None;
             let partition = match found {
-                None if by_id => Err(ResponseError::UnknownTopicId),
+                None if by_id => Err(refusal_error(Refusal::UnknownTopicId)),
                 _ => broker
                     .replicas
                     .leader_partition(name, p.partition)
@@ -177,7 +179,7 @@ fn read_partition(
     isolation_level: i8,
 ) -> Result<PartitionData, ResponseError> {
     if !partition.is_leader() {
-        return Err(ResponseError::NotLeaderOrFollower);
+        return Err(refusal_error(Refusal::NotLeader));
     }
     partition
         .check_leader_epoch(fetch.current_leader_epoch)
@@ -307,8 +309,9 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         Err(error) => {
             tracing::debug!(client = %request.client, api = "Fetch",
                 session_id = body.session_id, session_epoch = body.session_epoch,
-                error = ?error, "fetch session refused");
-            let response = FetchResponse::default().with_error_code(error.code());
+                %error, "fetch session refused");
+            let code = refusal_error(error).code();
+            let response = FetchResponse::default().with_error_code(code);
             return request.respond(&response);
         }
     };

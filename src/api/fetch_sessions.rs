@@ -18,11 +18,12 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use indexmap::IndexMap;
-use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{FetchRequest, TopicName};
 use uuid::Uuid;
+
+use super::refusal::Refusal;
 
 /// A session unused this long may be evicted for a new one (Kafka's
 /// `min.incremental.fetch.session.eviction.ms`).
@@ -134,7 +135,7 @@ impl FetchSessions {
 
     /// Decides how a Fetch at `version` uses the sessions; an incremental request's
     /// changes (partitions added, updated, forgotten) are applied to its session here.
-    pub fn begin(&self, body: &FetchRequest, version: i16) -> Result<SessionUse, ResponseError> {
+    pub fn begin(&self, body: &FetchRequest, version: i16) -> Result<SessionUse, Refusal> {
         if version < SESSIONS_VERSION {
             return Ok(SessionUse::None);
         }
@@ -151,12 +152,12 @@ impl FetchSessions {
         }
         let session = sessions
             .get_mut(&body.session_id)
-            .ok_or(ResponseError::FetchSessionIdNotFound)?;
+            .ok_or(Refusal::FetchSessionNotFound)?;
         if session.next_epoch != body.session_epoch {
-            return Err(ResponseError::InvalidFetchSessionEpoch);
+            return Err(Refusal::FetchSessionEpoch);
         }
         if session.uses_topic_ids != (version >= TOPIC_IDS_VERSION) {
-            return Err(ResponseError::FetchSessionTopicIdError);
+            return Err(Refusal::FetchSessionTopicIds);
         }
         for (key, fetch) in requested(&body.topics) {
             session

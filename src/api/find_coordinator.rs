@@ -8,6 +8,8 @@ use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use super::errors::refusal_error;
+use super::refusal::Refusal;
 use super::{str_bytes, Broker, HandlerError, Outcome, Request};
 use crate::config::ConfigMap;
 use crate::controller::NewTopic;
@@ -68,7 +70,7 @@ async fn ensure_topic(
         .map_err(|error| {
             tracing::error!(topic = topic.name, %error, "cannot create an internal topic");
             (
-                ResponseError::CoordinatorNotAvailable,
+                refusal_error(Refusal::NoCoordinator),
                 "the coordinator's internal topic cannot be created",
             )
         })
@@ -90,7 +92,7 @@ async fn find(broker: &Broker, key_type: i8, key: &str) -> Found {
         KEY_TYPE_TRANSACTION => {
             if key.is_empty() {
                 return Err((
-                    ResponseError::InvalidRequest,
+                    refusal_error(Refusal::InvalidRequest),
                     "the transactional id is empty",
                 ));
             }
@@ -106,7 +108,7 @@ async fn find(broker: &Broker, key_type: i8, key: &str) -> Found {
         }
         _ => {
             return Err((
-                ResponseError::InvalidRequest,
+                refusal_error(Refusal::InvalidRequest),
                 "unknown coordinator key type",
             ))
         }
@@ -121,7 +123,7 @@ async fn find(broker: &Broker, key_type: i8, key: &str) -> Found {
     leader
         .and_then(|id| image.broker(id).filter(|b| !b.fenced).cloned())
         .ok_or((
-            ResponseError::CoordinatorNotAvailable,
+            refusal_error(Refusal::NoCoordinator),
             "the coordinator is not available",
         ))
 }

@@ -10,7 +10,6 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
-use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::alter_replica_log_dirs_response::{
     AlterReplicaLogDirPartitionResult, AlterReplicaLogDirTopicResult,
 };
@@ -22,6 +21,8 @@ use kafka_protocol::messages::{
     DescribeLogDirsResponse, TopicName,
 };
 
+use super::errors::refusal_error;
+use super::refusal::Refusal;
 use super::{str_bytes, Broker, HandlerError, Outcome, Request};
 use crate::replica::log_dirs::LogDir;
 use crate::replica::log_mover::FutureReplica;
@@ -65,14 +66,14 @@ fn describe_dir(
     if dir.is_offline() {
         tracing::warn!(client = %request.client, log_dir = %path.display(),
             "DescribeLogDirs: the log directory is offline");
-        return result.with_error_code(ResponseError::KafkaStorageError.code());
+        return result.with_error_code(refusal_error(Refusal::StorageFailed).code());
     }
     let (total_bytes, usable_bytes) = match space(&path) {
         Ok(space) => space,
         Err(error) => {
             tracing::error!(client = %request.client, log_dir = %path.display(), %error,
                 "DescribeLogDirs: cannot read the file system's space");
-            return result.with_error_code(ResponseError::UnknownServerError.code());
+            return result.with_error_code(refusal_error(Refusal::Internal).code());
         }
     };
     let is_wanted = |tp: &TopicPartition| wanted.is_none_or(|w| w.contains(tp));

@@ -11,6 +11,8 @@ use uuid::Uuid;
 
 use super::authorized_operations;
 use super::errors::admin_error;
+use super::errors::refusal_error;
+use super::refusal::Refusal;
 use super::{str_bytes, topic_name, topics, Broker, HandlerError, Outcome, Request};
 use crate::metadata::{validate_topic_name, MetadataImage, TopicImage, NO_LEADER};
 
@@ -81,7 +83,7 @@ pub fn describe_topic(
                 .with_isr_nodes(broker_ids(&p.isr))
                 .with_offline_replicas(broker_ids(&offline));
             match leader {
-                NO_LEADER => response.with_error_code(ResponseError::LeaderNotAvailable.code()),
+                NO_LEADER => response.with_error_code(refusal_error(Refusal::NoLeader).code()),
                 _ => response,
             }
         })
@@ -118,20 +120,20 @@ async fn topic_by_name(
         return error_topic(
             Some(name),
             Uuid::nil(),
-            ResponseError::InvalidTopicException,
+            refusal_error(Refusal::InvalidTopic),
         );
     }
     if !auto_create {
         return error_topic(
             Some(name),
             Uuid::nil(),
-            ResponseError::UnknownTopicOrPartition,
+            refusal_error(Refusal::UnknownTopic),
         );
     }
     match topics::create_with_defaults(broker, name).await {
         Ok(()) => match broker.image().topic(name) {
             Some(topic) => describe_topic(request.version(), &broker.image(), topic),
-            None => error_topic(Some(name), Uuid::nil(), ResponseError::LeaderNotAvailable),
+            None => error_topic(Some(name), Uuid::nil(), refusal_error(Refusal::NoLeader)),
         },
         Err(error) => {
             let code = admin_error(&error);
@@ -163,7 +165,7 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
                     Wanted::Name(name) => topic_by_name(broker, request, name, auto_create).await,
                     Wanted::Id(id) => match image.topic_by_id(*id) {
                         Some(topic) => describe_topic(request.version(), &image, topic),
-                        None => error_topic(None, *id, ResponseError::UnknownTopicId),
+                        None => error_topic(None, *id, refusal_error(Refusal::UnknownTopicId)),
                     },
                 });
             }

@@ -29,6 +29,7 @@ pub mod offline_replicas;
 pub mod offset_for_leader_epoch;
 pub mod offsets;
 pub mod produce;
+pub mod refusal;
 pub mod response;
 pub mod topics;
 pub mod transactions;

@@ -18,7 +18,9 @@ use kafka_protocol::messages::{
     OffsetFetchRequest, OffsetFetchResponse,
 };
 
+use super::errors::refusal_error;
 use super::groups::log_group_error;
+use super::refusal::Refusal;
 use super::{str_bytes, topic_name, Broker, HandlerError, Outcome, Request};
 use crate::group::{CommittedOffset, Committer, GroupError, OffsetCommit, PartitionResults};
 use crate::metadata::MetadataImage;
@@ -76,7 +78,7 @@ fn by_topic(
             wanted.into_iter().map(|(t, p)| (t, p, code)).collect()
         }
     };
-    let unknown_code = ResponseError::UnknownTopicOrPartition.code();
+    let unknown_code = refusal_error(Refusal::UnknownTopic).code();
     codes.extend(unknown.into_iter().map(|(t, p)| (t, p, unknown_code)));
     group_by_topic(codes)
 }
@@ -216,7 +218,7 @@ fn fetch_group(
             let unstable =
                 require_stable && broker.groups.has_pending_offset(group, &topic, partition);
             let offset = match unstable {
-                true => Err(ResponseError::UnstableOffsetCommit),
+                true => Err(refusal_error(Refusal::UnstableOffsetCommit)),
                 false => Ok(offset),
             };
             (topic, partition, offset)

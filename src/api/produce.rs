@@ -12,7 +12,9 @@ use kafka_protocol::messages::produce_response::{
 };
 use kafka_protocol::messages::{BrokerId, ProduceRequest, ProduceResponse};
 
+use super::errors::refusal_error;
 use super::errors::{record_errors, replica_error};
+use super::refusal::Refusal;
 use kafka_protocol::protocol::StrBytes;
 use std::sync::Arc;
 
@@ -187,7 +189,7 @@ fn refusal(
     if crate::metadata::is_internal_topic(topic) {
         tracing::debug!(client = %request.client, topic, partition = index,
             "produce to an internal topic refused");
-        return Some(ResponseError::InvalidTopicException);
+        return Some(refusal_error(Refusal::InvalidTopic));
     }
     unverified.get(&(topic.to_string(), index)).copied()
 }
@@ -228,8 +230,8 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
                 let unknown_id =
                     request.version() >= 13 && image.topic_by_id(topic.topic_id).is_none();
                 let refused = match (acks_valid, unknown_id) {
-                    (false, _) => Some(ResponseError::InvalidRequiredAcks),
-                    (true, true) => Some(ResponseError::UnknownTopicId),
+                    (false, _) => Some(refusal_error(Refusal::InvalidRequiredAcks)),
+                    (true, true) => Some(refusal_error(Refusal::UnknownTopicId)),
                     (true, false) => refusal(request, &name, p.index, &unverified),
                 };
                 if let Some(error) = refused {

@@ -4,7 +4,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::create_topics_response::{
@@ -18,10 +17,12 @@ use kafka_protocol::messages::{
 use uuid::Uuid;
 
 use super::errors::admin_error;
+use super::errors::refusal_error;
+pub use super::refusal::AdminError;
+use super::refusal::Refusal;
 use super::{str_bytes, topic_name, Broker, HandlerError, Outcome, Request};
 use crate::config::{topic, ConfigMap};
 use crate::controller::{ControllerError, ErrorKind, NewTopic};
-use crate::replica::ReplicaError;
 
 /// How long an auto-creating Metadata request waits for the new topic to reach this
 /// broker's image (when the active controller is elsewhere) before answering without it.
@@ -54,15 +55,6 @@ pub async fn create_if_missing(broker: &Broker, topic: &NewTopic) -> Result<(), 
     let arrived = images.wait_for(|image| image.topic(name).is_some());
     let _ = tokio::time::timeout(AUTO_CREATE_WAIT, arrived).await;
     publish(broker)
-}
-
-/// A failed topic change: refused by the controller, or committed but not applied here.
-#[derive(Debug, thiserror::Error)]
-pub enum AdminError {
-    #[error(transparent)]
-    Controller(#[from] ControllerError),
-    #[error(transparent)]
-    Replica(#[from] ReplicaError),
 }
 
 fn publish(broker: &Broker) -> Result<(), AdminError> {
@@ -155,7 +147,7 @@ pub async fn create_topics(broker: &Broker, request: &Request) -> Result<Outcome
             results.push(
                 CreatableTopicResult::default()
                     .with_name(topic.name.clone())
-                    .with_error_code(ResponseError::InvalidRequest.code())
+                    .with_error_code(refusal_error(Refusal::InvalidRequest).code())
                     .with_error_message(Some(str_bytes("duplicate topic name in request"))),
             );
             continue;

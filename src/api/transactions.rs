@@ -24,7 +24,9 @@ use kafka_protocol::messages::{
     TopicName, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
 };
 
+use super::errors::refusal_error;
 use super::errors::{controller_error, group_error, txn_error, txn_error_at};
+use super::refusal::Refusal;
 use super::txn_verification::{add_offsets_partition, TXN_OFFSET_COMMIT_ADDS_VERSION};
 use super::{str_bytes, topic_name, Broker, HandlerError, Outcome, Request};
 use crate::clock::system_now_ms as now_ms;
@@ -83,15 +85,16 @@ pub async fn init_producer_id(
         Ok(metadata) => InitProducerIdResponse::default()
             .with_producer_id(ProducerId(metadata.producer_id))
             .with_producer_epoch(metadata.producer_epoch),
-        Err(Refusal::Txn(error)) => {
+        Err(InitFailure::Txn(error)) => {
             log_refusal(request, "InitProducerId", transactional_id, &error);
             failed(txn_code(request, &error))
         }
-        Err(Refusal::Code(code)) => failed(code),
+        Err(InitFailure::Code(code)) => failed(code),
     }
 }
 
-enum Refusal {
+/// Why InitProducerId failed: a transaction error, or a code chosen already.
+enum InitFailure {
     Txn(TxnError),
     Code(ResponseError),
 }
@@ -101,9 +104,9 @@ async fn init(
     id: &str,
     timeout_ms: i32,
     expected: Option<(i64, i16)>,
-) -> Result<TransactionMetadata, Refusal> {
+) -> Result<TransactionMetadata, InitFailure> {
     let now = now_ms();
-    let (current, _) = broker.transactions.get(id).map_err(Refusal::Txn)?;
+    let (current, _) = broker.transactions.get(id).map_err(InitFailure::Txn)?;
     let needs_id = match &current {
         None => true,
         Some(m) => matches!(
@@ -114,7 +117,7 @@ async fn init(
     let new_id = match needs_id {
         true => Some(broker.controller.allocate_producer_id().await.map_err(|e| {
             tracing::error!(transactional_id = id, error = %e, "cannot allocate a producer id");
-            Refusal::Code(controller_error(&e))
+            InitFailure::Code(controller_error(&e))
         })?),
         false => None,
     };
@@ -143,9 +146,9 @@ async fn init(
             },
         })
         .await
-        .map_err(Refusal::Txn)?;
+        .map_err(InitFailure::Txn)?;
     let Some(transition) = transition else {
-        return Err(Refusal::Txn(concurrent()));
+        return Err(InitFailure::Txn(concurrent()));
     };
     if fenced {
         tracing::info!(
@@ -154,7 +157,7 @@ async fn init(
             "a new instance fences the open transaction of the old one: aborting it"
         );
         drop(broker.transactions.finish(transition));
-        return Err(Refusal::Txn(concurrent()));
+        return Err(InitFailure::Txn(concurrent()));
     }
     Ok(transition.next)
 }
@@ -215,8 +218,8 @@ async fn add_partitions_result(
         unknown
             .iter()
             .map(|u| match u {
-                true => ResponseError::UnknownTopicOrPartition,
-                false => ResponseError::OperationNotAttempted,
+                true => refusal_error(Refusal::UnknownTopic),
+                false => refusal_error(Refusal::NotAttempted),
             })
             .collect()
     } else {

@@ -20,7 +20,8 @@ use kafka_protocol::messages::write_txn_markers_response::{
 };
 use kafka_protocol::messages::{ProducerId, WriteTxnMarkersRequest, WriteTxnMarkersResponse};
 
-use super::errors::{replica_error, txn_error};
+use super::errors::{marker_settled, refusal_error, replica_error, txn_error};
+use super::refusal::Refusal;
 use super::{topic_name, Broker, HandlerError, Outcome, Request};
 use crate::group::OFFSETS_TOPIC;
 use crate::log::control::Marker;
@@ -60,7 +61,7 @@ async fn write_local(
         .replicated(broker.transactions.config.write_timeout)
         .await
     {
-        return Err(ResponseError::RequestTimedOut);
+        return Err(refusal_error(Refusal::NotReplicatedInTime));
     }
     if topic == OFFSETS_TOPIC {
         broker.groups.complete_transaction(
@@ -88,7 +89,7 @@ async fn write_on(
         return partitions
             .into_iter()
             .zip(results)
-            .filter(|(_, result)| !is_done(*result))
+            .filter(|(tp, result)| !is_done(tp, result.err()))
             .map(|(tp, _)| tp)
             .collect();
     }
@@ -148,31 +149,24 @@ fn unwritten(response: &WriteTxnMarkersResponse) -> Vec<TxnPartition> {
     let mut left = Vec::new();
     for topic in response.markers.iter().flat_map(|m| &m.topics) {
         for p in &topic.partitions {
-            let result = match ResponseError::try_from_code(p.error_code) {
-                None => Ok(()),
-                Some(error) => Err(error),
-            };
-            if !is_done(result) {
-                left.push((topic.name.0.to_string(), p.partition_index));
+            let partition = (topic.name.0.to_string(), p.partition_index);
+            if !is_done(&partition, ResponseError::try_from_code(p.error_code)) {
+                left.push(partition);
             }
         }
     }
     left
 }
 
-/// Whether a marker needs no retry: written, or its partition is gone, or the partition
-/// refuses it for good (a newer producer epoch or coordinator: someone else finished).
-fn is_done(result: Result<(), ResponseError>) -> bool {
-    match result {
-        Ok(()) => true,
-        Err(ResponseError::UnknownTopicOrPartition)
-        | Err(ResponseError::InvalidProducerEpoch)
-        | Err(ResponseError::TransactionCoordinatorFenced) => {
-            tracing::warn!(error = ?result, "transaction marker not written, not retried");
-            true
-        }
-        Err(_) => false,
+/// Whether a marker needs no retry ([`marker_settled`]); logged when it was refused for
+/// good.
+fn is_done(partition: &TxnPartition, error: Option<ResponseError>) -> bool {
+    let settled = marker_settled(error);
+    if settled && error.is_some() {
+        tracing::warn!(topic = %partition.0, partition = partition.1, ?error,
+            "transaction marker not written, not retried");
     }
+    settled
 }
 
 /// Writes every marker of a decided transaction (retrying what fails while this broker

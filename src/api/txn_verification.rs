@@ -21,6 +21,7 @@ use kafka_protocol::messages::{
     AddPartitionsToTxnRequest, ProduceRequest, ProducerId, TransactionalId,
 };
 
+use super::errors::{unverified_offsets_error, unverified_produce_error};
 use super::{topic_name, Broker};
 use crate::log::batch::BatchHeader;
 use crate::txn::state::EPOCH_PER_TRANSACTION_VERSION;
@@ -103,8 +104,8 @@ pub async fn refused(
         .into_iter()
         .filter_map(|tp| {
             let error = match &outcome {
-                Ok(errors) => for_produce(errors.get(&tp).copied()?),
-                Err(()) => ResponseError::NotEnoughReplicas,
+                Ok(errors) => unverified_produce_error(Some(*errors.get(&tp)?)),
+                Err(()) => unverified_produce_error(None),
             };
             tracing::debug!(transactional_id = %id.0, topic = %tp.0, partition = tp.1, ?error,
                 "transactional batch not verified by the coordinator");
@@ -207,28 +208,11 @@ pub async fn add_offsets_partition(
     let error = match outcome {
         Ok(errors) => match errors.get(&partition) {
             None => return Ok(()),
-            Some(error) => match for_produce(*error) {
-                ResponseError::NotEnoughReplicas => ResponseError::CoordinatorNotAvailable,
-                error => error,
-            },
+            Some(error) => unverified_offsets_error(Some(*error)),
         },
-        Err(()) => ResponseError::CoordinatorNotAvailable,
+        Err(()) => unverified_offsets_error(None),
     };
     tracing::debug!(transactional_id = %id.0, partition = partition.1, ?error,
         "the offsets partition could not join the transaction");
     Err(error)
-}
-
-/// The error a producer gets for a failed verification: a fenced producer
-/// INVALID_PRODUCER_EPOCH (what Kafka answers Produce), a partition outside the
-/// transaction INVALID_TXN_STATE, anything passing (a coordinator moving or busy)
-/// NOT_ENOUGH_REPLICAS, which producers retry.
-fn for_produce(error: ResponseError) -> ResponseError {
-    match error {
-        ResponseError::ProducerFenced
-        | ResponseError::InvalidProducerEpoch
-        | ResponseError::InvalidProducerIdMapping => ResponseError::InvalidProducerEpoch,
-        ResponseError::InvalidTxnState => ResponseError::InvalidTxnState,
-        _ => ResponseError::NotEnoughReplicas,
-    }
 }

@@ -2,11 +2,12 @@
 //! controller, which finalizes every level asked for or none. v0's `allow_downgrade` is
 //! a safe downgrade; v2 answers the top-level error only (no per-feature results).
 
-use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::update_features_response::UpdatableFeatureResult;
 use kafka_protocol::messages::{UpdateFeaturesRequest, UpdateFeaturesResponse};
 
 use super::errors::controller_error;
+use super::errors::refusal_error;
+use super::refusal::Refusal;
 use super::{str_bytes, Broker, HandlerError, Outcome, Request};
 use crate::controller::ControllerRequest;
 use crate::metadata::features::UpgradeType;
@@ -42,7 +43,7 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         ));
     }
     let outcome = match refusal {
-        Some(message) => Err((ResponseError::InvalidUpdateVersion, message)),
+        Some(message) => Err((refusal_error(Refusal::InvalidFeatureUpdate), message)),
         None => {
             let asked = ControllerRequest::UpdateFeatures {
                 updates,
