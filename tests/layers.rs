@@ -62,14 +62,24 @@ fn files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
-#[test]
-fn no_module_imports_one_above_it_or_a_sibling() {
+/// Every file of `src/`: its path under `src/` and its text.
+fn sources() -> Vec<(std::path::PathBuf, String)> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut all = Vec::new();
     files(&src, &mut all);
+    all.iter()
+        .map(|path| {
+            let relative = path.strip_prefix(&src).expect("under src").to_path_buf();
+            (relative, std::fs::read_to_string(path).expect("read"))
+        })
+        .collect()
+}
+
+#[test]
+fn no_module_imports_one_above_it_or_a_sibling() {
     let mut violations = Vec::new();
-    for path in &all {
-        let relative = path.strip_prefix(&src).expect("under src");
+    for (relative, text) in sources() {
+        let relative = relative.as_path();
         let Some(module) = module_of(relative) else {
             continue;
         };
@@ -79,7 +89,6 @@ fn no_module_imports_one_above_it_or_a_sibling() {
                 relative.display()
             )
         });
-        let text = std::fs::read_to_string(path).expect("read");
         for (line, target) in crate_paths(&text) {
             if target == module {
                 continue;
@@ -130,16 +139,11 @@ fn chosen_codes(text: &str) -> Vec<usize> {
 
 #[test]
 fn error_codes_are_chosen_in_api_errors_alone() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut all = Vec::new();
-    files(&src, &mut all);
     let mut violations = Vec::new();
-    for path in &all {
-        let relative = path.strip_prefix(&src).expect("under src");
+    for (relative, text) in sources() {
         if relative == Path::new("api/errors.rs") {
             continue;
         }
-        let text = std::fs::read_to_string(path).expect("read");
         for line in chosen_codes(&text) {
             violations.push(format!("src/{}:{line}", relative.display()));
         }
