@@ -104,6 +104,13 @@ impl<const ENTRY_BYTES: usize> IndexFile<ENTRY_BYTES> {
     pub fn flush(&self) -> Result<(), LogError> {
         self.file.flush()
     }
+
+    /// Trims the file to its entries without flushing them; returns a handle that syncs
+    /// them later.
+    pub fn shrink(&self) -> Result<(std::path::PathBuf, std::fs::File), LogError> {
+        self.file.shrink(self.entries * ENTRY_BYTES)?;
+        self.file.sync_handle()
+    }
 }
 
 /// Big-endian i32 at `at`.

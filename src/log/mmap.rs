@@ -126,9 +126,24 @@ impl MappedFile {
     /// `length` must never be read again.
     pub fn trim(&self, length: usize) -> Result<(), LogError> {
         self.flush()?;
+        self.shrink(length)
+    }
+
+    /// [`MappedFile::trim`] without the flush: the caller syncs the file later (through
+    /// [`MappedFile::sync_handle`]) before counting on its contents.
+    pub fn shrink(&self, length: usize) -> Result<(), LogError> {
         self.file
             .set_len(length as u64)
             .map_err(|e| LogError::io(&self.path, e))
+    }
+
+    /// A second handle on the file (the same open file), to sync it without the mapping.
+    pub fn sync_handle(&self) -> Result<(PathBuf, File), LogError> {
+        let file = self
+            .file
+            .try_clone()
+            .map_err(|e| LogError::io(&self.path, e))?;
+        Ok((self.path.clone(), file))
     }
 }
 

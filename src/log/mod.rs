@@ -25,6 +25,7 @@ pub mod producer_state;
 pub mod records;
 pub mod replication;
 pub mod retention;
+pub mod roll_sync;
 pub mod segment;
 pub mod segments;
 pub mod time_index;

@@ -15,6 +15,7 @@ use super::cleaner::CompactionConfig;
 use super::epoch_cache::EpochCache;
 use super::error::LogError;
 use super::producer_state::{ProducerStateTable, SequenceCheck};
+use super::roll_sync::RollSyncs;
 use super::segment::{file_name, OpenMode, Segment, SegmentConfig, FILE_KINDS};
 use super::segments::Segments;
 use crate::clock::system_now_ms as now_ms;
@@ -98,6 +99,8 @@ pub struct Log {
     last_snapshot_offset: i64,
     /// Where the time of each flush goes (the broker's flush histogram), once given.
     flush_timer: Option<prometheus::Histogram>,
+    /// The fsyncs of rolled segments, run after the append that rolled them.
+    rolls: RollSyncs,
 }
 
 /// Removes the files of the segments starting at `bases` (after a truncated segment).
@@ -191,6 +194,7 @@ impl Log {
             producers,
             last_snapshot_offset,
             flush_timer: None,
+            rolls: RollSyncs::default(),
         };
         log.check_invariants();
         Ok(log)
@@ -239,7 +243,7 @@ impl Log {
 
     /// Offsets below this are on disk.
     pub fn recovery_point(&self) -> i64 {
-        self.recovery_point
+        self.rolls.recovery_point(self.recovery_point)
     }
 
     /// The leader epoch cache.
@@ -268,6 +272,7 @@ impl Log {
         records: &[u8],
         leader_epoch: i32,
     ) -> Result<AppendInfo, LogError> {
+        self.rolls.check()?;
         let header = self.validate_client_batch(records)?;
         if let SequenceCheck::Duplicate(original) = self.producers().check(&header)? {
             return Ok(AppendInfo {
@@ -386,16 +391,17 @@ impl Log {
         }
     }
 
-    /// Seals (trims and fsyncs) the active segment and starts a new one at the log end
-    /// offset; everything before the new segment is now on disk.
+    /// Seals (trims) the active segment and starts a new one at the log end offset. The
+    /// sealed segment and the directory are synced on a thread of their own
+    /// ([`super::roll_sync`]); the recovery point reaches the new segment once they are.
     pub fn roll(&mut self) -> Result<(), LogError> {
+        self.rolls.check()?;
         let base_offset = self.log_end_offset();
-        self.active_mut().seal()?;
+        let sealed = self.active_mut().seal_deferred()?;
         let segment = Segment::create(&self.dir, base_offset, self.config.segment)?;
-        super::checkpoint::sync_dir(&self.dir)?;
         tracing::debug!(dir = %self.dir.display(), base_offset, "rolled a new segment");
         self.segments.roll(segment);
-        self.recovery_point = self.recovery_point.max(base_offset);
+        self.rolls.start(sealed, self.dir.clone(), base_offset);
         self.take_producer_snapshot()
     }
 
@@ -433,9 +439,11 @@ impl Log {
         Ok(())
     }
 
-    /// Writes all dirty pages to disk; the recovery point moves to the log end.
+    /// Writes all dirty pages to disk (the rolled segments' syncs still pending first); the
+    /// recovery point moves to the log end.
     pub fn flush(&mut self) -> Result<(), LogError> {
         let started = std::time::Instant::now();
+        self.rolls.finish()?;
         self.active().flush()?;
         if let Some(timer) = &self.flush_timer {
             timer.observe(crate::metrics::millis_since(started));
@@ -513,6 +521,7 @@ impl Log {
         marker: super::control::Marker,
         leader_epoch: i32,
     ) -> Result<AppendInfo, LogError> {
+        self.rolls.check()?;
         self.producers()
             .check_marker(producer_id, producer_epoch, marker.coordinator_epoch)?;
         let batch = super::control::encode(producer_id, producer_epoch, marker, now_ms());
@@ -548,7 +557,13 @@ impl Log {
 
     /// Moves the recovery point back to `offset` after a truncation below it.
     pub(super) fn lower_recovery_point(&mut self, offset: i64) {
-        self.recovery_point = self.recovery_point.min(offset);
+        self.recovery_point = self.recovery_point().min(offset);
+        self.rolls.truncated();
+    }
+
+    /// Fails when an earlier roll's fsync failed (the directory then goes offline).
+    pub(super) fn check_roll_syncs(&self) -> Result<(), LogError> {
+        self.rolls.check()
     }
 
     /// Mutable access to the segments, for retention, truncation and the cleaner's swap.
@@ -579,6 +594,7 @@ impl Log {
 
     /// Flushes and trims the active segment so that a clean restart trusts the files.
     pub fn close(&mut self) -> Result<(), LogError> {
+        self.rolls.finish()?;
         self.active_mut().seal()?;
         self.recovery_point = self.log_end_offset();
         self.take_producer_snapshot()
@@ -658,6 +674,38 @@ mod tests {
         drop(log);
         let reopened = Log::open(dir.path(), config(300), clean()).expect("reopen");
         assert_eq!(reopened.log_end_offset(), 20);
+    }
+
+    #[test]
+    fn a_rolled_segment_is_synced_after_the_roll_and_a_flush_waits_for_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut log = Log::open(dir.path(), config(300), clean()).expect("open");
+        let start = log.recovery_point();
+        while log.segments().len() < 2 {
+            log.append_as_leader(&encode_batch(2, -1, -1, 0), 0)
+                .expect("append");
+        }
+        let rolled_at = log.segments().active().base_offset();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while log.recovery_point() < rolled_at && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert!(start < rolled_at);
+        assert_eq!(
+            log.recovery_point(),
+            rolled_at,
+            "synced through the sealed segment"
+        );
+        while log.segments().len() < 3 {
+            log.append_as_leader(&encode_batch(2, -1, -1, 0), 0)
+                .expect("append");
+        }
+        log.flush().expect("flush");
+        assert_eq!(log.recovery_point(), log.log_end_offset());
+        log.close().expect("close");
+        drop(log);
+        let reopened = Log::open(dir.path(), config(300), clean()).expect("reopen");
+        assert_eq!(reopened.segments().len(), 3);
     }
 
     #[test]

@@ -23,6 +23,7 @@ impl Log {
     /// cache.
     /// Producer state follows the batches without sequence checks (the leader made them).
     pub fn append_as_follower(&mut self, records: &[u8]) -> Result<Option<AppendInfo>, LogError> {
+        self.check_roll_syncs()?;
         let mut first_offset = None;
         let (mut last_offset, mut leader_epoch) = (-1, -1);
         for (position, header) in BatchIter::new(records) {

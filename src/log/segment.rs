@@ -529,6 +529,22 @@ impl Segment {
         self.txn_index.flush()
     }
 
+    /// [`Segment::seal`] without its fsyncs: the files are trimmed, and what syncs them is
+    /// returned, for the caller to run once it no longer holds the log (a roll).
+    pub fn seal_deferred(&mut self) -> Result<super::roll_sync::SegmentSync, LogError> {
+        self.maybe_time_index()?;
+        self.log.shrink(self.size)?;
+        let files = vec![
+            self.log.sync_handle()?,
+            self.index.shrink()?,
+            self.time_index.shrink()?,
+        ];
+        Ok(super::roll_sync::SegmentSync::new(
+            files,
+            self.txn_index.take_unsynced(),
+        ))
+    }
+
     /// Writes the segment's dirty pages to disk.
     pub fn flush(&self) -> Result<(), LogError> {
         self.log.flush()?;

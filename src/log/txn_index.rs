@@ -150,6 +150,14 @@ impl TxnIndex {
         super::checkpoint::write_atomically(&self.path, &bytes)
     }
 
+    /// The path to fsync for the entries appended since the last flush, if any (the
+    /// caller syncs it: [`super::roll_sync::SegmentSync`]).
+    pub fn take_unsynced(&self) -> Option<PathBuf> {
+        self.unsynced
+            .swap(false, Ordering::AcqRel)
+            .then(|| self.path.clone())
+    }
+
     /// Fsyncs the entries appended since the last flush.
     pub fn flush(&self) -> Result<(), LogError> {
         if !self.unsynced.swap(false, Ordering::AcqRel) {
