@@ -17,6 +17,11 @@ pub fn skip_in_this_process() {
     }
 }
 
+/// Whether this process skips its fsyncs.
+pub fn skipped() -> bool {
+    SKIP.load(Ordering::Relaxed)
+}
+
 /// `file.sync_all()` unless skipped.
 pub fn sync_all(file: &File) -> std::io::Result<()> {
     match SKIP.load(Ordering::Relaxed) {
