@@ -210,17 +210,18 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         let shutdown = Shutdown::on_signals()?;
         // Bound first so that a taken port fails at once; connections wait in the backlog
         // until the broker is ready.
-        let listener = match config.roles.broker {
-            true => Some(
-                tokio::net::TcpListener::bind(config.listener)
-                    .await
-                    .with_context(|| format!("cannot listen on {}", config.listener))?,
-            ),
-            false => None,
-        };
+        let mut listeners = Vec::with_capacity(config.listeners.len());
+        for listener in config.listeners.iter().filter(|_| config.roles.broker) {
+            let socket = tokio::net::TcpListener::bind(listener.address)
+                .await
+                .with_context(|| {
+                    format!("cannot listen on {} ({})", listener.address, listener.name)
+                })?;
+            listeners.push(socket);
+        }
         let node = Node {
             config,
-            listener,
+            listeners,
             faults: Default::default(),
         };
         node::run(node, shutdown, || {}).await

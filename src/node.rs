@@ -70,8 +70,9 @@ impl Shutdown {
 #[derive(Debug)]
 pub struct Node {
     pub config: Arc<BrokerConfig>,
-    /// The Kafka listener, bound beforehand (`None` for a controller-only node).
-    pub listener: Option<tokio::net::TcpListener>,
+    /// The Kafka listeners, bound beforehand in the order of the config's `listeners`
+    /// (none for a controller-only node).
+    pub listeners: Vec<tokio::net::TcpListener>,
     /// The faults a test sets (none in production).
     pub faults: Faults,
 }
@@ -82,7 +83,7 @@ pub struct Node {
 pub async fn run(node: Node, shutdown: Shutdown, ready: impl FnOnce()) -> anyhow::Result<()> {
     let Node {
         config,
-        listener,
+        listeners,
         faults,
     } = node;
     let http = crate::http::bind(&config.http_listeners)
@@ -104,14 +105,11 @@ pub async fn run(node: Node, shutdown: Shutdown, ready: impl FnOnce()) -> anyhow
         .map(|listener| tokio::spawn(crate::http::serve(Arc::clone(&broker), listener)))
         .collect();
     ready();
-    match listener {
-        Some(listener) => {
-            crate::server::run(Arc::clone(&broker), listener, shutdown.requested()).await
-        }
-        None => {
-            shutdown.requested().await;
-            broker.controller.shutdown().await;
-        }
+    if config.roles.broker {
+        crate::server::run(Arc::clone(&broker), listeners, shutdown.requested()).await;
+    } else {
+        shutdown.requested().await;
+        broker.controller.shutdown().await;
     }
     background.abort();
     for task in http {
@@ -128,6 +126,11 @@ fn log_started(broker: &Broker) {
         .iter()
         .map(|d| d.display().to_string())
         .collect();
+    let clients: Vec<String> = config
+        .listeners
+        .iter()
+        .map(|l| format!("{} ({})", l.address, l.protocol.name()))
+        .collect();
     let controller = config
         .controller_listener
         .map_or_else(|| "none".to_string(), |l| l.to_string());
@@ -137,7 +140,11 @@ fn log_started(broker: &Broker) {
         env!("CARGO_PKG_VERSION"),
         config.node_id,
         config.roles,
-        config.listener,
+        if clients.is_empty() {
+            "none".to_string()
+        } else {
+            clients.join(", ")
+        },
         controller,
         dirs.join(","),
         broker.replicas.len(),

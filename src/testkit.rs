@@ -438,16 +438,14 @@ fn run_thread(
         .enable_all()
         .build()?;
     let outcome = runtime.block_on(async move {
-        let listener = match listener {
-            Some(listener) => {
-                listener.set_nonblocking(true)?;
-                Some(tokio::net::TcpListener::from_std(listener)?)
-            }
-            None => None,
-        };
+        let mut listeners = Vec::new();
+        if let Some(listener) = listener {
+            listener.set_nonblocking(true)?;
+            listeners.push(tokio::net::TcpListener::from_std(listener)?);
+        }
         let node = Node {
             config,
-            listener,
+            listeners,
             faults,
         };
         let ready = move || {

@@ -250,7 +250,7 @@ async fn a_fresh_start_says_what_it_serves_in_plain_words_and_recovers_nothing()
     let status = tokio::task::spawn_blocking(move || child.wait());
     assert!(status.await.expect("join").expect("wait").success());
     let want = format!(
-        "highwater {} started: node 1 as broker,controller, Kafka clients on 127.0.0.1:{port}, \
+        "highwater {} started: node 1 as broker,controller, Kafka clients on 127.0.0.1:{port} (PLAINTEXT), \
          controllers on none, log.dirs {}, 0 partitions",
         env!("CARGO_PKG_VERSION"),
         data.display()

@@ -90,6 +90,7 @@ impl Controller {
             incarnation_id: uuid::Uuid::from_u128(self.offset as u128 + 100),
             host: "sim".into(),
             port: 1,
+            endpoints: Vec::new(),
             // Every restart in the simulator follows a crash.
             previous_broker_epoch: -1,
         });

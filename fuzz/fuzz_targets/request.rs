@@ -98,7 +98,7 @@ fn open_broker(runtime: &tokio::runtime::Runtime, client: SocketAddr) -> (Broker
     let config = Arc::new(BrokerConfig::from_map(map).expect("config"));
     let broker = Broker::open(config).expect("broker");
     for frame in highwater_fuzz::setup() {
-        let request = parse_request(frame, client).expect("setup request parses");
+        let request = parse_request(frame, client, &"PLAINTEXT".into()).expect("setup request parses");
         let outcome = runtime.block_on(api::handle(&broker, &request));
         outcome.expect("setup request is handled");
     }
@@ -292,7 +292,7 @@ fn check_response(request: &Request, chunks: &[Bytes]) {
 
 fuzz_target!(|data: &[u8]| {
     let harness = harness();
-    let Ok(request) = parse_request(Bytes::copy_from_slice(data), harness.client) else {
+    let Ok(request) = parse_request(Bytes::copy_from_slice(data), harness.client, &"PLAINTEXT".into()) else {
         return;
     };
     if creates_many_partitions(&request) {

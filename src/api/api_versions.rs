@@ -23,6 +23,7 @@ use super::versions::{supported, SUPPORTED_APIS};
 use super::{str_bytes, Broker, HandlerError, Outcome, Request};
 use crate::metadata::features::{FEATURES, GROUP_VERSION};
 use crate::metadata::MetadataImage;
+use std::sync::Arc;
 
 /// The first version that carries features (as tagged fields).
 const FEATURES_VERSION: i16 = 3;
@@ -100,6 +101,7 @@ pub fn unsupported_version(request: &Request) -> Result<Outcome, HandlerError> {
         header: request.header.clone().with_request_api_version(0),
         body: request.body.clone(),
         client: request.client,
+        listener: Arc::clone(&request.listener),
     };
     let frame: ResponseFrame = super::response::encode(&v0, &response, 0)?;
     Ok(Outcome::Respond(frame))

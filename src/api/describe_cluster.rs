@@ -15,12 +15,15 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
         .brokers
         .iter()
         .filter(|b| include_fenced || !b.fenced)
-        .map(|b| {
-            DescribeClusterBroker::default()
-                .with_broker_id(BrokerId(b.node_id))
-                .with_host(str_bytes(&b.host))
-                .with_port(i32::from(b.port))
-                .with_is_fenced(b.fenced)
+        .filter_map(|b| {
+            let (host, port) = b.endpoint(&request.listener)?;
+            Some(
+                DescribeClusterBroker::default()
+                    .with_broker_id(BrokerId(b.node_id))
+                    .with_host(str_bytes(host))
+                    .with_port(i32::from(port))
+                    .with_is_fenced(b.fenced),
+            )
         })
         .collect();
     let response = DescribeClusterResponse::default()

@@ -358,7 +358,8 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
             .iter()
             .filter_map(|t| t.leader.map(|l| l.0))
             .collect();
-        response.node_endpoints = node_endpoints!(NodeEndpoint, &broker.image(), &leaders);
+        response.node_endpoints =
+            node_endpoints!(NodeEndpoint, &broker.image(), &leaders, &request.listener);
     }
     let header_version = Response::header_version(request.version());
     let frame = encode_with_sources(request, &response, header_version, reading.sources)?;

@@ -14,7 +14,6 @@ use super::{str_bytes, Broker, HandlerError, Outcome, Request};
 use crate::config::ConfigMap;
 use crate::controller::NewTopic;
 use crate::group::OFFSETS_TOPIC;
-use crate::metadata::BrokerImage;
 use crate::txn::TRANSACTION_TOPIC;
 
 /// Batched requests (v4+) carry their keys in `coordinator_keys`.
@@ -24,8 +23,9 @@ const KEY_TYPE_GROUP: i8 = 0;
 /// `key_type` of a transactional id.
 const KEY_TYPE_TRANSACTION: i8 = 1;
 
-/// Where a key's coordinator is, or why it cannot be told.
-type Found = Result<BrokerImage, (ResponseError, &'static str)>;
+/// Where a key's coordinator is (node id, host, port on the client's listener), or why it
+/// cannot be told.
+type Found = Result<(i32, String, u16), (ResponseError, &'static str)>;
 
 /// An internal topic a coordinator keeps its state in.
 struct InternalTopic {
@@ -76,7 +76,7 @@ async fn ensure_topic(
         })
 }
 
-async fn find(broker: &Broker, key_type: i8, key: &str) -> Found {
+async fn find(broker: &Broker, listener: &str, key_type: i8, key: &str) -> Found {
     let (topic, partition) = match key_type {
         KEY_TYPE_GROUP => {
             let config = &broker.groups.config;
@@ -121,7 +121,11 @@ async fn find(broker: &Broker, key_type: i8, key: &str) -> Found {
         .and_then(|t| t.partition(partition))
         .map(|p| p.leader);
     leader
-        .and_then(|id| image.broker(id).filter(|b| !b.fenced).cloned())
+        .and_then(|id| image.broker(id).filter(|b| !b.fenced))
+        .and_then(|b| {
+            let (host, port) = b.endpoint(listener)?;
+            Some((b.node_id, host.to_string(), port))
+        })
         .ok_or((
             refusal_error(Refusal::NoCoordinator),
             "the coordinator is not available",
@@ -131,10 +135,10 @@ async fn find(broker: &Broker, key_type: i8, key: &str) -> Found {
 fn coordinator(key: StrBytes, found: Found) -> Coordinator {
     let coordinator = Coordinator::default().with_key(key);
     match found {
-        Ok(node) => coordinator
-            .with_node_id(BrokerId(node.node_id))
-            .with_host(str_bytes(&node.host))
-            .with_port(i32::from(node.port)),
+        Ok((node_id, host, port)) => coordinator
+            .with_node_id(BrokerId(node_id))
+            .with_host(str_bytes(&host))
+            .with_port(i32::from(port)),
         Err((error, message)) => coordinator
             .with_node_id(BrokerId(-1))
             .with_port(-1)
@@ -155,14 +159,14 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
     if request.version() >= BATCHED_VERSION_MIN {
         let mut coordinators = Vec::with_capacity(body.coordinator_keys.len());
         for key in &body.coordinator_keys {
-            let found = find(broker, body.key_type, key).await;
+            let found = find(broker, &request.listener, body.key_type, key).await;
             log(key, &found);
             coordinators.push(coordinator(key.clone(), found));
         }
         return request
             .respond(&FindCoordinatorResponse::default().with_coordinators(coordinators));
     }
-    let found = find(broker, body.key_type, &body.key).await;
+    let found = find(broker, &request.listener, body.key_type, &body.key).await;
     log(&body.key, &found);
     let c = coordinator(body.key.clone(), found);
     let response = FindCoordinatorResponse::default()

@@ -225,6 +225,7 @@ mod tests {
             header,
             body: Bytes::from(body),
             client: "127.0.0.1:1".parse().expect("addr"),
+            listener: "PLAINTEXT".into(),
         }
     }
 

@@ -185,11 +185,14 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
     let image = broker.image();
     let brokers = image
         .unfenced_brokers()
-        .map(|b| {
-            MetadataResponseBroker::default()
-                .with_node_id(BrokerId(b.node_id))
-                .with_host(str_bytes(&b.host))
-                .with_port(i32::from(b.port))
+        .filter_map(|b| {
+            let (host, port) = b.endpoint(&request.listener)?;
+            Some(
+                MetadataResponseBroker::default()
+                    .with_node_id(BrokerId(b.node_id))
+                    .with_host(str_bytes(host))
+                    .with_port(i32::from(port)),
+            )
         })
         .collect();
     let response = MetadataResponse::default()

@@ -333,6 +333,9 @@ pub struct Request {
     pub header: RequestHeader,
     pub body: Bytes,
     pub client: SocketAddr,
+    /// The name of the listener the request came in on: brokers' addresses in the answer
+    /// are those of this listener.
+    pub listener: Arc<str>,
 }
 
 impl Request {
@@ -455,28 +458,33 @@ pub fn leader_hint(error: &ReplicaError) -> Option<(i32, i32)> {
     }
 }
 
-/// The registered brokers among `node_ids`, once each, for the node endpoints that go
-/// with leader hints.
+/// The registered brokers among `node_ids`, once each, with their address on `listener`
+/// (node id, host, port), for the node endpoints that go with leader hints.
 pub fn endpoints<'a>(
     image: &'a MetadataImage,
     node_ids: &[i32],
-) -> impl Iterator<Item = &'a crate::metadata::BrokerImage> {
+    listener: &'a str,
+) -> impl Iterator<Item = (i32, &'a str, u16)> {
     let mut ids = node_ids.to_vec();
     ids.sort_unstable();
     ids.dedup();
-    ids.into_iter().filter_map(|id| image.broker(id))
+    ids.into_iter().filter_map(move |id| {
+        let broker = image.broker(id)?;
+        let (host, port) = broker.endpoint(listener)?;
+        Some((id, host, port))
+    })
 }
 
 /// Builds the node endpoints (Produce's and Fetch's types differ, their fields do not) of
 /// the leaders named in hints.
 macro_rules! node_endpoints {
-    ($endpoint:ty, $image:expr, $leaders:expr) => {
-        $crate::api::endpoints($image, $leaders)
-            .map(|b| {
+    ($endpoint:ty, $image:expr, $leaders:expr, $listener:expr) => {
+        $crate::api::endpoints($image, $leaders, $listener)
+            .map(|(id, host, port)| {
                 <$endpoint>::default()
-                    .with_node_id(kafka_protocol::messages::BrokerId(b.node_id))
-                    .with_host($crate::api::str_bytes(&b.host))
-                    .with_port(i32::from(b.port))
+                    .with_node_id(kafka_protocol::messages::BrokerId(id))
+                    .with_host($crate::api::str_bytes(host))
+                    .with_port(i32::from(port))
             })
             .collect()
     };

@@ -271,7 +271,7 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
     if !pending.is_empty() {
         await_replication(request, body.timeout_ms, pending, &mut responses).await;
     }
-    let node_endpoints = node_endpoints!(NodeEndpoint, &image, &leaders);
+    let node_endpoints = node_endpoints!(NodeEndpoint, &image, &leaders, &request.listener);
     let response = ProduceResponse::default()
         .with_responses(responses)
         .with_node_endpoints(node_endpoints);

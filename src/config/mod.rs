@@ -6,6 +6,7 @@
 
 pub mod connections;
 pub mod error;
+pub mod listeners;
 pub mod security;
 pub mod topic;
 
@@ -15,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 pub use connections::ConnectionLimits;
 pub use error::ConfigError;
+pub use listeners::{Listener, SecurityProtocol};
 
 /// A flat map of Kafka config keys to their string values.
 pub type ConfigMap = BTreeMap<String, String>;
@@ -32,9 +34,10 @@ pub const BROKER_DEFAULTS: &[(&str, &str)] = &[
     ("http.listeners", ""),
     (
         "listener.security.protocol.map",
-        security::DEFAULT_PROTOCOL_MAP,
+        listeners::DEFAULT_PROTOCOL_MAP,
     ),
     ("controller.listener.names", "CONTROLLER"),
+    ("inter.broker.listener.name", ""),
     ("controller.quorum.voters", ""),
     ("controller.quorum.election.timeout.ms", "1000"),
     ("broker.session.timeout.ms", "9000"),
@@ -159,9 +162,14 @@ impl std::fmt::Display for Roles {
 pub struct BrokerConfig {
     pub node_id: i32,
     pub roles: Roles,
-    /// The client listener (for a controller-only node: its controller listener, which
-    /// serves no Kafka clients).
+    /// The inter-broker listener's address (for a controller-only node: its controller
+    /// listener, which serves no Kafka clients).
     pub listener: SocketAddr,
+    /// Every listener that serves Kafka clients, the inter-broker one included (none for a
+    /// controller-only node).
+    pub listeners: Vec<Listener>,
+    /// `inter.broker.listener.name`: the listener other brokers replicate from.
+    pub inter_broker_listener: String,
     /// The listener named in `controller.listener.names`, where controllers talk Raft and
     /// brokers reach the active controller; `None` for a single node without quorum peers.
     pub controller_listener: Option<SocketAddr>,
@@ -171,7 +179,7 @@ pub struct BrokerConfig {
     pub broker_heartbeat_interval_ms: u64,
     pub quorum_election_timeout_ms: u64,
     pub default_replication_factor: i32,
-    /// Host and port that clients are told to connect to (Metadata, DescribeCluster).
+    /// The inter-broker listener's advertised host and port (other brokers connect there).
     pub advertised_host: String,
     pub advertised_port: u16,
     /// `log.dirs`: where partitions live, each directory failing on its own (KIP-112).
@@ -252,7 +260,10 @@ fn parse<T: std::str::FromStr>(values: &ConfigMap, key: &'static str) -> Result<
 }
 
 /// Parses `host:port` (brackets allowed around an IPv6 host).
-fn parse_host_port(key: &'static str, address: &str) -> Result<(String, u16), ConfigError> {
+pub(crate) fn parse_host_port(
+    key: &'static str,
+    address: &str,
+) -> Result<(String, u16), ConfigError> {
     let invalid = || ConfigError::Invalid {
         key,
         value: address.to_string(),
@@ -265,25 +276,6 @@ fn parse_host_port(key: &'static str, address: &str) -> Result<(String, u16), Co
             .to_string(),
         port,
     ))
-}
-
-/// Splits `NAME://host:port,host:port,...` into (listener name, host, port); a listener
-/// without a name is `PLAINTEXT`.
-fn parse_listeners(
-    key: &'static str,
-    raw: &str,
-) -> Result<Vec<(String, String, u16)>, ConfigError> {
-    raw.split(',')
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(|listener| {
-            let (name, address) = listener
-                .split_once("://")
-                .unwrap_or(("PLAINTEXT", listener));
-            let (host, port) = parse_host_port(key, address)?;
-            Ok((name.trim().to_ascii_uppercase(), host, port))
-        })
-        .collect()
 }
 
 /// Parses `controller.quorum.voters`: `id@host:port,...`.
@@ -439,6 +431,8 @@ fn controller_listener_names(values: &ConfigMap) -> Vec<String> {
 /// The listeners of a node and the quorum they imply.
 struct Listeners {
     listener: SocketAddr,
+    clients: Vec<Listener>,
+    inter_broker: String,
     controller: Option<SocketAddr>,
     voters: Vec<Voter>,
     advertised: (String, u16),
@@ -447,41 +441,47 @@ struct Listeners {
 impl Listeners {
     fn from_values(values: &ConfigMap, node_id: i32, roles: Roles) -> Result<Self, ConfigError> {
         let controller_names = controller_listener_names(values);
-        let listeners = parse_listeners("listeners", &values["listeners"])?;
-        let (controllers, clients): (Vec<_>, Vec<_>) = listeners
-            .into_iter()
-            .partition(|(name, _, _)| controller_names.contains(name));
-        let controller = controllers.first();
+        let entries = listeners::parse_entries("listeners", &values["listeners"])?;
+        let controller = entries.iter().find(|e| controller_names.contains(&e.name));
         let voters = check_quorum(
             node_id,
             roles,
-            controller.map(|(_, h, p)| (h.as_str(), *p)),
+            controller.map(|e| (e.host.as_str(), e.port)),
             parse_voters(&values["controller.quorum.voters"])?,
         )?;
         let controller_listener = match controller {
-            Some((_, host, port)) => Some(socket_addr("listeners", host, *port)?),
+            Some(e) => Some(socket_addr("listeners", &e.host, e.port)?),
             None => None,
         };
-        let (host, port) = match (clients.into_iter().next(), controller) {
-            (Some((_, host, port)), _) => (host, port),
-            (None, Some((_, host, port))) if !roles.broker => (host.clone(), *port),
-            _ => {
-                return Err(ConfigError::Invalid {
-                    key: "listeners",
-                    value: values["listeners"].clone(),
-                })
-            }
+        let clients = listeners::client_listeners(values, &entries, &controller_names, |h, p| {
+            socket_addr("listeners", h, p)
+        })?;
+        let invalid = || ConfigError::Invalid {
+            key: "listeners",
+            value: values["listeners"].clone(),
         };
-        let listener = socket_addr("listeners", &host, port)?;
-        let advertised = parse_listeners("advertised.listeners", &values["advertised.listeners"])?
-            .into_iter()
-            .find(|(name, _, _)| !controller_names.contains(name))
-            .map_or((host, port), |(_, h, p)| (h, p));
+        if !roles.broker {
+            let e = controller.ok_or_else(invalid)?;
+            return Ok(Listeners {
+                listener: socket_addr("listeners", &e.host, e.port)?,
+                clients: Vec::new(),
+                inter_broker: String::new(),
+                controller: controller_listener,
+                voters,
+                advertised: (e.host.clone(), e.port),
+            });
+        }
+        if clients.is_empty() {
+            return Err(invalid());
+        }
+        let inter = &clients[listeners::inter_broker_index(values, &clients)?];
         Ok(Listeners {
-            listener,
+            listener: inter.address,
+            inter_broker: inter.name.clone(),
+            advertised: (inter.advertised_host.clone(), inter.advertised_port),
+            clients,
             controller: controller_listener,
             voters,
-            advertised,
         })
     }
 }
@@ -617,6 +617,8 @@ impl BrokerConfig {
             node_id,
             roles,
             listener: listeners.listener,
+            listeners: listeners.clients,
+            inter_broker_listener: listeners.inter_broker,
             controller_listener: listeners.controller,
             voters: listeners.voters,
             broker_session_timeout_ms: parse(&values, "broker.session.timeout.ms")?,

@@ -6,15 +6,8 @@
 //! Must not: accept a security setting it cannot honour. Each key is let through here
 //! only once the broker enforces it.
 
+use super::listeners::{protocol_map, protocol_of, SecurityProtocol};
 use super::{ConfigError, ConfigMap};
-
-/// Kafka's default `listener.security.protocol.map`: every protocol is also the name of a
-/// listener that uses it.
-pub const DEFAULT_PROTOCOL_MAP: &str = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,\
-                                    SASL_SSL:SASL_SSL";
-
-/// The security protocols Kafka knows.
-const PROTOCOLS: &[&str] = &["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"];
 
 /// Key prefixes that configure TLS, SASL or per-listener security.
 const SECURITY_PREFIXES: &[&str] = &["ssl.", "sasl.", "listener.name.", "delegation.token."];
@@ -38,26 +31,18 @@ pub fn check_enforced(values: &ConfigMap, controller_names: &[String]) -> Result
         check_key(key, value)?;
     }
     let map = protocol_map(values)?;
-    for listener in ["listeners", "advertised.listeners"] {
-        let raw = values.get(listener).map(String::as_str).unwrap_or_default();
+    for key in ["listeners", "advertised.listeners"] {
+        let raw = values.get(key).map(String::as_str).unwrap_or_default();
         for name in listener_names(raw) {
-            let protocol = match map.iter().find(|(n, _)| *n == name) {
-                Some((_, protocol)) => protocol.clone(),
-                // KRaft: a controller listener missing from the map is PLAINTEXT.
-                None if controller_names.contains(&name) => "PLAINTEXT".to_string(),
-                None => {
-                    return Err(unenforced(
-                        listener,
-                        raw,
-                        format!("listener {name} has no security protocol in the map"),
-                    ))
-                }
-            };
-            if protocol != "PLAINTEXT" {
+            let protocol = protocol_of(&name, &map, controller_names, key, raw)?;
+            if protocol != SecurityProtocol::Plaintext {
                 return Err(unenforced(
-                    listener,
+                    key,
                     raw,
-                    format!("listener {name} uses {protocol}; only PLAINTEXT is served today"),
+                    format!(
+                        "listener {name} uses {}; only PLAINTEXT is served today",
+                        protocol.name()
+                    ),
                 ));
             }
         }
@@ -84,30 +69,6 @@ fn check_key(key: &str, value: &str) -> Result<(), ConfigError> {
         value,
         "authorization and authentication are not enforced yet".into(),
     ))
-}
-
-/// `listener.security.protocol.map` as (listener name, protocol) pairs, upper case.
-fn protocol_map(values: &ConfigMap) -> Result<Vec<(String, String)>, ConfigError> {
-    let key = "listener.security.protocol.map";
-    let raw = values.get(key).map_or(DEFAULT_PROTOCOL_MAP, String::as_str);
-    raw.split(',')
-        .map(str::trim)
-        .filter(|entry| !entry.is_empty())
-        .map(|entry| {
-            let (name, protocol) = entry.split_once(':').ok_or_else(|| ConfigError::Invalid {
-                key,
-                value: raw.to_string(),
-            })?;
-            let protocol = protocol.trim().to_ascii_uppercase();
-            if !PROTOCOLS.contains(&protocol.as_str()) {
-                return Err(ConfigError::Invalid {
-                    key,
-                    value: raw.to_string(),
-                });
-            }
-            Ok((name.trim().to_ascii_uppercase(), protocol))
-        })
-        .collect()
 }
 
 /// The listener names of a `listeners`-style value (a bare `host:port` is PLAINTEXT).
@@ -177,10 +138,10 @@ mod tests {
             ("listener.security.protocol.map", "EXTERNAL:SSL"),
         ]);
         assert_eq!(key, "listeners");
-        let key = refused_key(&[("listeners", "EXTERNAL://127.0.0.1:9093")]);
-        assert_eq!(
-            key, "listeners",
-            "a listener missing from the map is refused"
+        let unmapped = check(&[("listeners", "EXTERNAL://127.0.0.1:9093")]);
+        assert!(
+            matches!(unmapped, Err(ConfigError::Conflict { key: "listeners", .. })),
+            "a listener missing from the map is refused: {unmapped:?}"
         );
     }
 

@@ -12,6 +12,7 @@ use super::publisher::Publisher;
 use super::rpc::{RpcClient, RpcRequest, RpcResponse};
 use super::{Controller, ControllerError, ControllerReply, ControllerRequest, ErrorKind};
 use crate::faults::Outbound;
+use crate::metadata::Endpoint;
 
 /// Heartbeat interval while fenced, waiting to be unfenced.
 const FENCED_HEARTBEAT_INTERVAL: Duration = Duration::from_millis(50);
@@ -93,6 +94,16 @@ impl Controller {
             incarnation_id: self.incarnation_id,
             host: self.config.advertised_host.clone(),
             port: self.config.advertised_port,
+            endpoints: self
+                .config
+                .listeners
+                .iter()
+                .map(|l| Endpoint {
+                    listener: l.name.clone(),
+                    host: l.advertised_host.clone(),
+                    port: l.advertised_port,
+                })
+                .collect(),
             previous_broker_epoch: self.previous_broker_epoch.load(Ordering::Relaxed),
         };
         match self.request(request).await? {

@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use crate::config::ConfigMap;
 use crate::metadata::{
-    features, BrokerImage, MetadataImage, PartitionImage, TopicImage, NO_LEADER,
+    features, BrokerImage, Endpoint, MetadataImage, PartitionImage, TopicImage, NO_LEADER,
 };
 
 /// Producer ids handed out per block (Kafka's ProducerIdsRecord hands out 1000 at a time).
@@ -105,6 +105,9 @@ pub enum Record {
         incarnation_id: Uuid,
         host: String,
         port: u16,
+        /// Every client listener's advertised address (see [`BrokerImage::endpoints`]).
+        #[serde(default)]
+        endpoints: Vec<Endpoint>,
         /// The broker epoch its clean-shutdown markers name (KIP-966's
         /// `PreviousBrokerEpoch`), -1 after a crash: only a restart after a clean shutdown
         /// of the registration the controller knows keeps the broker's ELR memberships.
@@ -216,14 +219,15 @@ impl ClusterState {
                 incarnation_id,
                 host,
                 port,
+                endpoints,
                 previous_broker_epoch,
             } => {
                 let address = (host.as_str(), *port);
                 self.register(
                     offset,
-                    *node_id,
-                    *incarnation_id,
+                    (*node_id, *incarnation_id),
                     address,
+                    endpoints,
                     *previous_broker_epoch,
                 )
             }
@@ -284,9 +288,9 @@ impl ClusterState {
     fn register(
         &mut self,
         offset: u64,
-        node_id: i32,
-        incarnation_id: Uuid,
+        (node_id, incarnation_id): (i32, Uuid),
         (host, port): (&str, u16),
+        endpoints: &[Endpoint],
         previous_broker_epoch: i64,
     ) -> RecordResult {
         let broker_epoch = offset as i64;
@@ -326,6 +330,7 @@ impl ClusterState {
                 node_id,
                 host: host.to_string(),
                 port,
+                endpoints: endpoints.to_vec(),
                 incarnation_id,
                 broker_epoch,
                 fenced: true,
@@ -502,6 +507,7 @@ mod tests {
             incarnation_id: Uuid::from_u128(incarnation),
             host: "h".into(),
             port: 1,
+            endpoints: Vec::new(),
             previous_broker_epoch,
         };
         state.apply(offset, &record)

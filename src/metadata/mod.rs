@@ -20,8 +20,14 @@ pub const NO_LEADER: i32 = -1;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BrokerImage {
     pub node_id: i32,
+    /// The inter-broker listener's advertised address (replication, transaction markers).
     pub host: String,
     pub port: u16,
+    /// Every client listener's advertised address, by listener name; a client is told the
+    /// addresses of the listener it connected to. Empty in a registration written before
+    /// brokers had several listeners: `host` and `port` then serve every listener.
+    #[serde(default)]
+    pub endpoints: Vec<Endpoint>,
     /// Chosen anew by every start of the broker process; tells a restart from a retry.
     pub incarnation_id: Uuid,
     /// The metadata offset of the registration record: heartbeats must carry it.
@@ -34,6 +40,29 @@ pub struct BrokerImage {
     /// (KIP-112): they lead nothing and join no ISR until the broker registers again.
     #[serde(default)]
     pub offline_replicas: std::collections::BTreeSet<(String, i32)>,
+}
+
+/// A broker's advertised address on one of its listeners.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Endpoint {
+    /// The listener's name, upper case (`PLAINTEXT`, `SSL`, `EXTERNAL`, ...).
+    pub listener: String,
+    pub host: String,
+    pub port: u16,
+}
+
+impl BrokerImage {
+    /// Where a client connected to `listener` reaches this broker; `None` when the broker
+    /// has no listener of that name (Kafka leaves such a broker out of its answers).
+    pub fn endpoint(&self, listener: &str) -> Option<(&str, u16)> {
+        if self.endpoints.is_empty() {
+            return Some((&self.host, self.port));
+        }
+        self.endpoints
+            .iter()
+            .find(|e| e.listener == listener)
+            .map(|e| (e.host.as_str(), e.port))
+    }
 }
 
 /// One partition's assignment and leadership.

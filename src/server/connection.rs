@@ -21,7 +21,7 @@ use kafka_protocol::messages::{ApiKey, RequestHeader};
 use kafka_protocol::protocol::Decodable;
 use prometheus::IntGauge;
 use std::time::Instant;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, BufWriter};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
@@ -188,7 +188,11 @@ async fn read_ahead<R: AsyncRead + Unpin>(
 }
 
 /// Splits a frame into its decoded header and body.
-pub fn parse_request(mut frame: Bytes, client: SocketAddr) -> Result<Request, CloseReason> {
+pub fn parse_request(
+    mut frame: Bytes,
+    client: SocketAddr,
+    listener: &Arc<str>,
+) -> Result<Request, CloseReason> {
     if frame.len() < HEADER_BYTES_MIN {
         return Err(CloseReason::Truncated {
             got: frame.len(),
@@ -210,6 +214,7 @@ pub fn parse_request(mut frame: Bytes, client: SocketAddr) -> Result<Request, Cl
         header,
         body: frame,
         client,
+        listener: Arc::clone(listener),
     })
 }
 
@@ -219,14 +224,39 @@ pub async fn serve(
     broker: Arc<Broker>,
     stream: TcpStream,
     client: SocketAddr,
+    listener: Arc<str>,
     limits: Limits,
     pool: Arc<MemoryPool>,
 ) {
     let _ = stream.set_nodelay(true);
+    let (read_half, write_half) = stream.into_split();
+    let peer = Peer { client, listener };
+    serve_halves(broker, read_half, write_half, peer, limits, pool).await;
+}
+
+/// Who is at the other end of a connection, and where it connected.
+#[derive(Debug, Clone)]
+pub struct Peer {
+    pub client: SocketAddr,
+    pub listener: Arc<str>,
+}
+
+/// Serves a connection given as its two halves (a TCP stream's, or a TLS session's).
+pub async fn serve_halves<R, W>(
+    broker: Arc<Broker>,
+    read_half: R,
+    write_half: W,
+    peer: Peer,
+    limits: Limits,
+    pool: Arc<MemoryPool>,
+) where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin,
+{
+    let Peer { client, listener } = peer;
     let metrics = Arc::clone(&broker.metrics);
     metrics.connections_accepted.inc();
     metrics.connections.inc();
-    let (read_half, write_half) = stream.into_split();
     let (frames, mut queue) = mpsc::channel(limits.queued_requests_max);
     let budgets = Budgets {
         connection: MemoryPool::per_connection(QUEUED_BYTES_PER_CONNECTION_MAX),
@@ -241,7 +271,7 @@ pub async fn serve(
         metrics.request_queue_size.clone(),
     ));
     let mut writer = BufWriter::with_capacity(WRITE_BUFFER_BYTES, write_half);
-    let result = answer_all(&broker, &mut queue, &mut writer, client).await;
+    let result = answer_all(&broker, &mut queue, &mut writer, (client, &listener)).await;
     reader.abort();
     queue.close();
     while let Ok(Ok(_)) = queue.try_recv() {
@@ -260,7 +290,7 @@ async fn answer_all<W: tokio::io::AsyncWrite + Unpin>(
     broker: &Broker,
     queue: &mut mpsc::Receiver<Result<QueuedFrame, CloseReason>>,
     writer: &mut W,
-    client: SocketAddr,
+    (client, listener): (SocketAddr, &Arc<str>),
 ) -> Result<(), CloseReason> {
     while let Some(queued) = queue.recv().await {
         let QueuedFrame {
@@ -269,7 +299,7 @@ async fn answer_all<W: tokio::io::AsyncWrite + Unpin>(
             read_at,
         } = queued?;
         broker.metrics.request_queue_size.dec();
-        let request = parse_request(frame, client)?;
+        let request = parse_request(frame, client, listener)?;
         let outcome = handle(broker, &request)
             .await
             .map_err(|source| CloseReason::Handler {

@@ -13,8 +13,10 @@ pub mod memory_pool;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::api::Broker;
@@ -25,7 +27,7 @@ use memory_pool::MemoryPool;
 /// Pause after a failed accept (e.g. out of file descriptors) before the next one.
 const ACCEPT_RETRY_MS: u64 = 10;
 
-/// What every connection of the listener shares.
+/// What every connection of every listener shares.
 struct Shared {
     broker: Arc<Broker>,
     limits: Limits,
@@ -33,43 +35,98 @@ struct Shared {
     quotas: Arc<ConnectionQuotas>,
 }
 
-/// Accepts connections on `listener` until `shutdown` completes, then asks the controller
-/// for a controlled shutdown (leaderships move away), stops every connection task, closes
-/// the broker's logs cleanly and stops the metadata quorum.
-pub async fn run(broker: Arc<Broker>, listener: TcpListener, shutdown: impl Future<Output = ()>) {
-    let shared = Shared {
+/// A bound listener with the name its clients' requests carry.
+struct Bound {
+    name: Arc<str>,
+    socket: TcpListener,
+}
+
+/// Where the listeners are in a shutdown: accepting, draining (no new connection, the open
+/// ones still served while leaderships move away), or closing every connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Phase {
+    Accepting,
+    Draining,
+    Closing,
+}
+
+/// Accepts connections on every listener (`sockets`, bound in the order of the config's
+/// `listeners`) until `shutdown` completes, then asks the controller for a controlled
+/// shutdown (leaderships move away), stops every connection task, closes the broker's logs
+/// cleanly and stops the metadata quorum.
+pub async fn run(
+    broker: Arc<Broker>,
+    sockets: Vec<TcpListener>,
+    shutdown: impl Future<Output = ()>,
+) {
+    let shared = Arc::new(Shared {
         limits: Limits {
             frame_bytes_max: broker.config.socket_request_max_bytes,
             queued_requests_max: broker.config.queued_max_requests,
         },
         pool: MemoryPool::new(broker.config.queued_max_request_bytes),
         quotas: ConnectionQuotas::new(broker.config.connection_limits.clone()),
-        broker,
-    };
-    let mut connections = JoinSet::new();
-    tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            () = &mut shutdown => break,
-            (slot, accepted) = accept_within_quota(&listener, &shared.quotas) => match accepted {
-                Ok((stream, client)) => admit(&shared, &mut connections, slot, stream, client),
-                Err(error) => {
-                    tracing::warn!(%error, "accept failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(ACCEPT_RETRY_MS)).await;
-                }
-            },
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-        }
+        broker: Arc::clone(&broker),
+    });
+    let (phase, phases) = watch::channel(Phase::Accepting);
+    let mut loops = JoinSet::new();
+    for (config, socket) in broker.config.listeners.iter().zip(sockets) {
+        let bound = Bound {
+            name: config.name.as_str().into(),
+            socket,
+        };
+        loops.spawn(accept_loop(Arc::clone(&shared), bound, phases.clone()));
     }
-    let broker = shared.broker;
-    tracing::info!(connections = connections.len(), "shutting down");
+    shutdown.await;
+    let _ = phase.send(Phase::Draining);
+    tracing::info!(
+        connections = broker.metrics.connections.get(),
+        "shutting down"
+    );
     broker.controller.controlled_shutdown().await;
-    connections.shutdown().await;
+    let _ = phase.send(Phase::Closing);
+    while loops.join_next().await.is_some() {}
     match broker.replicas.shutdown(broker.controller.broker_epoch()) {
         Ok(()) => tracing::info!("logs closed cleanly"),
         Err(error) => tracing::error!(%error, "logs not closed cleanly; next start recovers"),
     }
     broker.controller.shutdown().await;
+}
+
+/// Serves one listener: accepts until the shutdown drains it, then stops its connections
+/// once they are to close.
+async fn accept_loop(shared: Arc<Shared>, bound: Bound, mut phase: watch::Receiver<Phase>) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            () = reached(&mut phase, Phase::Draining) => break,
+            (slot, accepted) = accept_within_quota(&bound.socket, &shared.quotas) => {
+                match accepted {
+                    Ok((stream, client)) => {
+                        admit(&shared, &bound.name, &mut connections, slot, stream, client);
+                    }
+                    Err(error) => {
+                        tracing::warn!(listener = %bound.name, %error, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(ACCEPT_RETRY_MS)).await;
+                    }
+                }
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    drop(bound.socket);
+    loop {
+        tokio::select! {
+            () = reached(&mut phase, Phase::Closing) => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    connections.shutdown().await;
+}
+
+/// Completes once the shutdown is at `wanted` or past it (or its sender is gone).
+async fn reached(phase: &mut watch::Receiver<Phase>, wanted: Phase) {
+    let _ = phase.wait_for(|p| *p >= wanted).await;
 }
 
 /// Waits for a `max.connections` slot, then accepts (Kafka's acceptor also blocks while the
@@ -89,6 +146,7 @@ async fn accept_within_quota(
 /// `max.connections.per.ip`.
 fn admit(
     shared: &Shared,
+    listener: &Arc<str>,
     connections: &mut JoinSet<()>,
     slot: ListenerSlot,
     stream: TcpStream,
@@ -97,16 +155,17 @@ fn admit(
     let ip_slot = match shared.quotas.ip_slot(client.ip()) {
         Ok(ip_slot) => ip_slot,
         Err(refused) => {
-            tracing::info!(%client, %refused, "rejected connection (max.connections.per.ip)");
+            tracing::info!(%client, %listener, %refused, "rejected connection (max.connections.per.ip)");
             drop(stream);
             return;
         }
     };
-    tracing::debug!(%client, "accepted connection");
+    tracing::debug!(%client, %listener, "accepted connection");
     let serve = connection::serve(
         Arc::clone(&shared.broker),
         stream,
         client,
+        Arc::clone(listener),
         shared.limits,
         Arc::clone(&shared.pool),
     );

@@ -95,7 +95,7 @@ impl TestBroker {
                 AbortOnDrop(tokio::spawn(
                     async move { background.run_background().await },
                 ));
-            highwater::server::run(served, listener, async {
+            highwater::server::run(served, vec![listener], async {
                 let _ = stopped.await;
             })
             .await;

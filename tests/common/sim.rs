@@ -54,8 +54,9 @@ impl LeaderLink for SimLink {
         let broker = broker.ok_or_else(|| unreachable("no such broker"))?;
         let frame = encode_fetch(&request, self.from, 1);
         let client = "127.0.0.1:1".parse().expect("addr");
-        let request = highwater::server::connection::parse_request(frame, client)
-            .map_err(|e| unreachable(&format!("{e:?}")))?;
+        let request =
+            highwater::server::connection::parse_request(frame, client, &"PLAINTEXT".into())
+                .map_err(|e| unreachable(&format!("{e:?}")))?;
         let outcome = highwater::api::handle(&broker, &request)
             .await
             .map_err(|e| unreachable(&e.to_string()))?;
@@ -280,7 +281,8 @@ pub async fn call_on<R: kafka_protocol::protocol::Request>(
     body.encode(&mut buf, version).expect("body");
     let client = "127.0.0.1:1".parse().expect("addr");
     let request =
-        highwater::server::connection::parse_request(buf.freeze(), client).expect("parse");
+        highwater::server::connection::parse_request(buf.freeze(), client, &"PLAINTEXT".into())
+            .expect("parse");
     let Outcome::Respond(frame) = highwater::api::handle(broker, &request)
         .await
         .expect("handled")

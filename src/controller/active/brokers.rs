@@ -11,14 +11,14 @@ use crate::controller::placement::{
     elect_leaders, elect_requested, move_away_from, move_replicas_away, Election, ElectionOutcome,
 };
 use crate::controller::state::{PartitionChange, Record, RecordResult};
-use crate::metadata::PartitionImage;
+use crate::metadata::{Endpoint, PartitionImage};
 
 impl ActiveController {
     pub(super) async fn register(
         &self,
         node_id: i32,
         incarnation_id: Uuid,
-        (host, port): (String, u16),
+        (host, port, endpoints): (String, u16, Vec<Endpoint>),
         previous_broker_epoch: i64,
     ) -> Result<ControllerReply, ControllerError> {
         let (existing, stale) = self.state(|s| {
@@ -50,6 +50,7 @@ impl ActiveController {
             incarnation_id,
             host,
             port,
+            endpoints,
             previous_broker_epoch,
         };
         match self.propose(record).await? {

@@ -73,6 +73,8 @@ pub enum ControllerRequest {
         incarnation_id: Uuid,
         host: String,
         port: u16,
+        #[serde(default)]
+        endpoints: Vec<crate::metadata::Endpoint>,
         /// See [`crate::controller::state::Record::RegisterBroker`].
         #[serde(default = "crate::controller::state::no_epoch")]
         previous_broker_epoch: i64,
@@ -311,9 +313,10 @@ impl ActiveController {
                 incarnation_id,
                 host,
                 port,
+                endpoints,
                 previous_broker_epoch,
             } => {
-                let address = (host, port);
+                let address = (host, port, endpoints);
                 self.register(node_id, incarnation_id, address, previous_broker_epoch)
                     .await
             }
