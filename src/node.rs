@@ -89,6 +89,8 @@ pub async fn run(node: Node, shutdown: Shutdown, ready: impl FnOnce()) -> anyhow
     let http = crate::http::bind(&config.http_listeners)
         .await
         .context("cannot start")?;
+    let tls = crate::server::tls::acceptors(&config.listeners).context("cannot start")?;
+    let sockets: Vec<_> = listeners.into_iter().zip(tls).collect();
     let open = Broker::open_with(Arc::clone(&config), Clock::system(), faults);
     let broker = tokio::select! {
         broker = open => Arc::new(broker.context("cannot start")?),
@@ -106,7 +108,7 @@ pub async fn run(node: Node, shutdown: Shutdown, ready: impl FnOnce()) -> anyhow
         .collect();
     ready();
     if config.roles.broker {
-        crate::server::run(Arc::clone(&broker), listeners, shutdown.requested()).await;
+        crate::server::run(Arc::clone(&broker), sockets, shutdown.requested()).await;
     } else {
         shutdown.requested().await;
         broker.controller.shutdown().await;

@@ -398,10 +398,7 @@ async fn exercise_cluster(client: &mut Client, key: ApiKey, version: i16) {
                 false => (response.error_code, response.port),
             };
             assert_eq!(code, 0, "v{version}");
-            assert_eq!(
-                port,
-                i32::from(client.stream.peer_addr().expect("peer").port())
-            );
+            assert_eq!(port, i32::from(client.peer.port()));
         }
         ApiKey::DescribeCluster => {
             let response = client

@@ -1,79 +1,324 @@
-//! Several named listeners (`listeners`, `advertised.listeners`,
-//! `listener.security.protocol.map`, `inter.broker.listener.name`): each serves Kafka
-//! clients, and a client is told the brokers' addresses on the listener it connected to,
-//! as Kafka answers Metadata, DescribeCluster and FindCoordinator.
+//! Listeners (issue 15): several named ones (`listeners`, `advertised.listeners`,
+//! `listener.security.protocol.map`, `inter.broker.listener.name`), each telling its
+//! clients the brokers' addresses on that listener, as Kafka answers Metadata,
+//! DescribeCluster and FindCoordinator; and SSL listeners: TLS with PEM key material as
+//! Kafka configures it (`ssl.keystore.location`, `ssl.truststore.location`,
+//! `ssl.client.auth`), next to a PLAINTEXT listener. Certificates are made here with
+//! rcgen; clients are rustls.
 
 mod common;
 
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
-use common::{config, Client};
+use common::{serve_on, Client};
 use highwater::api::Broker;
-use kafka_protocol::messages::{DescribeClusterRequest, FindCoordinatorRequest, MetadataRequest};
+use kafka_protocol::messages::{
+    ApiVersionsRequest, DescribeClusterRequest, FindCoordinatorRequest, MetadataRequest,
+};
 use kafka_protocol::protocol::StrBytes;
-use tokio::net::TcpListener;
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use tokio::io::AsyncReadExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsConnector;
 
-/// A broker serving `INTERNAL` (its inter-broker listener) and `EXTERNAL`, the latter
-/// advertised as `localhost`; returns the broker, the two bound addresses and the stop.
-async fn two_listener_broker(
+/// A certificate authority and what it signed, as PEM.
+struct Pki {
+    ca: rcgen::Certificate,
+    ca_key: KeyPair,
+}
+
+impl Pki {
+    fn new() -> Pki {
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "highwater test CA");
+        let ca_key = KeyPair::generate().expect("key");
+        let ca = params.self_signed(&ca_key).expect("ca");
+        Pki { ca, ca_key }
+    }
+
+    /// A certificate for `names` (DNS names or IP addresses) and its key, both PEM.
+    fn issue(&self, names: &[&str], common_name: &str) -> (String, String) {
+        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        let mut params = CertificateParams::new(names).expect("params");
+        params
+            .distinguished_name
+            .push(DnType::CommonName, common_name);
+        let key = KeyPair::generate().expect("key");
+        let cert = params
+            .signed_by(&key, &self.ca, &self.ca_key)
+            .expect("sign");
+        (cert.pem(), key.serialize_pem())
+    }
+
+    fn ca_pem(&self) -> String {
+        self.ca.pem()
+    }
+}
+
+/// A broker with a PLAINTEXT listener and an SSL one (advertised as `localhost`)
+/// configured by `ssl`.
+async fn broker_with_ssl(
     dir: &std::path::Path,
+    ssl: &[(&str, &str)],
 ) -> (
     Arc<Broker>,
-    [std::net::SocketAddr; 2],
+    [SocketAddr; 2],
     tokio::sync::oneshot::Sender<()>,
 ) {
-    let internal = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let external = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    two_listeners(dir, ["PLAINTEXT", "SSL"], ["127.0.0.1", "localhost"], ssl).await
+}
+
+/// A broker with two listeners named `names`, advertised as `hosts` on their ports, with
+/// `extra` keys; returns the broker, both bound addresses and the stop.
+async fn two_listeners(
+    dir: &std::path::Path,
+    names: [&str; 2],
+    hosts: [&str; 2],
+    extra: &[(&str, &str)],
+) -> (
+    Arc<Broker>,
+    [SocketAddr; 2],
+    tokio::sync::oneshot::Sender<()>,
+) {
+    let first = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let second = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addrs = [
-        internal.local_addr().expect("addr"),
-        external.local_addr().expect("addr"),
+        first.local_addr().expect("addr"),
+        second.local_addr().expect("addr"),
     ];
-    let listeners = format!("INTERNAL://{},EXTERNAL://{}", addrs[0], addrs[1]);
-    let advertised = format!("EXTERNAL://localhost:{}", addrs[1].port());
-    let config = config(
-        dir,
-        &[
-            ("listeners", &listeners),
-            ("advertised.listeners", &advertised),
-            (
-                "listener.security.protocol.map",
-                "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
-            ),
-            ("inter.broker.listener.name", "INTERNAL"),
-        ],
+    let listeners = format!("{}://{},{}://{}", names[0], addrs[0], names[1], addrs[1]);
+    let advertised = format!(
+        "{}://{}:{},{}://{}:{}",
+        names[0],
+        hosts[0],
+        addrs[0].port(),
+        names[1],
+        hosts[1],
+        addrs[1].port()
     );
-    assert_eq!(config.inter_broker_listener, "INTERNAL");
-    assert_eq!(config.listener, addrs[0]);
-    let broker = Arc::new(Broker::open(config).await.expect("broker"));
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let served = Arc::clone(&broker);
-    tokio::spawn(highwater::server::run(
-        served,
-        vec![internal, external],
-        async {
-            let _ = stopped.await;
-        },
-    ));
+    let mut keys = vec![
+        ("listeners", listeners.as_str()),
+        ("advertised.listeners", advertised.as_str()),
+    ];
+    keys.extend_from_slice(extra);
+    let (broker, stop) = serve_on(dir, &keys, vec![first, second]).await;
     (broker, addrs, stop)
+}
+
+fn certs(pem: &str) -> Vec<CertificateDer<'static>> {
+    use rustls::pki_types::pem::PemObject;
+    CertificateDer::pem_slice_iter(pem.as_bytes())
+        .map(|c| c.expect("cert"))
+        .collect()
+}
+
+/// A rustls client trusting `ca`, with `identity` (certificate and key PEM) if given.
+fn connector(ca: &str, identity: Option<&(String, String)>) -> TlsConnector {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in certs(ca) {
+        roots.add(cert).expect("root");
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_root_certificates(roots);
+    let config = match identity {
+        Some((cert, key)) => builder
+            .with_client_auth_cert(
+                certs(cert),
+                PrivateKeyDer::from_pem_slice(key.as_bytes()).expect("key"),
+            )
+            .expect("client cert"),
+        None => builder.with_no_client_auth(),
+    };
+    TlsConnector::from(Arc::new(config))
+}
+
+/// A Kafka client over TLS to `addr`, checking the broker's certificate for `localhost`;
+/// `Err` when the handshake fails.
+async fn tls_client(addr: SocketAddr, connector: &TlsConnector) -> std::io::Result<Client> {
+    let tcp = TcpStream::connect(addr).await?;
+    let name = ServerName::try_from("localhost").expect("name");
+    let stream = connector.connect(name, tcp).await?;
+    Ok(Client::over(Box::new(stream), addr))
+}
+
+/// Whether a request on `client` is answered (a TLS 1.3 server refuses a client
+/// certificate after the client's side of the handshake is done: the first read fails).
+async fn answers(client: &mut Client) -> bool {
+    let frame = client.frame(&ApiVersionsRequest::default(), 3);
+    if tokio::io::AsyncWriteExt::write_all(&mut client.stream, &frame)
+        .await
+        .is_err()
+    {
+        return false;
+    }
+    client.read_frame().await.is_some()
+}
+
+fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write");
+    path.display().to_string()
+}
+
+/// The (host, port) of every broker in a Metadata answer.
+async fn advertised_brokers(client: &mut Client) -> Vec<(String, i32)> {
+    let metadata = client.call(&MetadataRequest::default(), 12).await;
+    metadata
+        .brokers
+        .iter()
+        .map(|b| (b.host.to_string(), b.port))
+        .collect()
+}
+
+/// A keystore file (certificate then key) for `localhost`, issued by `pki`.
+fn keystore(dir: &std::path::Path, pki: &Pki) -> String {
+    let (cert, key) = pki.issue(&["localhost"], "broker");
+    write(dir, "broker.pem", &format!("{cert}{key}"))
+}
+
+#[tokio::test]
+async fn an_ssl_listener_serves_kafka_over_tls_beside_a_plaintext_one() {
+    // Goal: an SSL listener with a PEM keystore answers Kafka requests only over TLS, with
+    // the certificate a client verifies for the advertised host; Metadata on it names the
+    // SSL addresses, on the PLAINTEXT listener the plaintext ones.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pki = Pki::new();
+    let (cert, key) = pki.issue(&["localhost", "127.0.0.1"], "broker");
+    let keystore = write(dir.path(), "broker.pem", &format!("{key}{cert}"));
+    let data = dir.path().join("data");
+    let ssl = [("ssl.keystore.location", keystore.as_str())];
+    let (_broker, [plain, secure], stop) = broker_with_ssl(&data, &ssl).await;
+
+    let mut client = tls_client(secure, &connector(&pki.ca_pem(), None))
+        .await
+        .expect("TLS handshake");
+    assert_eq!(
+        advertised_brokers(&mut client).await,
+        vec![("localhost".into(), i32::from(secure.port()))]
+    );
+
+    let mut plaintext = Client::connect(plain).await;
+    let metadata = plaintext.call(&MetadataRequest::default(), 12).await;
+    assert_eq!(metadata.brokers[0].port, i32::from(plain.port()));
+
+    // A plaintext Kafka request on the SSL port is not served: the connection closes.
+    let mut wrong = Client::connect(secure).await;
+    let frame = wrong.frame(&ApiVersionsRequest::default(), 3);
+    wrong.send_raw(&frame).await;
+    let mut byte = [0u8; 1];
+    let read = tokio::time::timeout(Duration::from_secs(5), wrong.stream.read_exact(&mut byte));
+    if read.await.expect("answered or closed in time").is_ok() {
+        assert_eq!(byte[0], 0x15, "a TLS alert record, not a Kafka response");
+    }
+
+    // A client that does not trust the broker's CA fails the handshake.
+    let other = Pki::new();
+    assert!(tls_client(secure, &connector(&other.ca_pem(), None))
+        .await
+        .is_err());
+    let _ = stop.send(());
+}
+
+#[tokio::test]
+async fn ssl_client_auth_required_admits_only_clients_with_a_trusted_certificate() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pki = Pki::new();
+    let chain = keystore(dir.path(), &pki);
+    let trust = write(dir.path(), "ca.pem", &pki.ca_pem());
+    let ssl = [
+        ("listener.name.ssl.ssl.keystore.location", chain.as_str()),
+        ("ssl.truststore.location", trust.as_str()),
+        ("ssl.client.auth", "required"),
+    ];
+    let (_broker, [_, secure], stop) = broker_with_ssl(&dir.path().join("data"), &ssl).await;
+
+    let identity = pki.issue(&["client"], "client");
+    let mut trusted = tls_client(secure, &connector(&pki.ca_pem(), Some(&identity)))
+        .await
+        .expect("handshake");
+    assert!(answers(&mut trusted).await, "a trusted client is served");
+
+    let anonymous = tls_client(secure, &connector(&pki.ca_pem(), None)).await;
+    if let Ok(mut anonymous) = anonymous {
+        assert!(!answers(&mut anonymous).await, "no certificate, no service");
+    }
+    let stranger = Pki::new().issue(&["client"], "stranger");
+    let untrusted = tls_client(secure, &connector(&pki.ca_pem(), Some(&stranger))).await;
+    if let Ok(mut untrusted) = untrusted {
+        assert!(
+            !answers(&mut untrusted).await,
+            "an untrusted certificate is refused"
+        );
+    }
+    let _ = stop.send(());
+}
+
+#[tokio::test]
+async fn a_keystore_replaced_on_disk_is_served_without_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = Pki::new();
+    let keystore = keystore(dir.path(), &old);
+    let ssl = [("ssl.keystore.location", keystore.as_str())];
+    let (_broker, [_, secure], stop) = broker_with_ssl(&dir.path().join("data"), &ssl).await;
+    let mut before = tls_client(secure, &connector(&old.ca_pem(), None))
+        .await
+        .expect("old certificate");
+    assert!(answers(&mut before).await);
+
+    let renewed = Pki::new();
+    let (cert, key) = renewed.issue(&["localhost"], "broker");
+    // Written beside and renamed over, as certificate tools replace files.
+    let staged = write(dir.path(), "broker.pem.new", &format!("{cert}{key}"));
+    std::fs::rename(&staged, &keystore).expect("rename");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(mut after) = tls_client(secure, &connector(&renewed.ca_pem(), None)).await {
+            assert!(answers(&mut after).await);
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the renewed certificate is served within 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        answers(&mut before).await,
+        "an open session is not disturbed"
+    );
+    let _ = stop.send(());
 }
 
 #[tokio::test]
 async fn each_listener_tells_its_clients_the_addresses_of_that_listener() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (_broker, [internal, external], stop) = two_listener_broker(dir.path()).await;
+    let map = (
+        "listener.security.protocol.map",
+        "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
+    );
+    let inter = ("inter.broker.listener.name", "INTERNAL");
+    let names = ["INTERNAL", "EXTERNAL"];
+    let (broker, [internal, external], stop) =
+        two_listeners(dir.path(), names, ["127.0.0.1", "localhost"], &[map, inter]).await;
+    assert_eq!(broker.config.inter_broker_listener, "INTERNAL");
+    assert_eq!(broker.config.listener, internal);
     for (addr, host, port) in [
         (internal, "127.0.0.1", internal.port()),
         (external, "localhost", external.port()),
     ] {
         let mut client = Client::connect(addr).await;
-        let metadata = client.call(&MetadataRequest::default(), 12).await;
-        let brokers: Vec<(String, i32)> = metadata
-            .brokers
-            .iter()
-            .map(|b| (b.host.to_string(), b.port))
-            .collect();
         assert_eq!(
-            brokers,
+            advertised_brokers(&mut client).await,
             vec![(host.to_string(), i32::from(port))],
             "via {addr}"
         );

@@ -119,8 +119,8 @@ async fn the_binary_keeps_data_across_sigterm_and_sigkill() {
 
 #[test]
 fn security_settings_that_are_not_enforced_stop_the_start_with_the_key_named() {
-    // Goal (issue 15, fail closed): a SASL_SSL listener or a TLS/SASL/authorizer key is
-    // never served as plaintext: the process exits non-zero at once with one line naming
+    // Goal (issue 15, fail closed): a SASL_SSL listener, a SASL or authorizer key, or a
+    // TLS setting highwater cannot honour (a JKS keystore) is never served as plaintext: the process exits non-zero at once with one line naming
     // the key, and nothing listens. Method: the real binary with a Kafka-style config file.
     let dir = tempfile::tempdir().expect("tempdir");
     let port = free_port();
@@ -147,10 +147,11 @@ fn security_settings_that_are_not_enforced_stop_the_start_with_the_key_named() {
         ),
         (
             format!(
-                "listeners = \"PLAINTEXT://127.0.0.1:{port}\"\n\
+                "listeners = \"SSL://127.0.0.1:{port}\"\n\
+                 ssl.keystore.type = \"JKS\"\n\
                  ssl.keystore.location = \"/etc/kafka/server.keystore.jks\"\n"
             ),
-            "ssl.keystore.location",
+            "ssl.keystore.type",
         ),
     ];
     for (config, key) in cases {

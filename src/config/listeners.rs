@@ -7,6 +7,7 @@
 
 use std::net::SocketAddr;
 
+use super::tls::{self, TlsSettings};
 use super::{parse_host_port, ConfigError, ConfigMap};
 
 /// Kafka's default `listener.security.protocol.map`: every protocol is also the name of a
@@ -62,6 +63,8 @@ pub struct Listener {
     /// else the listener's own address).
     pub advertised_host: String,
     pub advertised_port: u16,
+    /// For SSL and SASL_SSL: the listener's certificate, key and client authentication.
+    pub tls: Option<TlsSettings>,
 }
 
 /// A parsed `NAME://host:port` entry.
@@ -163,12 +166,17 @@ pub(super) fn client_listeners(
             .map_or((entry.host.clone(), entry.port), |a| {
                 (a.host.clone(), a.port)
             });
+        let tls = match protocol.uses_tls() {
+            true => Some(tls::settings(values, &entry.name)?),
+            false => None,
+        };
         listeners.push(Listener {
             name: entry.name.clone(),
             address: to_address(&entry.host, entry.port)?,
             protocol,
             advertised_host,
             advertised_port,
+            tls,
         });
     }
     if let Some(stray) = advertised.iter().find(|a| {

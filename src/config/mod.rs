@@ -8,6 +8,7 @@ pub mod connections;
 pub mod error;
 pub mod listeners;
 pub mod security;
+pub mod tls;
 pub mod topic;
 
 use std::collections::BTreeMap;
@@ -543,11 +544,12 @@ pub fn unknown_keys(explicit: &ConfigMap) -> Vec<ConfigError> {
             .flat_map(|(_, c)| c.iter().map(|(k, _)| *k));
         broker
             .chain(units)
+            .chain(tls::TLS_DEFAULTS.iter().map(|(k, _)| *k))
             .chain(topic::TOPIC_KEYS.iter().map(|k| k.name))
     };
     explicit
         .keys()
-        .filter(|key| !known().any(|k| k == key.as_str()))
+        .filter(|key| !known().any(|k| k == key.as_str()) && !tls::is_tls_key(key))
         .map(|key| {
             let closest = known()
                 .map(|k| (edit_distance(key, k), k))
@@ -588,6 +590,11 @@ impl BrokerConfig {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
+        values.extend(
+            tls::TLS_DEFAULTS
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string())),
+        );
         values.extend(explicit.clone());
         security::check_enforced(&values, &controller_listener_names(&values))?;
         for error in unknown_keys(&explicit) {

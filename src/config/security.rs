@@ -1,24 +1,25 @@
-//! Fails closed on security settings highwater does not enforce yet (issue #15): a listener
-//! whose security protocol is not PLAINTEXT, or a TLS, SASL or authorization key, stops
-//! start-up with the key named, instead of being served as plaintext with no
-//! authentication and no authorization.
+//! Fails closed on security settings highwater does not enforce yet (issue #15): a SASL
+//! listener, a TLS controller listener, a SASL or authorization key, or a TLS key highwater
+//! does not read stops start-up with the key named, instead of being served with less
+//! protection than it asks for. TLS (SSL listeners, `ssl.*` keys) is enforced by
+//! `config::tls` and the server.
 //!
 //! Must not: accept a security setting it cannot honour. Each key is let through here
 //! only once the broker enforces it.
 
 use super::listeners::{protocol_map, protocol_of, SecurityProtocol};
-use super::{ConfigError, ConfigMap};
+use super::{tls, ConfigError, ConfigMap};
 
-/// Key prefixes that configure TLS, SASL or per-listener security.
-const SECURITY_PREFIXES: &[&str] = &["ssl.", "sasl.", "listener.name.", "delegation.token."];
+/// Key prefixes that configure SASL or delegation tokens.
+const SECURITY_PREFIXES: &[&str] = &["sasl.", "delegation.token."];
 
 /// Security keys that are harmless at these values (Kafka's defaults: no authorizer, a
-/// plaintext inter-broker protocol); any other value is refused.
+/// plaintext or TLS inter-broker protocol); any other value is refused.
 const SECURITY_KEYS: &[(&str, &[&str])] = &[
     ("authorizer.class.name", &[""]),
     ("super.users", &[""]),
     ("allow.everyone.if.no.acl.found", &[]),
-    ("security.inter.broker.protocol", &["PLAINTEXT"]),
+    ("security.inter.broker.protocol", &["PLAINTEXT", "SSL"]),
     ("principal.builder.class", &[]),
     ("security.providers", &[]),
     ("connections.max.reauth.ms", &["0"]),
@@ -35,16 +36,21 @@ pub fn check_enforced(values: &ConfigMap, controller_names: &[String]) -> Result
         let raw = values.get(key).map(String::as_str).unwrap_or_default();
         for name in listener_names(raw) {
             let protocol = protocol_of(&name, &map, controller_names, key, raw)?;
-            if protocol != SecurityProtocol::Plaintext {
-                return Err(unenforced(
-                    key,
-                    raw,
-                    format!(
-                        "listener {name} uses {}; only PLAINTEXT is served today",
-                        protocol.name()
-                    ),
-                ));
-            }
+            let controller = controller_names.contains(&name);
+            let refused = match protocol {
+                SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl => {
+                    "SASL is not served yet"
+                }
+                SecurityProtocol::Ssl if controller => {
+                    "the controller quorum is served over PLAINTEXT only"
+                }
+                SecurityProtocol::Plaintext | SecurityProtocol::Ssl => continue,
+            };
+            return Err(unenforced(
+                key,
+                raw,
+                format!("listener {name} uses {}: {refused}", protocol.name()),
+            ));
         }
     }
     Ok(())
@@ -52,11 +58,15 @@ pub fn check_enforced(values: &ConfigMap, controller_names: &[String]) -> Result
 
 fn check_key(key: &str, value: &str) -> Result<(), ConfigError> {
     if SECURITY_PREFIXES.iter().any(|p| key.starts_with(p)) {
-        return Err(unenforced(
-            key,
-            value,
-            "TLS and SASL are not enforced yet".into(),
-        ));
+        return Err(unenforced(key, value, "SASL is not enforced yet".into()));
+    }
+    let tls_like = key.starts_with("ssl.") || key.starts_with("listener.name.");
+    if tls_like && !tls::is_tls_key(key) {
+        let reason = match key.starts_with("ssl.") {
+            true => "a TLS setting highwater does not read",
+            false => "only ssl.* keys may be set per listener today",
+        };
+        return Err(unenforced(key, value, reason.into()));
     }
     let Some((_, harmless)) = SECURITY_KEYS.iter().find(|(k, _)| *k == key) else {
         return Ok(());
@@ -132,30 +142,44 @@ mod tests {
     }
 
     #[test]
-    fn a_listener_mapped_to_ssl_is_refused() {
-        let key = refused_key(&[
-            ("listeners", "EXTERNAL://127.0.0.1:9093"),
-            ("listener.security.protocol.map", "EXTERNAL:SSL"),
-        ]);
+    fn ssl_client_listeners_pass_and_an_ssl_controller_listener_is_refused() {
+        let map = (
+            "listener.security.protocol.map",
+            "EXTERNAL:SSL,CONTROLLER:SSL",
+        );
+        assert!(check(&[("listeners", "EXTERNAL://127.0.0.1:9093"), map]).is_ok());
+        let key = refused_key(&[("listeners", "CONTROLLER://127.0.0.1:9193"), map]);
         assert_eq!(key, "listeners");
         let unmapped = check(&[("listeners", "EXTERNAL://127.0.0.1:9093")]);
         assert!(
-            matches!(unmapped, Err(ConfigError::Conflict { key: "listeners", .. })),
+            matches!(
+                unmapped,
+                Err(ConfigError::Conflict {
+                    key: "listeners",
+                    ..
+                })
+            ),
             "a listener missing from the map is refused: {unmapped:?}"
         );
     }
 
     #[test]
-    fn tls_sasl_and_authorizer_keys_are_refused_by_name() {
+    fn sasl_authorizer_and_unread_tls_keys_are_refused_by_name() {
         let plain = ("listeners", "PLAINTEXT://127.0.0.1:9092");
         for key in [
-            "ssl.keystore.location",
+            "ssl.engine.factory.class",
             "sasl.enabled.mechanisms",
             "listener.name.external.plain.sasl.jaas.config",
             "super.users",
             "allow.everyone.if.no.acl.found",
         ] {
             assert_eq!(refused_key(&[plain, (key, "x")]), key);
+        }
+        for key in [
+            "ssl.keystore.location",
+            "listener.name.external.ssl.client.auth",
+        ] {
+            assert!(check(&[plain, (key, "x")]).is_ok(), "{key} is read");
         }
         let authorizer = (
             "authorizer.class.name",

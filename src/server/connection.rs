@@ -223,14 +223,12 @@ pub fn parse_request(
 pub async fn serve(
     broker: Arc<Broker>,
     stream: TcpStream,
-    client: SocketAddr,
-    listener: Arc<str>,
+    peer: Peer,
     limits: Limits,
     pool: Arc<MemoryPool>,
 ) {
     let _ = stream.set_nodelay(true);
     let (read_half, write_half) = stream.into_split();
-    let peer = Peer { client, listener };
     serve_halves(broker, read_half, write_half, peer, limits, pool).await;
 }
 

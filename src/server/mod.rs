@@ -9,6 +9,7 @@
 pub mod connection;
 pub mod connection_quotas;
 pub mod memory_pool;
+pub mod tls;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -18,6 +19,7 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
 
 use crate::api::Broker;
 pub use connection::Limits;
@@ -26,6 +28,8 @@ use memory_pool::MemoryPool;
 
 /// Pause after a failed accept (e.g. out of file descriptors) before the next one.
 const ACCEPT_RETRY_MS: u64 = 10;
+/// How long a client of an SSL listener has for its TLS handshake.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What every connection of every listener shares.
 struct Shared {
@@ -35,11 +39,16 @@ struct Shared {
     quotas: Arc<ConnectionQuotas>,
 }
 
-/// A bound listener with the name its clients' requests carry.
+/// A bound listener with the name its clients' requests carry, and its TLS for SSL.
 struct Bound {
     name: Arc<str>,
     socket: TcpListener,
+    tls: Option<TlsAcceptor>,
 }
+
+/// A listener's socket, bound beforehand, with its TLS acceptor for an SSL listener (see
+/// [`tls::acceptors`]).
+pub type Socket = (TcpListener, Option<TlsAcceptor>);
 
 /// Where the listeners are in a shutdown: accepting, draining (no new connection, the open
 /// ones still served while leaderships move away), or closing every connection.
@@ -50,15 +59,11 @@ enum Phase {
     Closing,
 }
 
-/// Accepts connections on every listener (`sockets`, bound in the order of the config's
+/// Accepts connections on every listener (`sockets`, in the order of the config's
 /// `listeners`) until `shutdown` completes, then asks the controller for a controlled
 /// shutdown (leaderships move away), stops every connection task, closes the broker's logs
 /// cleanly and stops the metadata quorum.
-pub async fn run(
-    broker: Arc<Broker>,
-    sockets: Vec<TcpListener>,
-    shutdown: impl Future<Output = ()>,
-) {
+pub async fn run(broker: Arc<Broker>, sockets: Vec<Socket>, shutdown: impl Future<Output = ()>) {
     let shared = Arc::new(Shared {
         limits: Limits {
             frame_bytes_max: broker.config.socket_request_max_bytes,
@@ -70,10 +75,11 @@ pub async fn run(
     });
     let (phase, phases) = watch::channel(Phase::Accepting);
     let mut loops = JoinSet::new();
-    for (config, socket) in broker.config.listeners.iter().zip(sockets) {
+    for (config, (socket, tls)) in broker.config.listeners.iter().zip(sockets) {
         let bound = Bound {
             name: config.name.as_str().into(),
             socket,
+            tls,
         };
         loops.spawn(accept_loop(Arc::clone(&shared), bound, phases.clone()));
     }
@@ -103,7 +109,7 @@ async fn accept_loop(shared: Arc<Shared>, bound: Bound, mut phase: watch::Receiv
             (slot, accepted) = accept_within_quota(&bound.socket, &shared.quotas) => {
                 match accepted {
                     Ok((stream, client)) => {
-                        admit(&shared, &bound.name, &mut connections, slot, stream, client);
+                        admit(&shared, &bound, &mut connections, slot, (stream, client));
                     }
                     Err(error) => {
                         tracing::warn!(listener = %bound.name, %error, "accept failed");
@@ -146,12 +152,12 @@ async fn accept_within_quota(
 /// `max.connections.per.ip`.
 fn admit(
     shared: &Shared,
-    listener: &Arc<str>,
+    bound: &Bound,
     connections: &mut JoinSet<()>,
     slot: ListenerSlot,
-    stream: TcpStream,
-    client: SocketAddr,
+    (stream, client): (TcpStream, SocketAddr),
 ) {
+    let listener = &bound.name;
     let ip_slot = match shared.quotas.ip_slot(client.ip()) {
         Ok(ip_slot) => ip_slot,
         Err(refused) => {
@@ -161,16 +167,35 @@ fn admit(
         }
     };
     tracing::debug!(%client, %listener, "accepted connection");
-    let serve = connection::serve(
-        Arc::clone(&shared.broker),
-        stream,
+    let broker = Arc::clone(&shared.broker);
+    let (limits, pool) = (shared.limits, Arc::clone(&shared.pool));
+    let peer = connection::Peer {
         client,
-        Arc::clone(listener),
-        shared.limits,
-        Arc::clone(&shared.pool),
-    );
+        listener: Arc::clone(listener),
+    };
+    let Some(tls) = bound.tls.clone() else {
+        connections.spawn(async move {
+            let _held = (slot, ip_slot);
+            connection::serve(broker, stream, peer, limits, pool).await;
+        });
+        return;
+    };
     connections.spawn(async move {
         let _held = (slot, ip_slot);
-        serve.await;
+        let _ = stream.set_nodelay(true);
+        let session = match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, tls.accept(stream)).await {
+            Ok(Ok(session)) => session,
+            Ok(Err(error)) => {
+                tracing::info!(%client, listener = %peer.listener, %error, "TLS handshake failed");
+                return;
+            }
+            Err(_) => {
+                tracing::info!(%client, listener = %peer.listener,
+                    "TLS handshake not done within {TLS_HANDSHAKE_TIMEOUT:?}; closing");
+                return;
+            }
+        };
+        let (read_half, write_half) = tokio::io::split(session);
+        connection::serve_halves(broker, read_half, write_half, peer, limits, pool).await;
     });
 }

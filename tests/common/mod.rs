@@ -95,7 +95,7 @@ impl TestBroker {
                 AbortOnDrop(tokio::spawn(
                     async move { background.run_background().await },
                 ));
-            highwater::server::run(served, vec![listener], async {
+            highwater::server::run(served, vec![(listener, None)], async {
                 let _ = stopped.await;
             })
             .await;
@@ -139,17 +139,51 @@ impl TestBroker {
     }
 }
 
+/// Opens a broker on `dir` with `keys` and serves it on `sockets`, bound in the order of
+/// its `listeners` (each SSL one with its TLS); the sender stops it.
+pub async fn serve_on(
+    dir: &Path,
+    keys: &[(&str, &str)],
+    sockets: Vec<tokio::net::TcpListener>,
+) -> (Arc<Broker>, oneshot::Sender<()>) {
+    let config = config(dir, keys);
+    let tls = highwater::server::tls::acceptors(&config.listeners).expect("tls");
+    let broker = Arc::new(Broker::open(config).await.expect("broker"));
+    let (stop, stopped) = oneshot::channel::<()>();
+    let sockets = sockets.into_iter().zip(tls).collect();
+    tokio::spawn(highwater::server::run(
+        Arc::clone(&broker),
+        sockets,
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    (broker, stop)
+}
+
+/// A byte stream a [`Client`] talks over: TCP, or TLS over TCP.
+pub trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Stream for T {}
+
 /// A raw Kafka client: one request, one response.
 pub struct Client {
-    pub stream: TcpStream,
+    pub stream: Box<dyn Stream>,
+    /// The broker's address.
+    pub peer: SocketAddr,
     correlation_id: i32,
 }
 
 impl Client {
     pub async fn connect(addr: SocketAddr) -> Client {
         let stream = TcpStream::connect(addr).await.expect("connect");
+        Client::over(Box::new(stream), addr)
+    }
+
+    /// A client over an established `stream` to the broker at `peer`.
+    pub fn over(stream: Box<dyn Stream>, peer: SocketAddr) -> Client {
         Client {
             stream,
+            peer,
             correlation_id: 0,
         }
     }
@@ -390,10 +424,7 @@ impl Client {
             .await
             .ok()?
             .ok()?;
-        Some(Client {
-            stream,
-            correlation_id: 0,
-        })
+        Some(Client::over(Box::new(stream), addr))
     }
 }
 
