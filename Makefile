@@ -3,7 +3,7 @@ CONFIG ?= config/server.toml
 BOOTSTRAP ?= 127.0.0.1:9092
 CARGO ?= cargo
 
-.PHONY: build run cluster cluster-split test lint unit examples bench-dev compat compat-cluster compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref fmt clippy fuzz simulate chaos
+.PHONY: build run cluster cluster-split test lint unit examples bench-dev compat compat-cluster compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref conformance fmt clippy fuzz simulate chaos
 
 build:
 	$(CARGO) build --release
@@ -90,6 +90,13 @@ kafka-ref-stop:
 compat-kafka-ref: compat-deps
 	./compat/kafka-ref/start.sh
 	COMPAT_RESTART_BROKER=$(CURDIR)/compat/kafka-ref/restart.sh ./compat/run-all.sh $$(cat .kafka-ref/bootstrap); rc=$$?; ./compat/kafka-ref/stop.sh; exit $$rc
+
+# The clients' own integration suites, franz-go's pkg/kgo tests and librdkafka's tests/
+# (Debian's 2.0.2 source, fetched on first use), against Apache Kafka 4.1.1 and then a
+# throwaway highwater, one broker at a time; prints test | Kafka | highwater
+# (compat/conformance/run.sh, compat/README.md "Conformance"). Long; never part of `make test`.
+conformance: build compat-deps
+	./compat/conformance/run.sh
 
 # Fuzzes request decoding and handling (cargo-fuzz, nightly) for FUZZ_SECONDS.
 FUZZ_SECONDS ?= 300

@@ -1,0 +1,3 @@
+module highwater/compat/conformance/kgo-tests
+
+go 1.22
