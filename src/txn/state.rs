@@ -309,27 +309,31 @@ impl TransactionMetadata {
         (client_version, next_producer_id): (i16, Option<i64>),
         now_ms: i64,
     ) -> Result<EndPlan, TxnError> {
-        match self.epoch_per_transaction() {
+        let version_2 = client_version >= EPOCH_PER_TRANSACTION_VERSION;
+        match self.epoch_per_transaction() || version_2 {
             true => self.check_end_owner(producer_id, producer_epoch)?,
             false => self.check_owner(producer_id, producer_epoch)?,
         }
         let operation = if commit { "commit" } else { "abort" };
+        // Under version 2 an end at the epoch before the current one retries an end that
+        // bumped it; one at the current epoch is a new end.
+        let retry = producer_epoch != self.producer_epoch || producer_id != self.producer_id;
+        let bumped = |commit| self.bumped(commit, client_version, next_producer_id, now_ms);
         match (self.state, commit) {
-            (TxnState::Ongoing, _) if client_version >= EPOCH_PER_TRANSACTION_VERSION => {
-                let mut next = self.prepared(commit, now_ms);
-                next.client_transaction_version = client_version;
-                next.last_producer_epoch = self.producer_epoch;
-                next.producer_epoch = self.producer_epoch.saturating_add(1);
-                if self.producer_epoch >= EPOCH_MAX {
-                    match next_producer_id {
-                        None => return Ok(EndPlan::NewProducerId),
-                        Some(id) => next.next_producer_id = id,
-                    }
-                }
-                Ok(EndPlan::Prepare(next))
-            }
+            (TxnState::Ongoing, _) if version_2 => bumped(commit),
             (TxnState::Ongoing, _) => Ok(EndPlan::Prepare(self.prepared(commit, now_ms))),
-            (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => {
+            // Kafka's transaction version 2 lets a client abort a transaction it added
+            // nothing to (none open, or the last one complete): the epoch moves on and no
+            // marker is written.
+            (TxnState::Empty, false) if version_2 => bumped(false),
+            (TxnState::CompleteCommit, false) | (TxnState::CompleteAbort, false)
+                if version_2 && !retry =>
+            {
+                bumped(false)
+            }
+            (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false)
+                if !version_2 || retry =>
+            {
                 Ok(EndPlan::AlreadyDone)
             }
             (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => {
@@ -339,10 +343,33 @@ impl TransactionMetadata {
         }
     }
 
+    /// The transaction decided at a bumped epoch (transaction version 2), moving to the
+    /// next producer id when the epoch is exhausted.
+    fn bumped(
+        &self,
+        commit: bool,
+        client_version: i16,
+        next_producer_id: Option<i64>,
+        now_ms: i64,
+    ) -> Result<EndPlan, TxnError> {
+        let mut next = self.prepared(commit, now_ms);
+        next.client_transaction_version = client_version;
+        next.last_producer_epoch = self.producer_epoch;
+        next.producer_epoch = self.producer_epoch.saturating_add(1);
+        if self.producer_epoch >= EPOCH_MAX {
+            match next_producer_id {
+                None => return Ok(EndPlan::NewProducerId),
+                Some(id) => next.next_producer_id = id,
+            }
+        }
+        Ok(EndPlan::Prepare(next))
+    }
+
     /// The owner check of an EndTxn under transaction version 2 (Kafka's): an open (or
-    /// no) transaction needs the current epoch; a decided or completed one is only ended
-    /// again by a retry, at the epoch before the bump (or, after a rotation to a new
-    /// producer id, at the last epoch of the previous one).
+    /// no) transaction needs the current epoch; a decided one is only ended again by a
+    /// retry, at the epoch before the bump (or, after a rotation to a new producer id, at
+    /// the last epoch of the previous one); a completed one by a retry or at the current
+    /// epoch (an abort of a transaction that added nothing).
     fn check_end_owner(&self, producer_id: i64, producer_epoch: i16) -> Result<(), TxnError> {
         let retried_bump = self.producer_epoch == producer_epoch.saturating_add(1);
         let retried_rotation = self.previous_producer_id == producer_id
@@ -356,7 +383,9 @@ impl TransactionMetadata {
         }
         let valid = match self.state {
             TxnState::PrepareCommit | TxnState::PrepareAbort => retried_bump,
-            TxnState::CompleteCommit | TxnState::CompleteAbort => retried_bump || retried_rotation,
+            TxnState::CompleteCommit | TxnState::CompleteAbort => {
+                retried_bump || retried_rotation || producer_epoch == self.producer_epoch
+            }
             _ => producer_epoch == self.producer_epoch,
         };
         if !valid {
@@ -583,11 +612,15 @@ mod tests {
         assert_eq!(end_v2(&done, 3, true), Ok(EndPlan::AlreadyDone), "a retry");
         assert!(matches!(
             end_v2(&done, 4, true),
-            Err(TxnError::ProducerFenced { .. })
+            Err(TxnError::InvalidTxnState { .. })
         ));
         assert!(matches!(
             end_v2(&done, 3, false),
             Err(TxnError::InvalidTxnState { .. })
+        ));
+        assert!(matches!(
+            end_v2(&done, 2, false),
+            Err(TxnError::ProducerFenced { .. })
         ));
         // The next transaction starts at the new epoch; the old one is fenced.
         assert!(matches!(
@@ -599,6 +632,42 @@ mod tests {
             .expect("add")
             .expect("changed");
         assert_eq!((next.state, next.start_ms), (TxnState::Ongoing, 500));
+    }
+
+    #[test]
+    fn under_transaction_version_2_an_abort_of_nothing_moves_the_epoch_on() {
+        // franz-go aborts a transaction it added no partition to (its records dropped by
+        // a rebalance before any was sent); Kafka 4.1 answers with the next epoch.
+        let empty = TransactionMetadata::new("t", 7, 1);
+        assert!(matches!(
+            end_v2(&empty, 0, true),
+            Err(TxnError::InvalidTxnState { .. })
+        ));
+        let EndPlan::Prepare(aborting) = end_v2(&empty, 0, false).expect("abort") else {
+            panic!("prepare expected");
+        };
+        assert_eq!(
+            (aborting.state, aborting.producer_for_client()),
+            (TxnState::PrepareAbort, (7, 1))
+        );
+        assert!(aborting.partitions.is_empty(), "no marker to write");
+        let aborted = aborting.completed(400);
+        assert_eq!(
+            end_v2(&aborted, 0, false),
+            Ok(EndPlan::AlreadyDone),
+            "a retry"
+        );
+        let EndPlan::Prepare(again) = end_v2(&aborted, 1, false).expect("abort again") else {
+            panic!("prepare expected");
+        };
+        assert_eq!(again.producer_for_client(), (7, 2));
+        assert!(
+            matches!(
+                empty.end((7, 0), false, (0, None), 0),
+                Err(TxnError::InvalidTxnState { .. })
+            ),
+            "not before version 2"
+        );
     }
 
     #[test]
