@@ -3,7 +3,7 @@ CONFIG ?= config/server.toml
 BOOTSTRAP ?= 127.0.0.1:9092
 CARGO ?= cargo
 
-.PHONY: build run cluster cluster-split test lint unit examples bench-dev compat compat-cluster compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref compat-tls conformance fmt clippy fuzz simulate chaos
+.PHONY: build run cluster cluster-split test lint unit examples bench-dev compat compat-cluster compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref compat-tls conformance conformance-fast fmt clippy fuzz simulate chaos
 
 build:
 	$(CARGO) build --release
@@ -14,7 +14,7 @@ run: build
 # The style gate, unit and integration tests, then every compat suite against a freshly started highwater,
 # then Apache Kafka's DumpLogSegments over segments highwater wrote, then a one-minute run
 # of the benchmark machinery against both brokers.
-test: lint unit examples compat compat-cluster compat-storage compat-tls bench-smoke
+test: lint unit examples compat compat-cluster compat-storage compat-tls conformance-fast bench-smoke
 
 # The style gate (issue 17): formatting, every clippy and rustc lint of Cargo.toml, and
 # the API docs (no broken intra-doc link), warnings as errors.
@@ -103,6 +103,11 @@ compat-tls: build compat-deps
 # (compat/conformance/run.sh, compat/README.md "Conformance"). Long; never part of `make test`.
 conformance: build compat-deps
 	./compat/conformance/run.sh
+
+# The fast subset of franz-go's pkg/kgo integration tests (compat/conformance/kgo.sh --fast:
+# 18 tests, 10,000 records, ~40 s) against a throwaway highwater; part of `make test`.
+conformance-fast: build compat-deps
+	./compat/with-highwater.sh bash -c './compat/conformance/kgo.sh "$$0" --fast'
 
 # Fuzzes request decoding and handling (cargo-fuzz, nightly) for FUZZ_SECONDS.
 FUZZ_SECONDS ?= 300

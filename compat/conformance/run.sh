@@ -107,6 +107,15 @@ fi
 if [[ " $suites " == *" librdkafka "* && ! -d "$LIBRDKAFKA_SRC/tests" ]]; then
     echo "conformance: fetching Debian's librdkafka source into $(dirname "$LIBRDKAFKA_SRC")"
     mkdir -p "$(dirname "$LIBRDKAFKA_SRC")"
+    # apt-get source needs a deb-src line; tests 0053 and 0098 need RapidJSON to build.
+    if ! grep -rqs '^Types: *deb-src\|^deb-src' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+        codename="$(. /etc/os-release && echo "$VERSION_CODENAME")"
+        printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: %s %s-updates\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+            "$codename" "$codename" >/etc/apt/sources.list.d/debian-src.sources
+        apt-get update -qq
+    fi
+    [[ -f /usr/include/rapidjson/document.h ]] ||
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rapidjson-dev
     (cd "$(dirname "$LIBRDKAFKA_SRC")" && apt-get source librdkafka) || {
         echo "conformance: apt-get source failed; it needs a deb-src line (or set LIBRDKAFKA_SRC)" >&2
         exit 1
