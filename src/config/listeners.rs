@@ -310,6 +310,31 @@ mod tests {
     }
 
     #[test]
+    fn an_ssl_inter_broker_listener_is_refused_only_where_there_are_other_brokers() {
+        let ssl = ("listeners", "SSL://127.0.0.1:9093");
+        let keystore = ("ssl.keystore.location", "/broker.pem");
+        let single = config(&[ssl, keystore]).expect("a lone SSL listener on one node");
+        assert_eq!(single.inter_broker_listener, "SSL");
+        let cluster = [
+            (
+                "listeners",
+                "SSL://127.0.0.1:9093,CONTROLLER://127.0.0.1:9193",
+            ),
+            keystore,
+            (
+                "controller.quorum.voters",
+                "1@127.0.0.1:9193,2@127.0.0.1:9194",
+            ),
+        ];
+        match config(&cluster) {
+            Err(ConfigError::Unenforced { key, .. }) => {
+                assert_eq!(key, "inter.broker.listener.name")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn listener_names_are_distinct_and_advertised_names_are_listeners() {
         let twice = (
             "listeners",

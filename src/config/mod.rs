@@ -476,6 +476,20 @@ impl Listeners {
             return Err(invalid());
         }
         let inter = &clients[listeners::inter_broker_index(values, &clients)?];
+        // Replication and transaction markers connect to the inter-broker listener in
+        // plaintext: with other brokers to reach, it must be PLAINTEXT (a single node
+        // never connects to itself).
+        if inter.protocol.uses_tls() && (voters.len() > 1 || !roles.controller) {
+            return Err(ConfigError::Unenforced {
+                key: "inter.broker.listener.name".into(),
+                value: inter.name.clone(),
+                reason: format!(
+                    "listener {} uses {}; brokers do not replicate over TLS yet",
+                    inter.name,
+                    inter.protocol.name()
+                ),
+            });
+        }
         Ok(Listeners {
             listener: inter.address,
             inter_broker: inter.name.clone(),
