@@ -1,7 +1,8 @@
-//! IncrementalAlterConfigs for topics: SET and DELETE of topic config overrides (APPEND and
-//! SUBTRACT on list-valued keys too), validated and committed by the active controller, as
-//! Kafka does since KIP-339; and this broker's logger levels (BROKER_LOGGER), changed live.
-//! Broker configs are static here and refused.
+//! IncrementalAlterConfigs (KIP-339) and the legacy AlterConfigs: SET and DELETE (APPEND and
+//! SUBTRACT on list-valued keys too) of topic config overrides, of dynamic broker configs
+//! (one broker's, or the cluster-wide default under an empty name) and of group configs,
+//! validated and committed by the active controller; and this broker's logger levels
+//! (BROKER_LOGGER), changed live.
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource;
@@ -12,10 +13,14 @@ use super::errors::controller_error;
 use super::errors::refusal_error;
 use super::refusal::Refusal;
 use super::{str_bytes, Broker, HandlerError, Outcome, Request};
+use crate::config::ConfigMap;
+use crate::controller::state::ConfigResource;
 use crate::controller::ControllerRequest;
 
 const RESOURCE_TOPIC: i8 = 2;
+const RESOURCE_BROKER: i8 = 4;
 const RESOURCE_BROKER_LOGGER: i8 = 8;
+const RESOURCE_GROUP: i8 = 32;
 const OP_SET: i8 = 0;
 const OP_DELETE: i8 = 1;
 const OP_APPEND: i8 = 2;
@@ -61,6 +66,62 @@ fn apply_operation(
     }
 }
 
+/// What a config change is made to.
+#[derive(Debug)]
+enum Target {
+    Topic(String),
+    Other(ConfigResource),
+}
+
+/// The target of a change to resource `name` of `resource_type`: a topic, a broker (this
+/// one by id, or every broker under an empty name) or a group.
+fn target(
+    broker: &Broker,
+    resource_type: i8,
+    name: &str,
+) -> Result<Target, (ResponseError, String)> {
+    let invalid = |reason: String| (refusal_error(Refusal::InvalidRequest), reason);
+    match resource_type {
+        RESOURCE_TOPIC => Ok(Target::Topic(name.to_string())),
+        RESOURCE_BROKER if name.is_empty() => Ok(Target::Other(ConfigResource::Broker(None))),
+        RESOURCE_BROKER => match name.parse::<i32>() {
+            Ok(id) if id == broker.config.node_id => {
+                Ok(Target::Other(ConfigResource::Broker(Some(id))))
+            }
+            Ok(id) => Err(invalid(format!(
+                "Unexpected broker id, expected {}, but received {id}",
+                broker.config.node_id
+            ))),
+            Err(_) => Err(invalid(format!("Invalid broker name {name}"))),
+        },
+        RESOURCE_GROUP if !name.is_empty() => {
+            Ok(Target::Other(ConfigResource::Group(name.to_string())))
+        }
+        _ => Err(invalid(format!(
+            "configs of resource type {resource_type} named {name:?} cannot be altered"
+        ))),
+    }
+}
+
+/// The configs `target` has now (topic overrides, dynamic broker configs, group configs).
+fn current_configs(broker: &Broker, target: &Target) -> Result<ConfigMap, (ResponseError, String)> {
+    let image = broker.image();
+    match target {
+        Target::Topic(name) => {
+            let topic = image.topic(name).ok_or_else(|| {
+                let reason = format!("unknown topic {name}");
+                (refusal_error(Refusal::UnknownTopic), reason)
+            })?;
+            Ok(topic.configs.clone())
+        }
+        Target::Other(ConfigResource::Broker(id)) => {
+            let key = id.map(|id| id.to_string()).unwrap_or_default();
+            Ok(image.broker_configs.get(&key).cloned().unwrap_or_default())
+        }
+        Target::Other(ConfigResource::Group(group)) => Ok(image.group_configs(group).clone()),
+    }
+}
+
 async fn alter(
     broker: &Broker,
     resource: &AlterConfigsResource,
@@ -70,11 +131,8 @@ async fn alter(
     if resource.resource_type == RESOURCE_BROKER_LOGGER {
         return alter_loggers(broker, resource, validate_only);
     }
-    if resource.resource_type != RESOURCE_TOPIC {
-        let reason = "only topic configs can be altered (broker configs are static)";
-        return Err((refusal_error(Refusal::InvalidRequest), reason.into()));
-    }
-    let current = topic_configs(broker, &name)?;
+    let target = target(broker, resource.resource_type, &name)?;
+    let current = current_configs(broker, &target)?;
     let mut changes = Vec::with_capacity(resource.configs.len());
     for config in &resource.configs {
         let key = config.name.to_string();
@@ -88,34 +146,28 @@ async fn alter(
         })?;
         changes.push((key, new));
     }
-    commit(broker, name, changes, validate_only).await
-}
-
-/// The config overrides of topic `name`.
-fn topic_configs(
-    broker: &Broker,
-    name: &str,
-) -> Result<crate::config::ConfigMap, (ResponseError, String)> {
-    let image = broker.image();
-    let topic = image.topic(name).ok_or_else(|| {
-        let reason = format!("unknown topic {name}");
-        (refusal_error(Refusal::UnknownTopic), reason)
-    })?;
-    Ok(topic.configs.clone())
+    commit(broker, target, changes, validate_only).await
 }
 
 /// Has the active controller validate and (unless `validate_only`) commit `changes` to
-/// topic `name`'s overrides (`None` removes one).
+/// `target`'s configs (`None` removes one).
 async fn commit(
     broker: &Broker,
-    name: String,
+    target: Target,
     changes: Vec<(String, Option<String>)>,
     validate_only: bool,
 ) -> Result<(), (ResponseError, String)> {
-    let request = ControllerRequest::AlterTopicConfigs {
-        name,
-        changes,
-        validate_only,
+    let request = match target {
+        Target::Topic(name) => ControllerRequest::AlterTopicConfigs {
+            name,
+            changes,
+            validate_only,
+        },
+        Target::Other(resource) => ControllerRequest::AlterConfigs {
+            resource,
+            changes,
+            validate_only,
+        },
     };
     broker
         .controller
@@ -168,8 +220,8 @@ fn alter_loggers(
 }
 
 /// Answers the legacy AlterConfigs (sarama's and kafka-python's `alter_configs`): a
-/// topic's overrides become exactly the configs given (the others revert to their
-/// defaults), as Kafka does; broker configs are refused as by IncrementalAlterConfigs.
+/// topic's overrides, a broker's dynamic configs or a group's configs become exactly the
+/// configs given (the others revert to their defaults), as Kafka does.
 pub async fn handle_legacy(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
     use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse as Legacy;
     use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse};
@@ -178,11 +230,8 @@ pub async fn handle_legacy(broker: &Broker, request: &Request) -> Result<Outcome
     for resource in &body.resources {
         let name = resource.resource_name.to_string();
         let outcome = async {
-            if resource.resource_type != RESOURCE_TOPIC {
-                let reason = "only topic configs can be altered (broker configs are static)";
-                return Err((refusal_error(Refusal::InvalidRequest), reason.to_string()));
-            }
-            let current = topic_configs(broker, &name)?;
+            let target = target(broker, resource.resource_type, &name)?;
+            let current = current_configs(broker, &target)?;
             let given: Vec<(String, Option<String>)> = resource
                 .configs
                 .iter()
@@ -198,7 +247,7 @@ pub async fn handle_legacy(broker: &Broker, request: &Request) -> Result<Outcome
                 .filter(|k| !given.iter().any(|(g, _)| g == *k))
                 .map(|k| (k.clone(), None));
             let changes = removed.chain(given.iter().cloned()).collect();
-            commit(broker, name.clone(), changes, body.validate_only).await
+            commit(broker, target, changes, body.validate_only).await
         };
         let base = Legacy::default()
             .with_resource_type(resource.resource_type)

@@ -1,8 +1,10 @@
-//! DescribeConfigs for topics (every topic config with its value and source, as Apache
-//! Kafka lists them), for this broker (every broker key highwater reads) and for its
-//! loggers (each with its level, `kafka-configs --entity-type broker-loggers`) and for
-//! groups (their defaults: no group has configs of its own yet). ListConfigResources
-//! (`kafka-configs --describe --entity-type groups` asks it first) lists what has configs.
+//! DescribeConfigs for topics (every topic config with its value, source and synonyms, as
+//! Apache Kafka lists them), for this broker (every broker key highwater reads, dynamic
+//! values applied, static keys read-only) or the cluster-wide dynamic defaults (an empty
+//! broker name), for its loggers (each with its level, `kafka-configs --entity-type
+//! broker-loggers`) and for groups (their own configs, else the broker's defaults).
+//! ListConfigResources (`kafka-configs --describe --entity-type groups` asks it first)
+//! lists what has configs.
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
@@ -14,58 +16,14 @@ use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use super::errors::refusal_error;
 use super::refusal::Refusal;
 use super::{str_bytes, Broker, HandlerError, Outcome, Request};
-use crate::config::topic::{self, ConfigSource, ConfigType};
+use crate::config::dynamic;
+use crate::config::group::GROUP_KEYS;
+use crate::config::topic::{ConfigSource, ConfigType};
 
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
 const RESOURCE_BROKER_LOGGER: i8 = 8;
 const RESOURCE_GROUP: i8 = 32;
-
-/// The group configs (KIP-848 and its share and streams groups) as Kafka 4.1 lists them,
-/// with the broker key each one's default comes from, else the fixed default. No group
-/// has configs of its own here, so each is its default.
-const GROUP_CONFIGS: &[(&str, Option<&str>, &str, ConfigType)] = &[
-    (
-        "consumer.heartbeat.interval.ms",
-        Some("group.consumer.heartbeat.interval.ms"),
-        "5000",
-        ConfigType::Int,
-    ),
-    (
-        "consumer.session.timeout.ms",
-        Some("group.consumer.session.timeout.ms"),
-        "45000",
-        ConfigType::Int,
-    ),
-    (
-        "share.auto.offset.reset",
-        None,
-        "latest",
-        ConfigType::String,
-    ),
-    ("share.heartbeat.interval.ms", None, "5000", ConfigType::Int),
-    (
-        "share.isolation.level",
-        None,
-        "read_uncommitted",
-        ConfigType::String,
-    ),
-    (
-        "share.record.lock.duration.ms",
-        None,
-        "30000",
-        ConfigType::Int,
-    ),
-    ("share.session.timeout.ms", None, "45000", ConfigType::Int),
-    (
-        "streams.heartbeat.interval.ms",
-        None,
-        "5000",
-        ConfigType::Int,
-    ),
-    ("streams.num.standby.replicas", None, "0", ConfigType::Int),
-    ("streams.session.timeout.ms", None, "45000", ConfigType::Int),
-];
 
 /// One config entry to report.
 struct Entry {
@@ -73,6 +31,117 @@ struct Entry {
     value: String,
     source: ConfigSource,
     config_type: ConfigType,
+    /// Whether it cannot be changed while the broker runs (a static broker key).
+    read_only: bool,
+    /// Where the value could come from, highest precedence first (name, value, source).
+    synonyms: Vec<(String, String, ConfigSource)>,
+}
+
+impl Entry {
+    /// An entry whose value has one source and no other synonym.
+    fn single(name: &str, value: String, source: ConfigSource, config_type: ConfigType) -> Self {
+        Entry {
+            synonyms: vec![(name.to_string(), value.clone(), source)],
+            name: name.to_string(),
+            value,
+            source,
+            config_type,
+            read_only: false,
+        }
+    }
+}
+
+fn topic_entries(broker: &Broker, name: &str) -> Result<Vec<Entry>, ResponseError> {
+    let image = broker.image();
+    let topic_image = image
+        .topic(name)
+        .ok_or(refusal_error(Refusal::UnknownTopic))?;
+    Ok(broker
+        .topic_configs(&topic_image.configs)
+        .into_iter()
+        .map(|c| Entry {
+            name: c.key.name.into(),
+            value: c.value,
+            source: c.source,
+            config_type: c.key.config_type,
+            read_only: false,
+            synonyms: c.synonyms,
+        })
+        .collect())
+}
+
+/// This broker's configs (every key highwater reads, dynamic values applied), or with an
+/// empty `name` the cluster-wide dynamic defaults set (as Kafka lists them).
+fn broker_entries(broker: &Broker, name: &str) -> Result<Vec<Entry>, ResponseError> {
+    let image = broker.image();
+    let layers = image.broker_layers(broker.config.node_id);
+    if name.is_empty() {
+        return Ok(layers
+            .cluster_default
+            .iter()
+            .map(|(key, value)| {
+                let source = ConfigSource::DynamicDefaultBrokerConfig;
+                Entry::single(key, value.clone(), source, ConfigType::String)
+            })
+            .collect());
+    }
+    if name != broker.config.node_id.to_string() {
+        return Err(refusal_error(Refusal::InvalidRequest));
+    }
+    let live = broker.replicas.live_config();
+    Ok(live
+        .values
+        .iter()
+        .map(|(key, value)| {
+            let synonyms: Vec<(String, String, ConfigSource)> = layers
+                .synonyms(&broker.config, key)
+                .into_iter()
+                .map(|(source, value)| (key.clone(), value, source))
+                .collect();
+            Entry {
+                name: key.clone(),
+                value: value.clone(),
+                source: synonyms
+                    .first()
+                    .map_or(ConfigSource::DefaultConfig, |s| s.2),
+                config_type: ConfigType::String,
+                read_only: !dynamic::is_dynamic(key),
+                synonyms,
+            }
+        })
+        .collect())
+}
+
+/// Every group config of group `name`: its own value, else the broker's default.
+fn group_entries(broker: &Broker, name: &str) -> Vec<Entry> {
+    let image = broker.image();
+    let own = image.group_configs(name);
+    let live = broker.replicas.live_config();
+    GROUP_KEYS
+        .iter()
+        .map(|key| match own.get(key.name) {
+            Some(value) => {
+                let mut entry = Entry::single(
+                    key.name,
+                    value.clone(),
+                    ConfigSource::GroupConfig,
+                    key.config_type,
+                );
+                entry.synonyms.push((
+                    key.name.to_string(),
+                    key.default_value(&live),
+                    ConfigSource::DefaultConfig,
+                ));
+                entry
+            }
+            None => Entry::single(
+                key.name,
+                key.default_value(&live),
+                ConfigSource::DefaultConfig,
+                key.config_type,
+            ),
+        })
+        .collect()
 }
 
 fn entries_for(
@@ -81,63 +150,18 @@ fn entries_for(
 ) -> Result<Vec<Entry>, ResponseError> {
     let name = resource.resource_name.as_str();
     match resource.resource_type {
-        RESOURCE_TOPIC => {
-            let image = broker.image();
-            let topic_image = image
-                .topic(name)
-                .ok_or(refusal_error(Refusal::UnknownTopic))?;
-            Ok(topic::resolve(&broker.config, &topic_image.configs)
-                .into_iter()
-                .map(|c| Entry {
-                    name: c.key.name.into(),
-                    value: c.value,
-                    source: c.source,
-                    config_type: c.key.config_type,
-                })
-                .collect())
-        }
-        RESOURCE_BROKER => {
-            if !name.is_empty() && name != broker.config.node_id.to_string() {
-                return Err(refusal_error(Refusal::InvalidRequest));
-            }
-            Ok(broker
-                .config
-                .values
-                .iter()
-                .map(|(key, value)| Entry {
-                    name: key.clone(),
-                    value: value.clone(),
-                    source: if broker.config.explicit.contains_key(key) {
-                        ConfigSource::StaticBrokerConfig
-                    } else {
-                        ConfigSource::DefaultConfig
-                    },
-                    config_type: ConfigType::String,
-                })
-                .collect())
-        }
-        RESOURCE_GROUP => Ok(GROUP_CONFIGS
-            .iter()
-            .map(|(name, broker_key, fallback, config_type)| Entry {
-                name: (*name).to_string(),
-                value: broker_key
-                    .and_then(|k| broker.config.values.get(k).cloned())
-                    .unwrap_or_else(|| (*fallback).to_string()),
-                source: ConfigSource::DefaultConfig,
-                config_type: *config_type,
-            })
-            .collect()),
+        RESOURCE_TOPIC => topic_entries(broker, name),
+        RESOURCE_BROKER => broker_entries(broker, name),
+        RESOURCE_GROUP => Ok(group_entries(broker, name)),
         RESOURCE_BROKER_LOGGER => {
             if name != broker.config.node_id.to_string() {
                 return Err(refusal_error(Refusal::InvalidRequest));
             }
             let loggers = crate::log_levels::describe().into_iter();
             Ok(loggers
-                .map(|(name, value)| Entry {
-                    name,
-                    value,
-                    source: ConfigSource::DynamicBrokerLoggerConfig,
-                    config_type: ConfigType::String,
+                .map(|(name, value)| {
+                    let source = ConfigSource::DynamicBrokerLoggerConfig;
+                    Entry::single(&name, value, source, ConfigType::String)
                 })
                 .collect())
         }
@@ -174,13 +198,16 @@ fn describe(
             let mut result = DescribeConfigsResourceResult::default()
                 .with_name(str_bytes(&e.name))
                 .with_value(Some(str_bytes(&e.value)))
+                .with_read_only(e.read_only)
                 .with_config_source(e.source as i8);
             if body.include_synonyms {
-                let synonym = DescribeConfigsSynonym::default()
-                    .with_name(str_bytes(&e.name))
-                    .with_value(Some(str_bytes(&e.value)))
-                    .with_source(e.source as i8);
-                result = result.with_synonyms(vec![synonym]);
+                let synonyms = e.synonyms.iter().map(|(name, value, source)| {
+                    DescribeConfigsSynonym::default()
+                        .with_name(str_bytes(name))
+                        .with_value(Some(str_bytes(value)))
+                        .with_source(*source as i8)
+                });
+                result = result.with_synonyms(synonyms.collect());
             }
             if request.version() >= 3 {
                 // No documentation is sent (null, as Kafka without include_documentation).
@@ -206,8 +233,8 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
 }
 
 /// Answers ListConfigResources: v0 lists client-metrics resources only, v1 the resource
-/// types asked (all when none): topics, brokers and their loggers by id, and the groups and
-/// client-metrics resources that have configs of their own (none here). A type the version
+/// types asked (all when none): topics, brokers and their loggers by id, the groups that
+/// have configs of their own, and client-metrics resources (none here). A type the version
 /// does not list is UNSUPPORTED_VERSION, as Kafka answers.
 pub fn list_resources(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
     use kafka_protocol::messages::list_config_resources_response::ConfigResource;
@@ -252,6 +279,10 @@ pub fn list_resources(broker: &Broker, request: &Request) -> Result<Outcome, Han
                 .brokers
                 .iter()
                 .for_each(|b| add(b.node_id.to_string(), resource_type)),
+            RESOURCE_GROUP => image
+                .group_configs
+                .keys()
+                .for_each(|g| add(g.clone(), resource_type)),
             _ => {}
         }
     }

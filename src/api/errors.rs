@@ -67,6 +67,7 @@ pub fn controller_error(error: &ControllerError) -> ResponseError {
         ErrorKind::InvalidReplicationFactor => ResponseError::InvalidReplicationFactor,
         ErrorKind::InvalidReplicaAssignment => ResponseError::InvalidReplicaAssignment,
         ErrorKind::InvalidConfig => ResponseError::InvalidConfig,
+        ErrorKind::InvalidRequest => ResponseError::InvalidRequest,
         ErrorKind::Storage => ResponseError::KafkaStorageError,
         ErrorKind::NotController => ResponseError::NotController,
         ErrorKind::ControllerUnavailable => ResponseError::RequestTimedOut,

@@ -154,6 +154,17 @@ impl Broker {
         }
     }
 
+    /// Every topic config of a topic with `overrides`, resolved against this broker's
+    /// configuration and the dynamic broker configs in force.
+    pub fn topic_configs(
+        &self,
+        overrides: &crate::config::ConfigMap,
+    ) -> Vec<crate::config::topic::ResolvedConfig> {
+        let image = self.image();
+        let layers = image.broker_layers(self.config.node_id);
+        crate::config::topic::resolve(&self.config, layers, overrides)
+    }
+
     /// The current metadata image.
     pub fn image(&self) -> Arc<MetadataImage> {
         self.controller.image()

@@ -21,7 +21,7 @@ use super::errors::refusal_error;
 pub use super::refusal::AdminError;
 use super::refusal::Refusal;
 use super::{str_bytes, topic_name, Broker, HandlerError, Outcome, Request};
-use crate::config::{topic, ConfigMap};
+use crate::config::ConfigMap;
 use crate::controller::{ControllerError, ErrorKind, NewTopic};
 
 /// How long an auto-creating Metadata request waits for the new topic to reach this
@@ -97,7 +97,8 @@ async fn created_result(
         .and_then(|image| publish(broker).map(|()| image));
     match created {
         Ok(image) => {
-            let configs = topic::resolve(&broker.config, &image.configs)
+            let configs = broker
+                .topic_configs(&image.configs)
                 .into_iter()
                 .map(|c| {
                     CreatableTopicConfigs::default()

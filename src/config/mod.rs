@@ -5,7 +5,9 @@
 //! Must not: know about the network or the log's internals.
 
 pub mod connections;
+pub mod dynamic;
 pub mod error;
+pub mod group;
 pub mod listeners;
 pub mod security;
 pub mod tls;
@@ -16,6 +18,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 pub use connections::ConnectionLimits;
+pub use dynamic::LiveConfig;
 pub use error::ConfigError;
 pub use listeners::{Listener, SecurityProtocol};
 
@@ -108,6 +111,10 @@ pub const BROKER_DEFAULTS: &[(&str, &str)] = &[
     ("offsets.commit.timeout.ms", "5000"),
     ("group.consumer.session.timeout.ms", "45000"),
     ("group.consumer.heartbeat.interval.ms", "5000"),
+    ("group.consumer.min.session.timeout.ms", "45000"),
+    ("group.consumer.max.session.timeout.ms", "60000"),
+    ("group.consumer.min.heartbeat.interval.ms", "5000"),
+    ("group.consumer.max.heartbeat.interval.ms", "15000"),
     ("group.consumer.max.size", "2147483647"),
     ("group.consumer.assignors", "uniform,range"),
     ("max.request.partition.size.limit", "2000"),

@@ -2,6 +2,7 @@
 //! key that supplies its default, and its type. Used to validate CreateTopics configs, to
 //! answer DescribeConfigs with every config and its source, and to size a partition's log.
 
+use super::dynamic::Layers;
 use super::{BrokerConfig, ConfigError, ConfigMap};
 
 /// The type of a config value, with the numeric code DescribeConfigs v3+ reports.
@@ -19,10 +20,16 @@ pub enum ConfigType {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConfigSource {
     TopicConfig = 1,
+    /// A dynamic config of this broker alone.
+    DynamicBrokerConfig = 2,
+    /// A dynamic config of every broker (the cluster-wide default).
+    DynamicDefaultBrokerConfig = 3,
     StaticBrokerConfig = 4,
     DefaultConfig = 5,
     /// A broker logger's level (BROKER_LOGGER resources).
     DynamicBrokerLoggerConfig = 6,
+    /// A group's own config (GROUP resources, KIP-848).
+    GroupConfig = 8,
 }
 
 /// One topic config key: its broker-level synonym (which supplies the default) and type.
@@ -319,38 +326,43 @@ pub struct ResolvedConfig {
     pub key: &'static TopicKey,
     pub value: String,
     pub source: ConfigSource,
+    /// Where else the value could come from, highest precedence first (DescribeConfigs'
+    /// synonyms): the topic's override, then the broker key's layers, each with its name.
+    pub synonyms: Vec<(String, String, ConfigSource)>,
 }
 
-/// Every topic config of a topic with `overrides`, with its value and source.
-pub fn resolve(broker: &BrokerConfig, overrides: &ConfigMap) -> Vec<ResolvedConfig> {
+/// Every topic config of a topic with `overrides`, with its value, source and synonyms:
+/// the override, else the broker key (this broker's dynamic value, the cluster-wide one,
+/// the static one, the default: `broker`'s `layers`), else Kafka's default.
+pub fn resolve(
+    broker: &BrokerConfig,
+    layers: Layers<'_>,
+    overrides: &ConfigMap,
+) -> Vec<ResolvedConfig> {
     TOPIC_KEYS
         .iter()
         .map(|key| {
+            let mut synonyms = Vec::new();
             if let Some(value) = overrides.get(key.name) {
-                return ResolvedConfig {
-                    key,
-                    value: value.clone(),
-                    source: ConfigSource::TopicConfig,
-                };
+                synonyms.push((
+                    key.name.to_string(),
+                    value.clone(),
+                    ConfigSource::TopicConfig,
+                ));
             }
-            let from_broker = key.broker_synonym.and_then(|s| broker.explicit.get(s));
-            match from_broker {
-                Some(value) => ResolvedConfig {
-                    key,
-                    value: value.clone(),
-                    source: ConfigSource::StaticBrokerConfig,
-                },
-                None => {
-                    let value = key
-                        .broker_synonym
-                        .and_then(|s| broker.get(s))
-                        .unwrap_or(key.fallback);
-                    ResolvedConfig {
-                        key,
-                        value: value.to_string(),
-                        source: ConfigSource::DefaultConfig,
-                    }
-                }
+            if let Some(broker_key) = key.broker_synonym {
+                let from_broker = layers.synonyms(broker, broker_key).into_iter();
+                synonyms.extend(from_broker.map(|(s, v)| (broker_key.to_string(), v, s)));
+            }
+            let (value, source) = synonyms.first().map_or_else(
+                || (key.fallback.to_string(), ConfigSource::DefaultConfig),
+                |(_, value, source)| (value.clone(), *source),
+            );
+            ResolvedConfig {
+                key,
+                value,
+                source,
+                synonyms,
             }
         })
         .collect()
@@ -424,7 +436,13 @@ mod tests {
         let broker = BrokerConfig::from_map(explicit).expect("config");
         let mut overrides = ConfigMap::new();
         overrides.insert("segment.bytes".into(), "2048".into());
-        let resolved = resolve(&broker, &overrides);
+        let own = ConfigMap::new();
+        let cluster_default = ConfigMap::from([("max.message.bytes".into(), "7".into())]);
+        let layers = Layers {
+            own: &own,
+            cluster_default: &cluster_default,
+        };
+        let resolved = resolve(&broker, layers, &overrides);
         let get = |n: &str| {
             resolved
                 .iter()
@@ -435,7 +453,21 @@ mod tests {
         assert_eq!(get("segment.bytes").source, ConfigSource::TopicConfig);
         assert_eq!(get("retention.ms").value, "1000");
         assert_eq!(get("retention.ms").source, ConfigSource::StaticBrokerConfig);
-        assert_eq!(get("max.message.bytes").source, ConfigSource::DefaultConfig);
+        assert_eq!(
+            get("index.interval.bytes").source,
+            ConfigSource::DefaultConfig
+        );
+        assert_eq!(
+            get("max.message.bytes").value,
+            "1048588",
+            "not a dynamic key"
+        );
+        let retention = get("retention.ms").synonyms;
+        assert_eq!(retention[0].0, "log.retention.ms");
+        assert_eq!(
+            retention.last().map(|s| s.2),
+            Some(ConfigSource::DefaultConfig)
+        );
     }
 
     #[test]

@@ -37,6 +37,12 @@ pub enum ControllerError {
         #[source]
         source: Box<crate::config::ConfigError>,
     },
+    /// A broker or group config refused (Kafka's words in `reason`).
+    #[error("{reason}")]
+    InvalidResourceConfig { reason: String },
+    /// A broker config Kafka reads only at start, or a resource name that cannot be.
+    #[error("{reason}")]
+    InvalidConfigRequest { reason: String },
     #[error("cannot persist cluster metadata: {source}")]
     Storage {
         #[source]
@@ -99,6 +105,7 @@ pub enum ErrorKind {
     InvalidReplicationFactor,
     InvalidReplicaAssignment,
     InvalidConfig,
+    InvalidRequest,
     Storage,
     NotController,
     ControllerUnavailable,
@@ -133,6 +140,8 @@ impl ControllerError {
             ControllerError::InvalidReplicationFactor { .. } => ErrorKind::InvalidReplicationFactor,
             ControllerError::InvalidReplicaAssignment { .. } => ErrorKind::InvalidReplicaAssignment,
             ControllerError::InvalidConfig { .. } => ErrorKind::InvalidConfig,
+            ControllerError::InvalidResourceConfig { .. } => ErrorKind::InvalidConfig,
+            ControllerError::InvalidConfigRequest { .. } => ErrorKind::InvalidRequest,
             ControllerError::Storage { .. } => ErrorKind::Storage,
             ControllerError::NotController { .. } => ErrorKind::NotController,
             ControllerError::ControllerUnavailable { .. } => ErrorKind::ControllerUnavailable,

@@ -158,6 +158,22 @@ pub enum Record {
     FinalizeFeatures {
         levels: Vec<(String, i16)>,
     },
+    /// Replaces the configs of a resource other than a topic (Kafka's ConfigRecord):
+    /// dynamic broker configs, group configs. An empty map removes the resource's entry.
+    AlterConfigs {
+        resource: ConfigResource,
+        configs: ConfigMap,
+    },
+}
+
+/// A resource with configs of its own, besides topics.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ConfigResource {
+    /// Dynamic configs of broker `Some(id)`, or the cluster-wide default of every broker
+    /// (`None`; Kafka's broker resource with an empty name).
+    Broker(Option<i32>),
+    /// A consumer group's configs (KIP-848).
+    Group(String),
 }
 
 /// What applying a record produced, returned to whoever proposed it.
@@ -187,6 +203,12 @@ pub struct ClusterState {
     /// Feature levels finalized by records (the others are at their defaults).
     #[serde(default)]
     pub features: BTreeMap<String, i16>,
+    /// Dynamic broker configs by broker id, the cluster-wide default under "".
+    #[serde(default)]
+    pub broker_configs: BTreeMap<String, ConfigMap>,
+    /// Group configs by group id.
+    #[serde(default)]
+    pub group_configs: BTreeMap<String, ConfigMap>,
 }
 
 impl ClusterState {
@@ -270,9 +292,25 @@ impl ClusterState {
                 self.features.extend(levels.iter().cloned());
                 RecordResult::Applied
             }
+            Record::AlterConfigs { resource, configs } => self.alter_configs(resource, configs),
         };
         self.check_invariants();
         result
+    }
+
+    fn alter_configs(&mut self, resource: &ConfigResource, configs: &ConfigMap) -> RecordResult {
+        let (map, name) = match resource {
+            ConfigResource::Broker(id) => (
+                &mut self.broker_configs,
+                id.map(|id| id.to_string()).unwrap_or_default(),
+            ),
+            ConfigResource::Group(group) => (&mut self.group_configs, group.clone()),
+        };
+        match configs.is_empty() {
+            true => map.remove(&name),
+            false => map.insert(name, configs.clone()),
+        };
+        RecordResult::Applied
     }
 
     fn init(&mut self, cluster_id: &str, topics: &[TopicImage], next: i64) -> RecordResult {
@@ -431,6 +469,8 @@ impl ClusterState {
                 .map(|(name, t)| (name.clone(), Arc::new(t.clone())))
                 .collect(),
             features: features::finalized(&self.features),
+            broker_configs: Arc::new(self.broker_configs.clone()),
+            group_configs: Arc::new(self.group_configs.clone()),
             offset,
         }
     }

@@ -8,7 +8,11 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::config::dynamic::Layers;
 use crate::config::ConfigMap;
+
+/// The configs of a resource that sets none.
+static NO_CONFIGS: ConfigMap = ConfigMap::new();
 
 pub mod features;
 pub mod uuid_text;
@@ -141,6 +145,10 @@ pub struct MetadataImage {
     pub topics: BTreeMap<String, Arc<TopicImage>>,
     /// The finalized level of every feature served ([`features::finalized`]).
     pub features: BTreeMap<String, i16>,
+    /// Dynamic broker configs by broker id, the cluster-wide default under "".
+    pub broker_configs: Arc<BTreeMap<String, ConfigMap>>,
+    /// Group configs (KIP-848) by group id.
+    pub group_configs: Arc<BTreeMap<String, ConfigMap>>,
     /// The Raft log index of the last record applied to this image.
     pub offset: u64,
 }
@@ -171,6 +179,22 @@ impl MetadataImage {
     /// The brokers clients may use: registered and not fenced.
     pub fn unfenced_brokers(&self) -> impl Iterator<Item = &BrokerImage> {
         self.brokers.iter().filter(|b| !b.fenced)
+    }
+
+    /// The dynamic config layers of broker `node_id`: its own, and the cluster default.
+    pub fn broker_layers(&self, node_id: i32) -> Layers<'_> {
+        Layers {
+            own: self
+                .broker_configs
+                .get(&node_id.to_string())
+                .unwrap_or(&NO_CONFIGS),
+            cluster_default: self.broker_configs.get("").unwrap_or(&NO_CONFIGS),
+        }
+    }
+
+    /// The configs group `group` sets itself (none for most groups).
+    pub fn group_configs(&self, group: &str) -> &ConfigMap {
+        self.group_configs.get(group).unwrap_or(&NO_CONFIGS)
     }
 
     /// The finalized level of feature `name` (0: not finalized).

@@ -11,7 +11,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
@@ -28,10 +28,10 @@ use crate::log::LogError;
 pub struct LogCleaner {
     /// `log.cleaner.enable`.
     pub enabled: bool,
-    /// `log.cleaner.backoff.ms`: the pause between two looks for a log to clean.
-    pub backoff_ms: u64,
-    /// Keys one round may map (`log.cleaner.dedupe.buffer.size` / entry cost).
-    map_entries_max: usize,
+    /// `log.cleaner.backoff.ms`: the pause between two looks for a log to clean (dynamic).
+    backoff_ms: AtomicU64,
+    /// Keys one round may map (`log.cleaner.dedupe.buffer.size` / entry cost; dynamic).
+    map_entries_max: AtomicUsize,
     path: PathBuf,
     /// First dirty offset per partition, as last written to `path`.
     first_dirty_offsets: Mutex<HashMap<TopicPartition, i64>>,
@@ -44,26 +44,42 @@ pub struct LogCleaner {
 impl LogCleaner {
     /// Reads the broker keys and `cleaner-offset-checkpoint`.
     pub fn open(config: &BrokerConfig) -> Result<Self, LogError> {
+        let path = config
+            .metadata_log_dir
+            .join(checkpoints::CLEANER_OFFSET_FILE);
+        let first_dirty_offsets = checkpoints::read_offsets(&path)?;
+        let cleaner = LogCleaner {
+            enabled: config.get("log.cleaner.enable") != Some("false"),
+            backoff_ms: AtomicU64::new(0),
+            map_entries_max: AtomicUsize::new(0),
+            path,
+            first_dirty_offsets: Mutex::new(first_dirty_offsets),
+            uncleanable: Mutex::new(HashSet::new()),
+            stop: AtomicBool::new(false),
+        };
+        cleaner.reconfigure(config);
+        Ok(cleaner)
+    }
+
+    /// Takes the cleaner's dynamic keys from `config` (`log.cleaner.backoff.ms`,
+    /// `log.cleaner.dedupe.buffer.size`); a round under way keeps the values it began with.
+    pub fn reconfigure(&self, config: &BrokerConfig) {
         let number = |key: &str, default: u64| {
             config
                 .get(key)
                 .and_then(|v| v.trim().parse::<u64>().ok())
                 .unwrap_or(default)
         };
-        let path = config
-            .metadata_log_dir
-            .join(checkpoints::CLEANER_OFFSET_FILE);
-        let first_dirty_offsets = checkpoints::read_offsets(&path)?;
         let buffer_bytes = number("log.cleaner.dedupe.buffer.size", 134_217_728) as usize;
-        Ok(LogCleaner {
-            enabled: config.get("log.cleaner.enable") != Some("false"),
-            backoff_ms: number("log.cleaner.backoff.ms", 15_000).max(1),
-            map_entries_max: (buffer_bytes / offset_map::ENTRY_BYTES).max(1),
-            path,
-            first_dirty_offsets: Mutex::new(first_dirty_offsets),
-            uncleanable: Mutex::new(HashSet::new()),
-            stop: AtomicBool::new(false),
-        })
+        let backoff_ms = number("log.cleaner.backoff.ms", 15_000).max(1);
+        self.backoff_ms.store(backoff_ms, Ordering::Relaxed);
+        let entries = (buffer_bytes / offset_map::ENTRY_BYTES).max(1);
+        self.map_entries_max.store(entries, Ordering::Relaxed);
+    }
+
+    /// `log.cleaner.backoff.ms` in force.
+    pub fn backoff_ms(&self) -> u64 {
+        self.backoff_ms.load(Ordering::Relaxed)
     }
 
     /// Asks a running round to stop at its next batch.
@@ -157,7 +173,7 @@ impl LogCleaner {
     ) -> Result<CleaningStats, ReplicaError> {
         let wrap = |e| partition.log_error(e);
         let plan = partition.log().cleaning_plan(to_clean);
-        let mut map = OffsetMap::new(self.map_entries_max);
+        let mut map = OffsetMap::new(self.map_entries_max.load(Ordering::Relaxed));
         let end_offset = plan.build_offset_map(&mut map, &self.stop).map_err(wrap)?;
         let mut stats = CleaningStats {
             end_offset,

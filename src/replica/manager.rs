@@ -17,7 +17,7 @@ use super::log_dirs::{is_dir_failure, LogDir, LogDirs};
 use super::log_mover::{self, FutureReplica, Moves};
 use super::partition::{Partition, TopicPartition};
 use crate::clock::Clock;
-use crate::config::{topic, BrokerConfig};
+use crate::config::{topic, BrokerConfig, LiveConfig};
 use crate::faults::Outbound;
 use crate::log::checkpoint::write_atomically;
 use crate::log::cleaner::CompactionConfig;
@@ -36,6 +36,9 @@ pub const PARTITION_METADATA_FILE: &str = "partition.metadata";
 #[derive(Debug)]
 pub struct ReplicaManager {
     config: Arc<BrokerConfig>,
+    /// The configuration in force: `config` with the dynamic broker configs of the last
+    /// image applied (topic defaults, the cleaner's, throttles, connection limits).
+    live: LiveConfig,
     partitions: DashMap<TopicPartition, Arc<Partition>>,
     /// `log.dirs`, with the checkpoints each held at start (a follower starts from its
     /// checkpointed high watermark; a leader recomputes its own).
@@ -123,6 +126,7 @@ impl ReplicaManager {
         let log_dirs = LogDirs::open(&config.log_dirs)?;
         let cleaner = Arc::new(LogCleaner::open(&config)?);
         Ok(ReplicaManager {
+            live: LiveConfig::new(Arc::clone(&config)),
             config,
             partitions: DashMap::new(),
             log_dirs,
@@ -255,12 +259,18 @@ impl ReplicaManager {
         for tp in stale {
             self.remove_partition(&tp);
         }
+        let broker_reconfigured = self.live.update(image.broker_layers(self.config.node_id));
+        let live = self.live.get();
+        if broker_reconfigured {
+            self.cleaner.reconfigure(&live);
+        }
         let mut missing = Vec::new();
         for topic_image in image.topics.values() {
-            let reconfigured = previous
-                .topic(&topic_image.name)
-                .is_some_and(|old| old.configs != topic_image.configs);
-            let config = log_config(&self.config, topic_image);
+            let reconfigured = broker_reconfigured
+                || previous
+                    .topic(&topic_image.name)
+                    .is_some_and(|old| old.configs != topic_image.configs);
+            let config = log_config(&live, topic_image);
             for (index, wanted) in topic_image.partitions.iter().enumerate() {
                 let tp = TopicPartition {
                     topic: topic_image.name.clone(),
@@ -305,9 +315,19 @@ impl ReplicaManager {
         open.count() + self.unopened.len()
     }
 
-    /// The broker's configuration.
+    /// The broker's configuration as started (static keys).
     pub fn config(&self) -> &BrokerConfig {
         &self.config
+    }
+
+    /// The broker's configuration in force, dynamic broker configs applied.
+    pub fn live_config(&self) -> Arc<BrokerConfig> {
+        self.live.get()
+    }
+
+    /// Changes of the configuration in force.
+    pub fn subscribe_config(&self) -> tokio::sync::watch::Receiver<Arc<BrokerConfig>> {
+        self.live.subscribe()
     }
 
     /// Opens logs on as many threads as there are cores (recovery is CPU and I/O bound;
@@ -405,7 +425,8 @@ impl ReplicaManager {
             recovery_point: log_dir.recovery_points.get(tp).copied(),
             log_start_offset: log_dir.log_start_offsets.get(tp).copied(),
         };
-        let mut log = Log::open(&dir, log_config(&self.config, image), options).map_err(wrap)?;
+        let mut log =
+            Log::open(&dir, log_config(&self.live.get(), image), options).map_err(wrap)?;
         log.time_flushes(self.metrics.log_flush_ms.clone());
         // Producers that expired while the broker was down go now, as Kafka drops them
         // when it loads the snapshot, not at the next maintenance round.
@@ -508,10 +529,9 @@ impl ReplicaManager {
         let retention_every = interval("log.retention.check.interval.ms");
         let checkpoint_every = interval("log.flush.offset.checkpoint.interval.ms")
             .min(interval("replica.high.watermark.checkpoint.interval.ms"));
-        let cleaner_every = self.cleaner.backoff_ms;
         let tick = retention_every
             .min(checkpoint_every)
-            .min(cleaner_every)
+            .min(self.cleaner.backoff_ms())
             .clamp(10, 1000);
         let mut ticker = tokio::time::interval(std::time::Duration::from_millis(tick));
         let (mut last_retention, mut last_checkpoint, mut last_cleaning) = (0u64, 0u64, 0u64);
@@ -522,7 +542,8 @@ impl ReplicaManager {
             ticker.tick().await;
             elapsed += tick;
             let idle = cleaning.as_ref().is_none_or(|c| c.is_finished());
-            if self.cleaner.enabled && idle && elapsed - last_cleaning >= cleaner_every {
+            if self.cleaner.enabled && idle && elapsed - last_cleaning >= self.cleaner.backoff_ms()
+            {
                 last_cleaning = elapsed;
                 cleaning = Some(self.spawn_cleaning());
             }
@@ -551,7 +572,8 @@ impl ReplicaManager {
 
     /// `producer.id.expiration.ms`.
     fn producer_expiration_ms(&self) -> i64 {
-        self.config
+        self.live
+            .get()
             .parse::<i64>("producer.id.expiration.ms")
             .unwrap_or(86_400_000)
     }

@@ -75,6 +75,7 @@ pub async fn run(broker: Arc<Broker>, sockets: Vec<Socket>, shutdown: impl Futur
     });
     let (phase, phases) = watch::channel(Phase::Accepting);
     let mut loops = JoinSet::new();
+    let limits = tokio::spawn(follow_connection_limits(Arc::clone(&shared)));
     for (config, (socket, tls)) in broker.config.listeners.iter().zip(sockets) {
         let bound = Bound {
             name: config.name.as_str().into(),
@@ -92,11 +93,22 @@ pub async fn run(broker: Arc<Broker>, sockets: Vec<Socket>, shutdown: impl Futur
     broker.controller.controlled_shutdown().await;
     let _ = phase.send(Phase::Closing);
     while loops.join_next().await.is_some() {}
+    limits.abort();
     match broker.replicas.shutdown(broker.controller.broker_epoch()) {
         Ok(()) => tracing::info!("logs closed cleanly"),
         Err(error) => tracing::error!(%error, "logs not closed cleanly; next start recovers"),
     }
     broker.controller.shutdown().await;
+}
+
+/// Applies `max.connections` and its per-address keys as dynamic broker configs change
+/// them, until the shutdown ends the listeners.
+async fn follow_connection_limits(shared: Arc<Shared>) {
+    let mut configs = shared.broker.replicas.subscribe_config();
+    while configs.changed().await.is_ok() {
+        let limits = configs.borrow_and_update().connection_limits.clone();
+        shared.quotas.set_limits(limits);
+    }
 }
 
 /// Serves one listener: accepts until the shutdown drains it, then stops its connections
@@ -136,16 +148,23 @@ async fn reached(phase: &mut watch::Receiver<Phase>, wanted: Phase) {
 }
 
 /// Waits for a `max.connections` slot, then accepts (Kafka's acceptor also blocks while the
-/// listener is full). Cancel-safe: a slot taken before a cancelled accept is given back.
+/// listener is full). A slot held while waiting for a client is given back when the
+/// maximum is lowered below the connections open. Cancel-safe: a slot taken before a
+/// cancelled accept is given back.
 async fn accept_within_quota(
     listener: &TcpListener,
     quotas: &ConnectionQuotas,
 ) -> (ListenerSlot, std::io::Result<(TcpStream, SocketAddr)>) {
-    if quotas.listener_full() {
-        tracing::warn!("max.connections reached; new connections wait until one closes");
+    loop {
+        if quotas.listener_full() {
+            tracing::warn!("max.connections reached; new connections wait until one closes");
+        }
+        let slot = quotas.listener_slot().await;
+        tokio::select! {
+            accepted = listener.accept() => return (slot, accepted),
+            () = quotas.over_limit() => drop(slot),
+        }
     }
-    let slot = quotas.listener_slot().await;
-    (slot, listener.accept().await)
 }
 
 /// Starts serving an accepted connection, or closes it when its address is over

@@ -31,6 +31,7 @@ use crate::metadata::features::UpgradeType;
 use crate::metadata::{PartitionImage, TopicImage};
 
 mod brokers;
+mod configs;
 mod features;
 mod sessions;
 mod topics;
@@ -62,6 +63,12 @@ pub enum ControllerRequest {
     /// Sets (`Some`) or removes (`None`) topic config overrides.
     AlterTopicConfigs {
         name: String,
+        changes: Vec<(String, Option<String>)>,
+        validate_only: bool,
+    },
+    /// Sets (`Some`) or removes (`None`) configs of a broker, of every broker, or of a group.
+    AlterConfigs {
+        resource: super::state::ConfigResource,
         changes: Vec<(String, Option<String>)>,
         validate_only: bool,
     },
@@ -181,20 +188,32 @@ impl ActiveController {
         self.quorum.state_machine.with_state(f)
     }
 
+    /// The broker-level value of `key` the controller applies: the cluster-wide dynamic
+    /// default when set, else this node's static value.
+    fn broker_default(&self, state: &ClusterState, key: &str) -> Option<String> {
+        state
+            .broker_configs
+            .get("")
+            .and_then(|c| c.get(key))
+            .or_else(|| self.config.values.get(key))
+            .cloned()
+    }
+
     /// `min.insync.replicas` of `topic` (the broker default unless the topic sets it).
-    fn min_isr(&self, topic: &crate::metadata::TopicImage) -> usize {
+    fn min_isr(&self, state: &ClusterState, topic: &crate::metadata::TopicImage) -> usize {
         topic
             .configs
             .get("min.insync.replicas")
-            .map(String::as_str)
-            .or(self.config.get("min.insync.replicas"))
+            .cloned()
+            .or_else(|| self.broker_default(state, "min.insync.replicas"))
             .and_then(|v| v.trim().parse::<usize>().ok())
             .unwrap_or(1)
             .max(1)
     }
 
     fn unclean_default(&self) -> bool {
-        self.config.get("unclean.leader.election.enable") == Some("true")
+        self.state(|s| self.broker_default(s, "unclean.leader.election.enable"))
+            .is_some_and(|v| v.trim() == "true")
     }
 
     fn touch(&self, node_id: i32) {
@@ -229,7 +248,7 @@ impl ActiveController {
                     match (topic, current) {
                         (Some(topic), Some(current)) => {
                             let current = current.clone();
-                            change.with_elr(&current, self.min_isr(topic))
+                            change.with_elr(&current, self.min_isr(s, topic))
                         }
                         _ => change,
                     }
@@ -270,6 +289,14 @@ impl ActiveController {
                 changes,
                 validate_only,
             } => self.alter_configs(&name, &changes, validate_only).await,
+            ControllerRequest::AlterConfigs {
+                resource,
+                changes,
+                validate_only,
+            } => {
+                self.alter_resource_configs(resource, &changes, validate_only)
+                    .await
+            }
             ControllerRequest::AllocateProducerIds { node_id } => {
                 match conflict(
                     self.propose(Record::AllocateProducerIds { node_id })

@@ -13,6 +13,7 @@ use super::reconcile::{self, MemberState, Target};
 use super::topic_regex;
 use super::LEAVE_GROUP_STATIC_MEMBER_EPOCH;
 use super::{ConsumerGroup, ConsumerMember, LEAVE_GROUP_MEMBER_EPOCH};
+use crate::config::group as group_config;
 use crate::group::error::GroupError;
 use crate::group::GroupConfig;
 use crate::metadata::MetadataImage;
@@ -162,7 +163,12 @@ impl ConsumerGroup {
             self.compute_target(config);
         }
         self.reconcile_member(&member_id, request.owned.as_ref(), now);
-        let session = Duration::from_millis(config.consumer_session_timeout_ms.max(0) as u64);
+        let own = image.group_configs(&self.id);
+        let session_ms = group_config::millis(own, "consumer.session.timeout.ms")
+            .unwrap_or(config.consumer_session_timeout_ms);
+        let heartbeat_interval_ms = group_config::millis(own, "consumer.heartbeat.interval.ms")
+            .unwrap_or(config.consumer_heartbeat_interval_ms);
+        let session = Duration::from_millis(session_ms.max(0) as u64);
         let Some(member) = self.members.get_mut(&member_id) else {
             return Err(self.unknown_member(&member_id));
         };
@@ -176,7 +182,7 @@ impl ConsumerGroup {
         let response = ConsumerHeartbeatResponse {
             member_id: member_id.clone(),
             member_epoch: member.assignment.member_epoch,
-            heartbeat_interval_ms: config.consumer_heartbeat_interval_ms,
+            heartbeat_interval_ms,
             assignment: (is_full_request || changed).then(|| member.assignment.assigned.clone()),
         };
         self.check_invariants();
