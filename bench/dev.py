@@ -19,6 +19,7 @@ table. Usage: make bench-dev, or bench/run.sh's venv python bench/dev.py [--roun
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import socket
@@ -30,7 +31,16 @@ import time
 import urllib.request
 from pathlib import Path
 
-import bench as b
+from hwbench.brokers import BROKER_STOP_GRACE_S, Highwater
+from hwbench.context import BENCH, ROOT, Context, prepare
+from hwbench.errors import BenchError
+from hwbench.main import command_output, machine
+from hwbench.plans import PLANS, Workload
+from hwbench.probes import (BROKER_START_TIMEOUT_S, PROBE_RECV_TIMEOUT_S, free_ports, recv_exact,
+                            wait_for_metadata)
+from hwbench.processes import (forget, idle_figures, kill_all, memory_kib, spawn, start_watchdog,
+                               stop)
+from hwbench.tools import create_topics, producer_performance
 
 SETTLE_S = 1.0
 SCRAPE_S = 1.0
@@ -47,52 +57,48 @@ def first_line(proc, path: Path, timeout_s: float = 30.0) -> tuple[str, float]:
         if "\n" in text:
             return text.split("\n", 1)[0], time.monotonic()
         if proc.poll() is not None:
-            raise b.BenchError(f"highwater dev exited ({proc.returncode}) before its first line")
+            raise BenchError(f"highwater dev exited ({proc.returncode}) before its first line")
         time.sleep(0.0002)
-    raise b.BenchError("highwater dev printed nothing")
+    raise BenchError("highwater dev printed nothing")
 
 
-def spawn_dev(ctx: b.Context, work: Path, name: str, args: list[str]):
+def spawn_dev(ctx: Context, work: Path, name: str, args: list[str]):
     out, err = work / f"{name}.out", work / f"{name}.err"
     env = {"TMPDIR": str(work), "PATH": "/usr/bin:/bin"}
     started = time.monotonic()
-    proc = b.spawn([str(ctx.highwater_bin), "dev", *args], out, err, work, env,
-                   tell_watchdog=False)
+    proc = spawn([str(ctx.highwater_bin), "dev", *args], out, err, work, env,
+                 tell_watchdog=False)
     return proc, out, started
 
 
-def version_exec_ms(ctx: b.Context, work: Path, round_no: int) -> float:
+def version_exec_ms(ctx: Context, work: Path, round_no: int) -> float:
     """Spawn to exit of `highwater --version` the same way: what exec itself costs here
     (fork, exec, loading the binary, the measuring script's own overhead)."""
     out = work / f"version-{round_no}.out"
     started = time.monotonic()
-    proc = b.spawn([str(ctx.highwater_bin), "--version"], out, out, work, tell_watchdog=False)
+    proc = spawn([str(ctx.highwater_bin), "--version"], out, out, work, tell_watchdog=False)
     proc.wait()
-    b.forget(proc)
+    forget(proc)
     return (time.monotonic() - started) * 1e3
 
 
-def single_node_round(ctx: b.Context, work: Path, round_no: int) -> dict:
-    port = b.free_ports(1)[0]
+def single_node_round(ctx: Context, work: Path, round_no: int) -> dict:
+    port = free_ports(1)[0]
     proc, out, started = spawn_dev(ctx, work, f"dev-{round_no}", ["--port", str(port)])
     try:
-        answered = b.wait_for_metadata(port, proc, started)
+        answered = wait_for_metadata(port, proc, started)
         line, printed = first_line(proc, out)
         if line != f"127.0.0.1:{port}":
-            raise b.BenchError(f"highwater dev printed {line!r}")
-        cpu0, t0 = b.cpu_seconds(proc.pid), time.monotonic()
-        time.sleep(SETTLE_S)
-        cpu_s, wall_s = b.cpu_seconds(proc.pid) - cpu0, time.monotonic() - t0
-        mem = b.memory_kib(proc.pid)
+            raise BenchError(f"highwater dev printed {line!r}")
+        idle = idle_figures(proc.pid, SETTLE_S)
     finally:
-        status = b.stop(proc, b.BROKER_STOP_GRACE_S)
+        status = stop(proc, BROKER_STOP_GRACE_S)
     if status != 0:
-        raise b.BenchError(f"highwater dev exited with {status} on SIGTERM")
+        raise BenchError(f"highwater dev exited with {status} on SIGTERM")
     return {"first_line_ms": (printed - started) * 1e3,
             "first_metadata_ms": (answered - started) * 1e3,
             "version_exec_ms": version_exec_ms(ctx, work, round_no),
-            "idle_rss_kib": mem["VmRSS"], "idle_anon_kib": mem.get("RssAnon"),
-            "idle_cpu_pct": 100.0 * cpu_s / wall_s}
+            **dataclasses.asdict(idle)}
 
 
 # --- raw CreateTopics v2 and Metadata v1 ---------------------------------------------------
@@ -105,10 +111,10 @@ def kafka_string(text: str) -> bytes:
 def call(port: int, api_key: int, version: int, body: bytes) -> bytes:
     header = struct.pack(">hhi", api_key, version, 7) + kafka_string("bench-dev")
     frame = header + body
-    with socket.create_connection(("127.0.0.1", port), timeout=b.PROBE_RECV_TIMEOUT_S) as sock:
+    with socket.create_connection(("127.0.0.1", port), timeout=PROBE_RECV_TIMEOUT_S) as sock:
         sock.sendall(struct.pack(">i", len(frame)) + frame)
-        size = struct.unpack(">i", b.recv_exact(sock, 4))[0]
-        return b.recv_exact(sock, size)[4:]  # past the correlation id
+        size = struct.unpack(">i", recv_exact(sock, 4))[0]
+        return recv_exact(sock, size)[4:]  # past the correlation id
 
 
 def create_topic(port: int, topic: str, replication: int) -> int:
@@ -146,39 +152,39 @@ def isr_size(port: int, topic: str) -> int:
     return 0
 
 
-def three_node_round(ctx: b.Context, work: Path, round_no: int) -> dict:
-    port = b.free_ports(1)[0]
+def three_node_round(ctx: Context, work: Path, round_no: int) -> dict:
+    port = free_ports(1)[0]
     proc, out, started = spawn_dev(ctx, work, f"dev3-{round_no}",
                                    ["--nodes", "3", "--port", str(port)])
     try:
-        line, printed = first_line(proc, out, b.BROKER_START_TIMEOUT_S)
+        line, printed = first_line(proc, out, BROKER_START_TIMEOUT_S)
         if len(line.split(",")) != 3:
-            raise b.BenchError(f"highwater dev --nodes 3 printed {line!r}")
+            raise BenchError(f"highwater dev --nodes 3 printed {line!r}")
         topic = f"ready-{round_no}"
         code = create_topic(port, topic, 3)
         if code != 0:
-            raise b.BenchError(f"CreateTopics answered error {code}")
+            raise BenchError(f"CreateTopics answered error {code}")
         created = time.monotonic()
         while isr_size(port, topic) < 3:
             if time.monotonic() - created > TOPIC_READY_TIMEOUT_S:
-                raise b.BenchError(f"{topic}: no ISR of three after {TOPIC_READY_TIMEOUT_S}s")
+                raise BenchError(f"{topic}: no ISR of three after {TOPIC_READY_TIMEOUT_S}s")
             time.sleep(0.001)
         ready = time.monotonic()
-        rss = b.memory_kib(proc.pid)["VmRSS"]
+        rss = memory_kib(proc.pid)["VmRSS"]
     finally:
-        status = b.stop(proc, b.BROKER_STOP_GRACE_S)
+        status = stop(proc, BROKER_STOP_GRACE_S)
     if status != 0:
-        raise b.BenchError(f"highwater dev --nodes 3 exited with {status} on SIGTERM")
+        raise BenchError(f"highwater dev --nodes 3 exited with {status} on SIGTERM")
     return {"first_line_ms": (printed - started) * 1e3,
             "topic_ready_ms": (ready - started) * 1e3, "rss_kib": rss}
 
 
 # --- the metrics endpoint ------------------------------------------------------------------
 
-class HighwaterHttp(b.Highwater):
+class HighwaterHttp(Highwater):
     """`highwater serve` with http.listeners off, or on at a port of its own."""
 
-    def __init__(self, ctx: b.Context, session_dir: Path, http_port: int | None) -> None:
+    def __init__(self, ctx: Context, session_dir: Path, http_port: int | None) -> None:
         super().__init__(ctx, session_dir)
         self.http_port = http_port
 
@@ -187,37 +193,37 @@ class HighwaterHttp(b.Highwater):
         return [*super().command(), "--set", f"http.listeners={http}"]
 
 
-def scrape_until(port: int, stop: threading.Event, scrapes: list[int]) -> None:
-    while not stop.wait(SCRAPE_S):
+def scrape_until(port: int, done: threading.Event, scrapes: list[int]) -> None:
+    while not done.wait(SCRAPE_S):
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
             scrapes.append(len(answer.read()))
 
 
-def metrics_round(ctx: b.Context, work: Path, on: bool, round_no: int) -> dict:
+def metrics_round(ctx: Context, work: Path, on: bool, round_no: int) -> dict:
     session = work / f"metrics-{'on' if on else 'off'}-{round_no}"
     session.mkdir()
-    broker = HighwaterHttp(ctx, session, b.free_ports(1)[0] if on else None)
-    workload = b.Workload(100, "1", 6)
+    broker = HighwaterHttp(ctx, session, free_ports(1)[0] if on else None)
+    workload = Workload(100, "1", 6)
     broker.start()
-    stop, scrapes = threading.Event(), []
+    done, scrapes = threading.Event(), []
     scraper = None
     try:
-        b.create_topics(ctx, broker, [(workload.topic("metrics"), workload.partitions)])
+        create_topics(ctx, broker, [(workload.topic("metrics"), workload.partitions)])
         if on:
             scraper = threading.Thread(target=scrape_until,
-                                       args=(broker.http_port, stop, scrapes), daemon=True)
+                                       args=(broker.http_port, done, scrapes), daemon=True)
             scraper.start()
-        run = b.producer_performance(ctx, broker, workload.topic("metrics"), workload,
-                                     PRODUCE_RECORDS, -1, PRODUCE_WARMUP)
+        run = producer_performance(ctx, broker, workload.topic("metrics"), workload,
+                                   PRODUCE_RECORDS, -1, PRODUCE_WARMUP)
     finally:
-        stop.set()
+        done.set()
         if scraper is not None:
             scraper.join()
         broker.stop()
     if on and not scrapes:
-        raise b.BenchError("no /metrics scrape succeeded during the run")
-    return {"metrics": on, "records_per_s": run["records_per_s"],
-            "broker_cpu_s": run["broker_cpu_s"], "scrapes": len(scrapes),
+        raise BenchError("no /metrics scrape succeeded during the run")
+    return {"metrics": on, "records_per_s": run.records_per_s,
+            "broker_cpu_s": run.broker_cpu_s, "scrapes": len(scrapes),
             "scrape_bytes": statistics.median(scrapes) if scrapes else 0}
 
 
@@ -273,15 +279,15 @@ def markdown(results: dict) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--out", type=Path, default=b.BENCH / "results")
+    parser.add_argument("--out", type=Path, default=BENCH / "results")
     parser.add_argument("--highwater-bin", type=Path,
-                        default=b.ROOT / "target" / "release" / "highwater")
+                        default=ROOT / "target" / "release" / "highwater")
     args = parser.parse_args()
     began = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="highwater-bench-dev."))
-    guard = b.start_watchdog(work, False)
+    guard = start_watchdog(work, False)
     try:
-        ctx = b.prepare(b.PLANS["smoke"], work, args.highwater_bin, False, began)
+        ctx = prepare(PLANS["smoke"], work, args.highwater_bin, False, began)
         results: dict = {"dev": [], "dev3": [], "metrics": []}
         for round_no in range(args.rounds):
             ctx.log(f"round {round_no + 1}/{args.rounds}: highwater dev, --nodes 3, metrics")
@@ -291,21 +297,21 @@ def main() -> int:
                 results["metrics"].append(metrics_round(ctx, work, on, round_no))
         today = dt.date.today().isoformat()
         results["meta"] = {"date": today, "rounds": args.rounds,
-                           "highwater_commit": b.command_output(
+                           "highwater_commit": command_output(
                                ["git", "rev-parse", "--short", "HEAD"]),
                            "duration_s": time.monotonic() - began,
-                           "machine": b.machine()}
+                           "machine": machine()}
         args.out.mkdir(parents=True, exist_ok=True)
         md = markdown(results)
         (args.out / f"{today}-dev.md").write_text(md)
         (args.out / f"{today}-dev.json").write_text(json.dumps(results, indent=1) + "\n")
         print(md)
         return 0
-    except b.BenchError as err:
+    except BenchError as err:
         print(f"bench dev: FAILED: {err}")
         return 1
     finally:
-        b.kill_all()
+        kill_all()
         guard.kill()
         guard.wait()
 

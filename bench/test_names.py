@@ -1,5 +1,6 @@
-"""Every name the benchmark scripts read is defined (imported, assigned or built in): a
-missing import otherwise shows only when its phase runs, minutes into a benchmark."""
+"""Every name the benchmark's code reads is defined (imported, assigned or built in), in each
+bench/*.py script and each module of the bench/hwbench package: a missing import otherwise
+shows only when its phase runs, minutes into a benchmark."""
 
 import ast
 import builtins
@@ -29,15 +30,28 @@ def undefined_names(source: str) -> set[str]:
     return read - defined
 
 
+def bench_sources() -> list[Path]:
+    """The bench scripts and every module of the hwbench package."""
+    return sorted(HERE.glob("*.py")) + sorted((HERE / "hwbench").glob("*.py"))
+
+
 class Names(unittest.TestCase):
     def test_a_missing_import_is_found(self):
         self.assertEqual(undefined_names("def f(t):\n    return re.sub('a', 'b', t)\n"), {"re"})
         self.assertEqual(undefined_names("import re\nre.sub('a', 'b', 'c')\n"), set())
+        self.assertEqual(undefined_names("from .errors import BenchError\nraise BenchError()\n"),
+                         set())
+
+    def test_the_package_is_covered(self):
+        names = {path.relative_to(HERE).as_posix() for path in bench_sources()}
+        for module in ("dev.py", "hwbench/processes.py", "hwbench/sessions.py",
+                       "hwbench/report.py", "hwbench/main.py"):
+            self.assertIn(module, names)
 
     def test_every_bench_script_defines_what_it_reads(self):
-        for script in sorted(HERE.glob("*.py")):
-            with self.subTest(script=script.name):
-                self.assertEqual(undefined_names(script.read_text()), set())
+        for source in bench_sources():
+            with self.subTest(source=source.relative_to(HERE).as_posix()):
+                self.assertEqual(undefined_names(source.read_text()), set())
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Unit tests of bench/parsers.py: each tool's output in the shape the tool prints it
+"""Unit tests of bench/hwbench/parsers.py: each tool's output in the shape the tool prints it
 (formats from the tools' printf strings in Kafka 4.1.1 and bench/java), and this process's
 own /proc files. Run: python3 -m unittest discover -s bench (make bench-smoke does)."""
 
@@ -9,7 +9,7 @@ import struct
 import unittest
 from pathlib import Path
 
-import parsers
+from hwbench import parsers
 
 # ProducerPerformance: a progress line every 5 s (no percentiles), then the summary.
 PRODUCER_OUT = """\
@@ -97,8 +97,9 @@ class Proc(unittest.TestCase):
         fields = " ".join(str(n) for n in range(4, 53))
         text = f"1234 (a (b) c) S {fields}\n"
         # Field n of stat(5) holds the number n here (pid 1, comm 2, state 3): utime and
-        # stime are fields 14 and 15.
+        # stime are fields 14 and 15, starttime field 22.
         self.assertEqual(parsers.proc_stat_ticks(text), 14 + 15)
+        self.assertEqual(parsers.proc_stat_start_time(text), "22")
 
 
 class MetadataProbe(unittest.TestCase):

@@ -1,5 +1,6 @@
-// Helpers for bench/bench.py that Kafka's own tools cannot do against a broker without
-// consumer groups. Compiled by bench.py against the Kafka 4.1.1 jars in .kafka-ref/libs.
+// Helpers for bench/hwbench that Kafka's own tools cannot do against a broker without
+// consumer groups. Compiled by hwbench (context.prepare) against the Kafka 4.1.1 jars in
+// .kafka-ref/libs.
 //
 //   create-topics BOOTSTRAP NAME:PARTITIONS[:RF]...
 //                                                Admin.createTopics (RF 1 unless given), then
@@ -24,7 +25,7 @@
 // needs a group coordinator; highwater has none yet. ProducerPerformance 4.1.1 has no
 // warm-up option, and in a fresh JVM its first seconds (JIT, class loading) dominate the p99
 // of a fixed-rate run of a few seconds. Each command prints one line "RESULT key=value ..."
-// for bench.py and exits non-zero on any failure.
+// for hwbench/tools.py and exits non-zero on any failure.
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -70,11 +70,22 @@ def java_version(stderr: str) -> str:
     return match.group(1) if match else "unknown"
 
 
+def proc_stat_fields(text: str) -> list[str]:
+    """The fields of /proc/<pid>/stat from the third (state) on: the command name before
+    them may hold spaces and parentheses, so they are counted from its last ')'."""
+    return text[text.rindex(")") + 2:].split()
+
+
 def proc_stat_ticks(text: str) -> int:
-    """utime + stime from /proc/<pid>/stat, in clock ticks (the command name may hold
-    spaces and parentheses: fields are counted from its last ')')."""
-    fields = text[text.rindex(")") + 2:].split()
+    """utime + stime from /proc/<pid>/stat, in clock ticks."""
+    fields = proc_stat_fields(text)
     return int(fields[11]) + int(fields[12])
+
+
+def proc_stat_start_time(text: str) -> str:
+    """starttime (field 22) of /proc/<pid>/stat: with the pid, it names one process, not a
+    reused id."""
+    return proc_stat_fields(text)[19]
 
 
 def proc_status_kib(text: str) -> dict[str, int]:
