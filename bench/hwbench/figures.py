@@ -85,89 +85,122 @@ def peak_anon_mib(s: Session) -> float | None:
 PERCENTILES = (("p50_ms", "p50"), ("p99_ms", "p99"), ("p999_ms", "p99.9"))
 
 
-def collect(sessions: list[Session], plan: Plan, rates: dict[str, int]) -> list[Metric]:
-    metrics: list[Metric] = []
+class MetricRows:
+    """The rows of the single-node tables, added one figure at a time in table order."""
 
-    def add(key: str, section: str, label: str, unit: str, better: str,
+    def __init__(self, sessions: list[Session]) -> None:
+        self.sessions = sessions
+        self.metrics: list[Metric] = []
+
+    def add(self, key: str, section: str, label: str, unit: str, better: str,
             pick: Callable[[Session], float | None]) -> None:
+        """A row of each session's `pick` (None: the session has no such figure), when any
+        session has one."""
         values: dict[str, list[float]] = {broker: [] for broker in BROKER_KINDS}
-        for s in sessions:
+        for s in self.sessions:
             value = pick(s)
             if value is not None:
                 values[s.broker].append(value)
         if values["highwater"] or values["kafka"]:
-            metrics.append(Metric(key, section, label, unit, better, values))
+            self.metrics.append(Metric(key, section, label, unit, better, values))
 
+
+def add_broker_rows(rows: MetricRows, plan: Plan) -> None:
     settle = plan.settle_s
-    add("start_to_metadata_ms", "broker", "process start → first Metadata response", "ms",
-        "lower", lambda s: s.started.start_to_metadata_ms)
-    add("exec_to_metadata_ms", "broker",
-        "the same, from the return of the spawn (exec done)", "ms", "lower",
-        lambda s: s.started.start_to_metadata_ms - s.started.spawn_ms)
-    add("idle_rss_mib", "broker", f"idle RSS ({settle:g} s after the first Metadata)",
-        "MiB", "lower", lambda s: s.idle.idle_rss_kib / 1024)
-    add("idle_cpu_pct", "broker", f"CPU in those {settle:g} s", "% of a core", "lower",
-        lambda s: s.idle.idle_cpu_pct)
-    add("peak_rss_mib", "broker", "peak RSS (VmHWM) of a throughput session", "MiB",
-        "lower", lambda s: s.end_memory_kib["VmHWM"] / 1024
-        if s.phase == "throughput" else None)
-    add("anon_rss_mib", "broker", "peak anonymous RSS (RssAnon after each run)",
-        "MiB", "lower", peak_anon_mib)
-    add("cpu_s_per_gb", "broker", "CPU per GB produced, unthrottled (all workloads)",
-        "s/GB", "lower", lambda s: cpu_per_gb(s, "throughput"))
-    add("minflt_per_mb", "broker",
-        "minor page faults per MB produced, unthrottled", "faults/MB", "lower",
-        lambda s: faults_per_mb(s, "throughput"))
-    add("cpu_s_per_gb_fixed", "broker",
-        "CPU per GB produced at the fixed rates (same load)", "s/GB", "lower",
-        lambda s: cpu_per_gb(s, "latency"))
+    rows.add("start_to_metadata_ms", "broker", "process start → first Metadata response", "ms",
+             "lower", lambda s: s.started.start_to_metadata_ms)
+    rows.add("exec_to_metadata_ms", "broker",
+             "the same, from the return of the spawn (exec done)", "ms", "lower",
+             lambda s: s.started.start_to_metadata_ms - s.started.spawn_ms)
+    rows.add("idle_rss_mib", "broker", f"idle RSS ({settle:g} s after the first Metadata)",
+             "MiB", "lower", lambda s: s.idle.idle_rss_kib / 1024)
+    rows.add("idle_cpu_pct", "broker", f"CPU in those {settle:g} s", "% of a core", "lower",
+             lambda s: s.idle.idle_cpu_pct)
+    rows.add("peak_rss_mib", "broker", "peak RSS (VmHWM) of a throughput session", "MiB",
+             "lower", lambda s: s.end_memory_kib["VmHWM"] / 1024
+             if s.phase == "throughput" else None)
+    rows.add("anon_rss_mib", "broker", "peak anonymous RSS (RssAnon after each run)",
+             "MiB", "lower", peak_anon_mib)
+    rows.add("cpu_s_per_gb", "broker", "CPU per GB produced, unthrottled (all workloads)",
+             "s/GB", "lower", lambda s: cpu_per_gb(s, "throughput"))
+    rows.add("minflt_per_mb", "broker",
+             "minor page faults per MB produced, unthrottled", "faults/MB", "lower",
+             lambda s: faults_per_mb(s, "throughput"))
+    rows.add("cpu_s_per_gb_fixed", "broker",
+             "CPU per GB produced at the fixed rates (same load)", "s/GB", "lower",
+             lambda s: cpu_per_gb(s, "latency"))
+
+
+def add_produce_rows(rows: MetricRows, plan: Plan, rates: dict[str, int]) -> None:
+    """Unthrottled throughput and broker CPU, then the percentiles at the fixed rates."""
     for w in plan.workloads:
-        add(f"produce.{w.key}.mb_per_s", "produce", f"{w.label}: throughput", "MB/s",
-            "higher", lambda s, w=w: one(s, "throughput", "mb_per_s",
-                                         tool="ProducerPerformance", workload=w.key))
+        rows.add(f"produce.{w.key}.mb_per_s", "produce", f"{w.label}: throughput", "MB/s",
+                 "higher", lambda s, w=w: one(s, "throughput", "mb_per_s",
+                                              tool="ProducerPerformance", workload=w.key))
     for w in plan.workloads:
-        add(f"produce.{w.key}.cpu_s_per_gb", "produce", f"{w.label}: broker CPU", "s/GB",
-            "lower", lambda s, w=w: cpu_per_gb(s, "throughput", workload=w.key))
+        rows.add(f"produce.{w.key}.cpu_s_per_gb", "produce", f"{w.label}: broker CPU", "s/GB",
+                 "lower", lambda s, w=w: cpu_per_gb(s, "throughput", workload=w.key))
     for w in plan.workloads:
         for field, name in PERCENTILES:
-            add(f"fixed.{w.key}.{field}", "fixed",
-                f"{w.label} at {rates[w.key]:,} rec/s: {name}", "ms", "lower",
-                lambda s, w=w, f=field: one(s, "latency", f, tool="ProducerPerformance",
-                                            workload=w.key))
+            rows.add(f"fixed.{w.key}.{field}", "fixed",
+                     f"{w.label} at {rates[w.key]:,} rec/s: {name}", "ms", "lower",
+                     lambda s, w=w, f=field: one(s, "latency", f, tool="ProducerPerformance",
+                                                 workload=w.key))
+
+
+def add_consume_rows(rows: MetricRows, plan: Plan) -> None:
     for w in plan.consumed_workloads():
         topic = w.topic("t")
         label = (f"{plan.stored_records(w):,} × {w.size_label}, "
                  f"{w.partitions} partition(s)")
-        add(f"consume.{w.size}B-p{w.partitions}.mb_per_s", "consume",
-            f"{label}: assign() consumer", "MB/s", "higher",
-            lambda s, t=topic: one(s, "throughput", "mb_per_s",
-                                   tool="BenchTool consume (assign)", topic=t))
-        add(f"consume.{w.size}B-p{w.partitions}.reference_mb_per_s", "consume",
-            f"{label}: Kafka's ConsumerPerformance (group; fetch.MB.sec)", "MB/s", "higher",
-            lambda s, t=topic: one(s, "throughput", "fetch_mb_per_s",
-                                   tool="ConsumerPerformance", topic=t))
+        rows.add(f"consume.{w.size}B-p{w.partitions}.mb_per_s", "consume",
+                 f"{label}: assign() consumer", "MB/s", "higher",
+                 lambda s, t=topic: one(s, "throughput", "mb_per_s",
+                                        tool="BenchTool consume (assign)", topic=t))
+        rows.add(f"consume.{w.size}B-p{w.partitions}.reference_mb_per_s", "consume",
+                 f"{label}: Kafka's ConsumerPerformance (group; fetch.MB.sec)", "MB/s",
+                 "higher", lambda s, t=topic: one(s, "throughput", "fetch_mb_per_s",
+                                                  tool="ConsumerPerformance", topic=t))
+
+
+def add_transaction_rows(rows: MetricRows, plan: Plan) -> None:
     txn_tool = "ProducerPerformance (transactional)"
     for w in plan.transactional:
-        add(f"txn.{w.key}.mb_per_s", "txn", f"{w.label}: throughput", "MB/s", "higher",
-            lambda s, w=w: one(s, "throughput", "mb_per_s", tool=txn_tool, workload=w.key))
-        add(f"txn.{w.key}.cpu_s_per_gb", "txn", f"{w.label}: broker CPU", "s/GB", "lower",
-            lambda s, w=w: cpu_per_gb(s, "throughput", txn_tool, workload=w.key))
-        add(f"txn.{w.key}.read_committed_mb_per_s", "txn",
-            f"{w.label}: read_committed consumer", "MB/s", "higher",
-            lambda s, t=w.topic("x"): one(s, "throughput", "mb_per_s",
-                                          tool="BenchTool consume (assign, read_committed)",
-                                          topic=t))
+        rows.add(f"txn.{w.key}.mb_per_s", "txn", f"{w.label}: throughput", "MB/s", "higher",
+                 lambda s, w=w: one(s, "throughput", "mb_per_s", tool=txn_tool,
+                                    workload=w.key))
+        rows.add(f"txn.{w.key}.cpu_s_per_gb", "txn", f"{w.label}: broker CPU", "s/GB",
+                 "lower", lambda s, w=w: cpu_per_gb(s, "throughput", txn_tool, workload=w.key))
+        rows.add(f"txn.{w.key}.read_committed_mb_per_s", "txn",
+                 f"{w.label}: read_committed consumer", "MB/s", "higher",
+                 lambda s, t=w.topic("x"): one(s, "throughput", "mb_per_s",
+                                               tool="BenchTool consume (assign, read_committed)",
+                                               topic=t))
+
+
+def add_end_to_end_rows(rows: MetricRows, plan: Plan) -> None:
     for size, acks in plan.end_to_end:
         for field, name in PERCENTILES:
-            add(f"e2e.{size}B-acks{acks}.{field}", "e2e",
-                f"{size} B, acks={acks}, {plan.end_to_end_records:,} records: {name}", "ms",
-                "lower", lambda s, sz=size, a=acks, f=field: one(
-                    s, "latency", f, tool="BenchTool end-to-end (assign)", size=sz, acks=a))
-            add(f"e2e.{size}B-acks{acks}.reference.{field}", "e2e",
-                f"{size} B, acks={acks}: Kafka's EndToEndLatency {name} (whole ms)", "ms",
-                "lower", lambda s, sz=size, a=acks, f=field: one(
-                    s, "latency", f, tool="EndToEndLatency", size=sz, acks=a))
-    return metrics
+            rows.add(f"e2e.{size}B-acks{acks}.{field}", "e2e",
+                     f"{size} B, acks={acks}, {plan.end_to_end_records:,} records: {name}",
+                     "ms", "lower", lambda s, sz=size, a=acks, f=field: one(
+                         s, "latency", f, tool="BenchTool end-to-end (assign)", size=sz,
+                         acks=a))
+            rows.add(f"e2e.{size}B-acks{acks}.reference.{field}", "e2e",
+                     f"{size} B, acks={acks}: Kafka's EndToEndLatency {name} (whole ms)", "ms",
+                     "lower", lambda s, sz=size, a=acks, f=field: one(
+                         s, "latency", f, tool="EndToEndLatency", size=sz, acks=a))
+
+
+def collect(sessions: list[Session], plan: Plan, rates: dict[str, int]) -> list[Metric]:
+    """The rows of the single-node tables, in table order."""
+    rows = MetricRows(sessions)
+    add_broker_rows(rows, plan)
+    add_produce_rows(rows, plan, rates)
+    add_consume_rows(rows, plan)
+    add_transaction_rows(rows, plan)
+    add_end_to_end_rows(rows, plan)
+    return rows.metrics
 
 
 def geomean(values: list[float | None]) -> float | None:

@@ -107,15 +107,10 @@ def rf3_rate_description(results: Results, plan: Plan) -> str:
             f"(records/s by round: {rates})")
 
 
-def rf3_markdown(results: Results, plan: Plan, rows: list[Rf3Row]) -> list[str]:
-    """The "RF=3 vs RF=1" section (its own H2, so that the README copy demotes it too)."""
-    if not rows:
-        return []
-    brokers = [b for b in ("highwater", "kafka") if b in plan.rf3_brokers]
+def rf3_notes(results: Results, plan: Plan, brokers: list[str]) -> list[str]:
+    """What the RF=3 section ran, before its table."""
     partitions = RF3_WORKLOAD.partitions
-    lines = [
-        "", "## RF=3 vs RF=1 (three local brokers, ProducerPerformance, 100 B, acks=all, "
-        f"{partitions} partitions)", "",
+    return [
         f"- Per broker kind, a cluster of three combined broker+controller nodes on this one "
         f"machine, started fresh for each of {plan.rf3_rounds} round(s)"
         + (" (Kafka, then highwater)" if len(brokers) == 2 else
@@ -132,8 +127,11 @@ def rf3_markdown(results: Results, plan: Plan, rows: list[Rf3Row]) -> list[str]:
         "- Ratios are of the medians. RF=3/RF=1 is the cost of replication on each broker; "
         "hw/Kafka compares the RF=3 medians. The three brokers and the producer JVM share "
         "the machine's cores (and other work runs beside them), so these are rough figures.",
-        "",
     ]
+
+
+def rf3_table(rows: list[Rf3Row], brokers: list[str]) -> list[str]:
+    """Per broker: RF=1, RF=3 and their ratio; with both brokers, hw/Kafka at RF=3."""
     head = "| metric | unit |"
     rule = "|---|---|"
     for b in brokers:
@@ -143,7 +141,7 @@ def rf3_markdown(results: Results, plan: Plan, rows: list[Rf3Row]) -> list[str]:
     if len(brokers) == 2:
         head += " hw/Kafka at RF=3 |"
         rule += "---|"
-    lines += [head, rule]
+    lines = [head, rule]
     for row in rows:
         line = f"| {row.label} | {row.unit} |"
         for b in brokers:
@@ -154,6 +152,16 @@ def rf3_markdown(results: Results, plan: Plan, rows: list[Rf3Row]) -> list[str]:
             line += f" {plain_ratio(row.broker_ratio())} |"
         lines.append(line)
     return lines
+
+
+def rf3_markdown(results: Results, plan: Plan, rows: list[Rf3Row]) -> list[str]:
+    """The "RF=3 vs RF=1" section (its own H2, so that the README copy demotes it too)."""
+    if not rows:
+        return []
+    brokers = [b for b in ("highwater", "kafka") if b in plan.rf3_brokers]
+    return ["", "## RF=3 vs RF=1 (three local brokers, ProducerPerformance, 100 B, acks=all, "
+            f"{RF3_WORKLOAD.partitions} partitions)", "",
+            *rf3_notes(results, plan, brokers), "", *rf3_table(rows, brokers)]
 
 
 def goal_lines(goals: list[Goal]) -> list[str]:
