@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import unittest
-from pathlib import Path
 
 from hwbench.errors import BenchError
 from hwbench.figures import (Metric, Rf3Row, check_smoke, check_smoke_rf3, goals, rf3_rate_label,

@@ -3,13 +3,13 @@
 bench/run.sh runs it in bench/.venv, and bench/dev.py reuses its process, probe and broker
 parts.
 
-Modules, each using only those above it: errors; parsers (what is read from each tool's
-output and from /proc, pure); processes (spawning, stopping and measuring processes) and
+Modules, each importing only those before it (bench/test_layers.py checks): errors;
+parsers (what is read from each tool's output and from /proc, pure); records (typed
+results and their JSON); processes (spawning, stopping and measuring processes) and
 watchdog (the process that kills them if this one dies); probes (free ports, the Metadata
-probe); plans (workloads, what each mode runs); records (typed results and their JSON);
-context (paths, JVM settings, what every session needs); brokers (one highwater or Kafka
-node) and clusters (three of each); tools (Kafka's perf tools and bench/java's BenchTool);
-sessions (the pipeline: rounds of sessions on one node or three, RF a parameter of the
-runs); figures (table rows, ratios, goals, smoke checks); report (markdown, json, png);
-main (the command line).
+probe); plans (workloads, what each mode runs); context (paths, JVM settings, what every
+session needs); brokers (one highwater or Kafka node) and clusters (three of each); tools
+(Kafka's perf tools and bench/java's BenchTool); sessions (the pipeline: rounds of
+sessions on one node or three, RF a parameter of the runs); figures (table rows, ratios,
+goals, smoke checks); report (markdown, json, png); main (the command line).
 """
