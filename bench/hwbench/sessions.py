@@ -32,7 +32,7 @@ SINGLE_NODE_ORDER = ("highwater", "kafka")
 WARMUP = Workload(100, "1", 6)
 
 # Makes the runs of a session against its target (appending them to session.runs); gets
-# the sessions of the phase before this one.
+# the sessions of its phase made before this one.
 Measure = Callable[[Context, Target, Session, list[Session]], None]
 
 
@@ -48,6 +48,8 @@ def run_rounds(ctx: Context, phase: str, nodes: int, kinds: tuple[str, ...], rou
 
 def run_session(ctx: Context, kind: str, phase: str, nodes: int, round_no: int,
                 measure: Measure, earlier: list[Session]) -> Session:
+    """A fresh target of `kind` (one node or three) in a directory of its own, `measure`'s
+    runs against it, then stopped; the directory is removed unless --keep."""
     session = Session(broker=kind, phase=phase, round=round_no)
     session_dir = ctx.work / f"{phase}-r{round_no}-{kind}"
     session_dir.mkdir()
