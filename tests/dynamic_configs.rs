@@ -176,13 +176,13 @@ async fn static_unknown_and_invalid_broker_configs_are_refused_and_nothing_chang
             (BROKER, "1"),
             "log.segment.bytes",
             Some("10"),
-            ResponseError::InvalidConfig,
+            ResponseError::InvalidRequest,
         ),
         (
             (BROKER, "1"),
             "max.connections",
             Some("many"),
-            ResponseError::InvalidConfig,
+            ResponseError::InvalidRequest,
         ),
         (
             (BROKER, "2"),

@@ -10,8 +10,8 @@
 # transaction.version down and back; the kafka-metadata-quorum test describes the
 # (one-voter) metadata quorum; the kafka-log-dirs test reads the sizes of a topic's replicas;
 # the kafka-acls test expects every ACL command refused at once without an authorizer; the
-# kafka-configs tests set a broker logger's level live and reset it, and describe a group's
-# configs.
+# kafka-configs tests set a broker logger's level live and reset it, describe a group's
+# configs, set dynamic broker configs (the cluster default and one broker's) and a group's.
 # Usage: compat/java/cli-tools.sh HOST:PORT
 set -euo pipefail
 
@@ -629,6 +629,58 @@ test_configs_describe_a_groups_configs() {
         "an unknown group"
 }
 
+test_configs_dynamic_broker_configs_set_describe_and_delete() {
+    local out
+    # The cluster-wide default, then this broker's own value above it.
+    configs --alter --entity-type brokers --entity-default --add-config log.cleaner.backoff.ms=16000 |
+        grep -qxF 'Completed updating default config for brokers in the cluster.' ||
+        fail "alter the default"
+    out="$(configs --describe --entity-type brokers --entity-default)"
+    echo "$out"
+    grep -qF '  log.cleaner.backoff.ms=16000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.cleaner.backoff.ms=16000}' \
+        <<<"$out" || fail "describe the default"
+    configs --alter --entity-type brokers --entity-name 1 --add-config log.cleaner.backoff.ms=17000 |
+        grep -qxF 'Completed updating config for broker 1.' || fail "alter broker 1"
+    out="$(configs --describe --all --entity-type brokers --entity-name 1)"
+    grep -qF '  log.cleaner.backoff.ms=17000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.cleaner.backoff.ms=17000, DYNAMIC_DEFAULT_BROKER_CONFIG:log.cleaner.backoff.ms=16000, DEFAULT_CONFIG:log.cleaner.backoff.ms=15000}' \
+        <<<"$out" || fail "describe --all: $(grep backoff <<<"$out")"
+    # A static key and a bad value are refused with Kafka's words.
+    out="$(configs --alter --entity-type brokers --entity-name 1 --add-config log.dirs=/tmp/x 2>&1)" &&
+        fail "log.dirs accepted"
+    grep -qF 'InvalidRequestException: Cannot update these configs dynamically: Set(log.dirs)' \
+        <<<"$out" || fail "log.dirs: $out"
+    out="$(configs --alter --entity-type brokers --entity-name 1 \
+        --add-config leader.replication.throttled.rate=-5 2>&1)" && fail "-5 accepted"
+    grep -qF 'InvalidRequestException: Invalid value -5 for configuration leader.replication.throttled.rate: Value must be at least 0' \
+        <<<"$out" || fail "-5: $out"
+    configs --alter --entity-type brokers --entity-name 1 --delete-config log.cleaner.backoff.ms >/dev/null
+    configs --alter --entity-type brokers --entity-default --delete-config log.cleaner.backoff.ms >/dev/null
+    out="$(configs --describe --entity-type brokers --entity-name 1)"
+    assert_eq "Dynamic configs for broker 1 are:" "$out" "every dynamic config deleted"
+}
+
+test_configs_a_groups_own_configs_set_and_refused() {
+    local g out
+    g="$(unique_topic tuned)-group"
+    configs --alter --entity-type groups --entity-name "$g" \
+        --add-config consumer.heartbeat.interval.ms=6000 |
+        grep -qxF "Completed updating config for group $g." || fail "alter"
+    out="$(configs --describe --entity-type groups --entity-name "$g")"
+    echo "$out"
+    grep -qxF '  consumer.heartbeat.interval.ms=6000 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:consumer.heartbeat.interval.ms=6000}' \
+        <<<"$out" || fail "describe"
+    out="$(configs --alter --entity-type groups --entity-name "$g" \
+        --add-config consumer.session.timeout.ms=1000 2>&1)" && fail "1000 accepted"
+    grep -qF 'InvalidConfigurationException: consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms' \
+        <<<"$out" || fail "1000: $out"
+    out="$(configs --alter --entity-type groups --entity-name "$g" --add-config no.such=1 2>&1)" &&
+        fail "an unknown key accepted"
+    grep -qF 'InvalidConfigurationException: Unknown group config name: no.such' <<<"$out" ||
+        fail "unknown: $out"
+    configs --alter --entity-type groups --entity-name "$g" \
+        --delete-config consumer.heartbeat.interval.ms >/dev/null
+}
+
 echo "cli-tools suite against $bootstrap (Kafka tools from .kafka-ref/libs)"
 run_test "kafka-topics: create, list, describe, alter, delete" \
     test_topic_create_list_describe_alter_delete
@@ -656,4 +708,8 @@ run_test "kafka-configs: a broker logger's level set and reset live" \
     test_configs_broker_loggers_set_and_reset_a_level_live
 run_test "kafka-configs: a group's configs (--all, dynamic, an unknown group)" \
     test_configs_describe_a_groups_configs
+run_test "kafka-configs: dynamic broker configs, default and per broker, set, described, deleted" \
+    test_configs_dynamic_broker_configs_set_describe_and_delete
+run_test "kafka-configs: a group's own configs set, described and refused out of range" \
+    test_configs_a_groups_own_configs_set_and_refused
 suite_summary

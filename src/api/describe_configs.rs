@@ -89,9 +89,18 @@ fn broker_entries(broker: &Broker, name: &str) -> Result<Vec<Entry>, ResponseErr
         return Err(refusal_error(Refusal::InvalidRequest));
     }
     let live = broker.replicas.live_config();
+    // A dynamic-only key (a replication throttle) is listed once set, as Kafka lists it.
+    let unset_dynamic_only = |key: &str| {
+        dynamic::DYNAMIC_ONLY_DEFAULTS
+            .iter()
+            .any(|(k, _)| *k == key)
+            && !layers.own.contains_key(key)
+            && !layers.cluster_default.contains_key(key)
+    };
     Ok(live
         .values
         .iter()
+        .filter(|(key, _)| !unset_dynamic_only(key))
         .map(|(key, value)| {
             let synonyms: Vec<(String, String, ConfigSource)> = layers
                 .synonyms(&broker.config, key)
@@ -120,20 +129,12 @@ fn group_entries(broker: &Broker, name: &str) -> Vec<Entry> {
     GROUP_KEYS
         .iter()
         .map(|key| match own.get(key.name) {
-            Some(value) => {
-                let mut entry = Entry::single(
-                    key.name,
-                    value.clone(),
-                    ConfigSource::GroupConfig,
-                    key.config_type,
-                );
-                entry.synonyms.push((
-                    key.name.to_string(),
-                    key.default_value(&live),
-                    ConfigSource::DefaultConfig,
-                ));
-                entry
-            }
+            Some(value) => Entry::single(
+                key.name,
+                value.clone(),
+                ConfigSource::GroupConfig,
+                key.config_type,
+            ),
             None => Entry::single(
                 key.name,
                 key.default_value(&live),

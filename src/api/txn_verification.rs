@@ -64,7 +64,8 @@ pub async fn refused(
         false => Ask::Verify,
     };
     let enabled = broker
-        .config
+        .replicas
+        .live_config()
         .parse::<bool>("transaction.partition.verification.enable")
         .unwrap_or(true);
     if ask == Ask::Verify && !enabled {

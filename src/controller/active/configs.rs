@@ -36,13 +36,14 @@ impl ActiveController {
         match &resource {
             ConfigResource::Broker(_) => {
                 for (key, value) in changes {
+                    // Kafka refuses a static key and a bad value as an invalid request.
                     dynamic::check(key, value.as_deref()).map_err(|e| match e {
-                        dynamic::DynamicConfigError::ReadOnly { .. } => {
-                            ControllerError::InvalidConfigRequest {
+                        dynamic::DynamicConfigError::Unknown { .. } => {
+                            ControllerError::InvalidResourceConfig {
                                 reason: e.to_string(),
                             }
                         }
-                        _ => ControllerError::InvalidResourceConfig {
+                        _ => ControllerError::InvalidConfigRequest {
                             reason: e.to_string(),
                         },
                     })?;
