@@ -639,6 +639,9 @@ async fn exercise_admin(client: &mut Client, key: ApiKey, version: i16) {
             assert_eq!(response.responses[0].error_code, 0, "v{version}");
         }
         ApiKey::DescribeConfigs => exercise_describe_configs(client, version).await,
+        ApiKey::AlterPartitionReassignments | ApiKey::ListPartitionReassignments => {
+            exercise_reassignments(client, key, version).await
+        }
         ApiKey::CreatePartitions => {
             let topic = format!("grown-v{version}");
             create_topic(client, &topic, 1).await;
@@ -651,6 +654,48 @@ async fn exercise_admin(client: &mut Client, key: ApiKey, version: i16) {
             assert_eq!(response.results[0].error_code, 0, "v{version}");
         }
         other => panic!("no exercise for {other:?}"),
+    }
+}
+
+/// Partition reassignment on one node: moving a partition to the replicas it has completes
+/// at once, a cancel without one under way is NO_REASSIGNMENT_IN_PROGRESS, an unknown
+/// broker is refused, and none is listed as under way.
+async fn exercise_reassignments(client: &mut Client, key: ApiKey, version: i16) {
+    use alter_partition_reassignments_request::{ReassignablePartition, ReassignableTopic};
+    let topic = format!("moved-{key:?}-v{version}");
+    create_topic(client, &topic, 1).await;
+    if key == ApiKey::ListPartitionReassignments {
+        let response = client
+            .call(&ListPartitionReassignmentsRequest::default(), version)
+            .await;
+        assert_eq!(response.error_code, 0, "v{version}");
+        assert!(response.topics.is_empty(), "v{version}: none under way");
+        return;
+    }
+    let partitions = [Some(vec![1]), None, Some(vec![7])].map(|target| {
+        ReassignablePartition::default()
+            .with_partition_index(0)
+            .with_replicas(target.map(|t| t.into_iter().map(BrokerId).collect()))
+    });
+    let codes = [
+        0,
+        ResponseError::NoReassignmentInProgress.code(),
+        ResponseError::InvalidReplicaAssignment.code(),
+    ];
+    for (partition, code) in partitions.into_iter().zip(codes) {
+        let request = AlterPartitionReassignmentsRequest::default().with_topics(vec![
+            ReassignableTopic::default()
+                .with_name(name(&topic))
+                .with_partitions(vec![partition]),
+        ]);
+        let response = client.call(&request, version).await;
+        assert_eq!(response.error_code, 0, "v{version}");
+        let answer = &response.responses[0].partitions[0];
+        assert_eq!(
+            answer.error_code, code,
+            "v{version}: {:?}",
+            answer.error_message
+        );
     }
 }
 

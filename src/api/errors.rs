@@ -79,6 +79,7 @@ pub fn controller_error(error: &ControllerError) -> ResponseError {
         ErrorKind::InvalidIsr => ResponseError::IneligibleReplica,
         ErrorKind::Conflict => ResponseError::UnknownServerError,
         ErrorKind::InvalidFeatureUpdate => ResponseError::InvalidUpdateVersion,
+        ErrorKind::NoReassignmentInProgress => ResponseError::NoReassignmentInProgress,
     }
 }
 

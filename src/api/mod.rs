@@ -29,6 +29,7 @@ pub mod offline_replicas;
 pub mod offset_for_leader_epoch;
 pub mod offsets;
 pub mod produce;
+pub mod reassignments;
 pub mod refusal;
 pub mod response;
 pub mod topics;
@@ -449,6 +450,8 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         ApiKey::CreateAcls => acls::create(request),
         ApiKey::DeleteAcls => acls::delete(request),
         ApiKey::AlterReplicaLogDirs => log_dirs::alter(broker, request),
+        ApiKey::AlterPartitionReassignments => reassignments::alter(broker, request).await,
+        ApiKey::ListPartitionReassignments => reassignments::list(broker, request),
         api_key => Err(HandlerError::UnsupportedVersion {
             api_key,
             version: request.version(),

@@ -43,6 +43,17 @@ pub enum ControllerError {
     /// A broker config Kafka reads only at start, or a resource name that cannot be.
     #[error("{reason}")]
     InvalidConfigRequest { reason: String },
+    /// A reassignment target or cancel refused (Kafka's words).
+    #[error("{reason}")]
+    InvalidReassignment { reason: String },
+    #[error("No partition reassignment is in progress.")]
+    NoReassignmentInProgress,
+    /// A reassignment that would change the replication factor where it may not (KIP-860).
+    #[error("{reason}")]
+    ReplicationFactorChange { reason: String },
+    /// A partition the metadata does not have (Kafka's words).
+    #[error("{reason}")]
+    UnknownPartition { reason: String },
     #[error("cannot persist cluster metadata: {source}")]
     Storage {
         #[source]
@@ -117,6 +128,7 @@ pub enum ErrorKind {
     InvalidIsr,
     Conflict,
     InvalidFeatureUpdate,
+    NoReassignmentInProgress,
 }
 
 /// A [`ControllerError`] on the wire.
@@ -142,6 +154,10 @@ impl ControllerError {
             ControllerError::InvalidConfig { .. } => ErrorKind::InvalidConfig,
             ControllerError::InvalidResourceConfig { .. } => ErrorKind::InvalidConfig,
             ControllerError::InvalidConfigRequest { .. } => ErrorKind::InvalidRequest,
+            ControllerError::InvalidReassignment { .. } => ErrorKind::InvalidReplicaAssignment,
+            ControllerError::NoReassignmentInProgress => ErrorKind::NoReassignmentInProgress,
+            ControllerError::ReplicationFactorChange { .. } => ErrorKind::InvalidReplicationFactor,
+            ControllerError::UnknownPartition { .. } => ErrorKind::UnknownTopic,
             ControllerError::Storage { .. } => ErrorKind::Storage,
             ControllerError::NotController { .. } => ErrorKind::NotController,
             ControllerError::ControllerUnavailable { .. } => ErrorKind::ControllerUnavailable,

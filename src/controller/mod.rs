@@ -19,6 +19,7 @@ mod lifecycle;
 pub mod placement;
 pub mod publisher;
 pub mod quorum;
+pub mod reassignment;
 pub mod rpc;
 pub mod state;
 
@@ -39,7 +40,10 @@ use crate::log::LogError;
 use crate::metadata::uuid_text::base64url;
 use crate::metadata::{MetadataImage, PartitionImage, TopicImage};
 use active::ActiveController;
-pub use active::{AlterPartition, ControllerReply, ControllerRequest, PARTITIONS_PER_TOPIC_MAX};
+pub use active::{
+    AlterPartition, ControllerReply, ControllerRequest, Reassignment, ReassignmentOutcome,
+    PARTITIONS_PER_TOPIC_MAX,
+};
 pub use error::{ControllerError, ErrorKind};
 pub use placement::ElectionOutcome;
 use publisher::Publisher;

@@ -42,6 +42,20 @@ pub struct PartitionChange {
     /// See [`PartitionImage::last_known_elr`]; set with `elr`.
     #[serde(default)]
     pub last_known_elr: Vec<i32>,
+    /// The new replica set, with the replicas a reassignment adds and removes (KIP-455;
+    /// Kafka's PartitionChangeRecord); `None`: the assignment does not change.
+    #[serde(default)]
+    pub assignment: Option<Assignment>,
+}
+
+/// A partition's replicas while a reassignment runs, or once it is done (`adding` and
+/// `removing` empty).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Assignment {
+    /// The target replicas first, then those being removed.
+    pub replicas: Vec<i32>,
+    pub adding: Vec<i32>,
+    pub removing: Vec<i32>,
 }
 
 impl PartitionChange {
@@ -54,6 +68,7 @@ impl PartitionChange {
             isr,
             elr: Vec::new(),
             last_known_elr: Vec::new(),
+            assignment: None,
         }
     }
 
@@ -64,7 +79,11 @@ impl PartitionChange {
     /// `min_isr` it is empty. A change that leaves the partition without a leader
     /// remembers the last one (`last_known_elr`); one that elects a leader forgets it.
     pub fn with_elr(mut self, current: &PartitionImage, min_isr: usize) -> Self {
-        let min_isr = min_isr.min(current.replicas.len());
+        let replicas = self
+            .assignment
+            .as_ref()
+            .map_or(&current.replicas, |a| &a.replicas);
+        let min_isr = min_isr.min(replicas.len());
         let below = self.isr.len() < min_isr;
         self.last_known_elr = match (below, self.leader, current.leader) {
             (true, NO_LEADER, NO_LEADER) => current.last_known_elr.clone(),
@@ -79,7 +98,7 @@ impl PartitionChange {
                     .iter()
                     .chain(current.isr.iter())
                     .copied()
-                    .filter(|r| !self.isr.contains(r) && current.replicas.contains(r))
+                    .filter(|r| !self.isr.contains(r) && replicas.contains(r))
                     .collect();
                 elr.sort_unstable();
                 elr.dedup();
@@ -444,8 +463,19 @@ impl ClusterState {
             }) else {
                 continue;
             };
-            if partition.leader != change.leader {
+            // A replica taken out of the assignment must not go on at the epoch it knew
+            // (Kafka bumps the leader epoch whenever the replicas lose a member).
+            let shrunk = change
+                .assignment
+                .as_ref()
+                .is_some_and(|a| partition.replicas.iter().any(|r| !a.replicas.contains(r)));
+            if partition.leader != change.leader || shrunk {
                 partition.leader_epoch += 1;
+            }
+            if let Some(assignment) = &change.assignment {
+                partition.replicas = assignment.replicas.clone();
+                partition.adding_replicas = assignment.adding.clone();
+                partition.removing_replicas = assignment.removing.clone();
             }
             partition.leader = change.leader;
             partition.isr = change.isr.clone();

@@ -92,9 +92,20 @@ pub struct PartitionImage {
     /// nor an eligible replica can lead.
     #[serde(default)]
     pub last_known_elr: Vec<i32>,
+    /// Replicas a reassignment is adding (KIP-455): in `replicas` until it completes.
+    #[serde(default)]
+    pub adding_replicas: Vec<i32>,
+    /// Replicas a reassignment is removing: in `replicas` until it completes.
+    #[serde(default)]
+    pub removing_replicas: Vec<i32>,
 }
 
 impl PartitionImage {
+    /// Whether a reassignment of this partition is under way.
+    pub fn is_reassigning(&self) -> bool {
+        !self.adding_replicas.is_empty() || !self.removing_replicas.is_empty()
+    }
+
     /// A new partition: every replica in sync, the first one leading, epochs at 0.
     pub fn new(replicas: Vec<i32>) -> Self {
         PartitionImage {
@@ -105,6 +116,8 @@ impl PartitionImage {
             partition_epoch: 0,
             elr: Vec::new(),
             last_known_elr: Vec::new(),
+            adding_replicas: Vec::new(),
+            removing_replicas: Vec::new(),
         }
     }
 }

@@ -417,8 +417,7 @@ mod tests {
             leader,
             leader_epoch,
             partition_epoch: leader_epoch,
-            elr: Vec::new(),
-            last_known_elr: Vec::new(),
+            ..PartitionImage::new(Vec::new())
         }
     }
 

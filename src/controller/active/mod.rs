@@ -22,6 +22,7 @@ use super::error::ControllerError;
 use super::placement::ElectionOutcome;
 use super::publisher::Publisher;
 use super::quorum::{Quorum, QuorumDescription};
+use super::reassignment;
 use super::rpc::{RpcHandler, RpcRequest, RpcResponse};
 use super::state::{ClusterState, PartitionChange, Record, RecordResult, PRODUCER_ID_BLOCK_SIZE};
 use super::NewTopic;
@@ -33,12 +34,14 @@ use crate::metadata::{PartitionImage, TopicImage};
 mod brokers;
 mod configs;
 mod features;
+mod reassignments;
 mod sessions;
 mod topics;
 
 use sessions::Sessions;
 
 pub use brokers::AlterPartition;
+pub use reassignments::{Reassignment, ReassignmentOutcome};
 pub use topics::PARTITIONS_PER_TOPIC_MAX;
 /// How often the leader checks broker sessions.
 const SESSION_CHECK_INTERVAL: Duration = Duration::from_millis(100);
@@ -115,6 +118,11 @@ pub enum ControllerRequest {
     },
     /// The quorum as its leader sees it (DescribeQuorum).
     DescribeQuorum,
+    /// Starts or cancels partition reassignments (AlterPartitionReassignments).
+    AlterReassignments {
+        reassignments: Vec<Reassignment>,
+        allow_replication_factor_change: bool,
+    },
 }
 
 /// The active controller's answer.
@@ -137,6 +145,8 @@ pub enum ControllerReply {
     /// Per partition asked for (or, when all were, per partition elected).
     Elections(Vec<(String, i32, ElectionOutcome)>),
     Quorum(QuorumDescription),
+    /// Per partition asked for: reassigned (or cancelled), or why not.
+    Reassignments(Vec<ReassignmentOutcome>),
 }
 
 /// The active-controller logic of one controller node (acting only while it leads).
@@ -233,8 +243,9 @@ impl ActiveController {
         self.quorum.propose(record).await
     }
 
-    /// Proposes partition changes, each with the eligible leader replicas it leaves
-    /// (computed here, the one place every change passes).
+    /// Proposes partition changes, each settled here, the one place every change passes:
+    /// a reassignment it lets complete is completed (with a new leader if the old one
+    /// left), and it carries the eligible leader replicas it leaves.
     async fn propose_changes(&self, changes: Vec<PartitionChange>) -> Result<(), ControllerError> {
         if changes.is_empty() {
             return Ok(());
@@ -247,8 +258,15 @@ impl ActiveController {
                     let current = topic.and_then(|t| t.partition(change.partition));
                     match (topic, current) {
                         (Some(topic), Some(current)) => {
-                            let current = current.clone();
-                            change.with_elr(&current, self.min_isr(s, topic))
+                            let (name, index) = (&topic.name, change.partition);
+                            let usable = |b: i32| {
+                                s.brokers
+                                    .get(&b)
+                                    .is_some_and(|b| !b.fenced && !b.in_controlled_shutdown)
+                                    && !s.replica_offline(b, name, index)
+                            };
+                            let change = reassignment::settle(current, change, &usable);
+                            change.with_elr(current, self.min_isr(s, topic))
                         }
                         _ => change,
                     }
@@ -319,6 +337,13 @@ impl ActiveController {
                 updates,
                 validate_only,
             } => self.update_features(&updates, validate_only).await,
+            ControllerRequest::AlterReassignments {
+                reassignments,
+                allow_replication_factor_change,
+            } => {
+                self.alter_reassignments(reassignments, allow_replication_factor_change)
+                    .await
+            }
             ControllerRequest::DescribeQuorum => match self.quorum.describe() {
                 Some(description) => Ok(ControllerReply::Quorum(description)),
                 None => Err(ControllerError::NotController {
