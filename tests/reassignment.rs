@@ -248,3 +248,94 @@ async fn a_reassignment_that_cannot_catch_up_is_listed_and_cancelled() {
     })
     .await;
 }
+
+/// IncrementalAlterConfigs SET of `key` on `resource` (2: topic, 4: broker) via `addr`.
+async fn set_config(addr: SocketAddr, resource: (i8, &str), key: &str, value: &str) {
+    let mut client = Client::connect(addr).await;
+    let request = common::alter_config(resource.0, resource.1, key, value);
+    let response = client.call(&request, 1).await;
+    let result = &response.responses[0];
+    assert_eq!(result.error_code, 0, "{key}: {:?}", result.error_message);
+}
+
+/// DELETE of `key` on `resource` (2: topic, 4: broker) via `addr`.
+async fn delete_config(addr: SocketAddr, resource: (i8, &str), key: &str) {
+    let mut client = Client::connect(addr).await;
+    let mut request = common::alter_config(resource.0, resource.1, key, "");
+    request.resources[0].configs[0].config_operation = 1;
+    request.resources[0].configs[0].value = None;
+    let response = client.call(&request, 1).await;
+    assert_eq!(response.responses[0].error_code, 0, "{key}");
+}
+
+/// Creates `topic`-0 on {1,2} holding 2 MB (20 records of 100 KB).
+async fn two_megabytes_on_1_and_2(cluster: &Cluster, topic: &str) {
+    let addr2 = cluster.address(2).expect("node 2");
+    create_on(addr2, topic, &[1, 2]).await;
+    partition_state(addr2, topic, |_, _, isr| isr.len() == 2).await;
+    for i in 0..20 {
+        let value = format!("{i}-{}", "x".repeat(100 * 1024));
+        eventually("a 100 KB record acknowledged", || {
+            produce_once(cluster, topic, &value)
+        })
+        .await;
+    }
+}
+
+/// Moves `topic`-0 to {2,3} and checks that the throttle holds it back: 2 MB at 256 KB/s
+/// take seconds (unthrottled, a fraction of one), so it is still under way after 2 s; then
+/// `lift` removes the throttle and it completes.
+async fn held_back_then_completed<F, Fut>(cluster: &Cluster, topic: &str, lift: F)
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let addr2 = cluster.address(2).expect("node 2");
+    assert_eq!(reassign(addr2, topic, Some(&[2, 3])).await, 0);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(under_way(addr2).await.len(), 1, "held back by the throttle");
+    lift().await;
+    partition_state(addr2, topic, |_, replicas, _| replicas == [2, 3]).await;
+    assert!(under_way(addr2).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_throttle_holds_a_moving_replica_to_its_rate() {
+    // Goal: leader.replication.throttled.rate on the leaders with the topic's
+    // leader.replication.throttled.replicas (as `kafka-reassign-partitions --throttle` sets
+    // them) holds the new replica back; deleting the rate lets it finish.
+    let cluster = Cluster::start(3).await.expect("cluster");
+    two_megabytes_on_1_and_2(&cluster, "slow-leader").await;
+    let addr2 = cluster.address(2).expect("node 2");
+    let list = "leader.replication.throttled.replicas";
+    set_config(addr2, (2, "slow-leader"), list, "0:1,0:2").await;
+    let rate = "leader.replication.throttled.rate";
+    for node in [1, 2] {
+        let addr = cluster.address(node).expect("node");
+        set_config(addr, (4, &node.to_string()), rate, "262144").await;
+    }
+    held_back_then_completed(&cluster, "slow-leader", || async {
+        for node in [1, 2] {
+            let addr = cluster.address(node).expect("node");
+            delete_config(addr, (4, &node.to_string()), rate).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_throttle_holds_a_moving_replica_to_its_rate() {
+    // Goal: follower.replication.throttled.rate on the new replica's broker with the
+    // topic's follower.replication.throttled.replicas holds its own fetching back.
+    let cluster = Cluster::start(3).await.expect("cluster");
+    two_megabytes_on_1_and_2(&cluster, "slow-follower").await;
+    let addr3 = cluster.address(3).expect("node 3");
+    let list = "follower.replication.throttled.replicas";
+    set_config(addr3, (2, "slow-follower"), list, "0:3").await;
+    let rate = "follower.replication.throttled.rate";
+    set_config(addr3, (4, "3"), rate, "262144").await;
+    held_back_then_completed(&cluster, "slow-follower", || async {
+        delete_config(addr3, (4, "3"), rate).await;
+    })
+    .await;
+}

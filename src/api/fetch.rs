@@ -38,6 +38,7 @@ use super::refusal::Refusal;
 use super::response::encode_with_sources;
 use super::{leader_hint, node_endpoints, topic_name, Broker, HandlerError, Outcome, Request};
 use crate::log::batch::BatchIter;
+use crate::replica::partition::THROTTLED_AS_LEADER;
 use crate::replica::roles::{FollowerFetch, FollowerFetchResult};
 use crate::replica::{IsrChange, Partition};
 
@@ -62,6 +63,8 @@ struct Reading {
     has_error: bool,
     /// ISR changes follower fetches made the leaders propose.
     isr_changes: Vec<IsrChange>,
+    /// Bytes sent to throttled followers out of the ISR (the leader throttle counts them).
+    throttled_bytes: usize,
 }
 
 /// The fetching replica's id (from v15 in ReplicaState), -1 for consumers.
@@ -124,13 +127,20 @@ fn error_data(index: i32, error: ResponseError) -> PartitionData {
         .with_records(Some(Bytes::new()))
 }
 
+/// A follower's read of one partition. Kafka's shouldLeaderThrottle: a throttled follower
+/// out of the ISR gets no records while the leader quota is `throttle_exceeded` (its fetch
+/// offset still counts), and what it gets counts against the quota.
 fn read_for_follower(
     partition: &Partition,
     fetch: &FetchPartition,
-    replica_id: i32,
-    max_bytes: usize,
-    isr_changes: &mut Vec<IsrChange>,
+    (replica_id, max_bytes, throttle_exceeded): (i32, usize, bool),
+    reading: &mut Reading,
 ) -> Result<PartitionData, ResponseError> {
+    let throttled = partition.is_throttled(THROTTLED_AS_LEADER) && !partition.in_isr(replica_id);
+    let max_bytes = match throttled && throttle_exceeded {
+        true => 0,
+        false => max_bytes,
+    };
     let request = FollowerFetch {
         replica_id,
         fetch_offset: fetch.fetch_offset,
@@ -141,7 +151,10 @@ fn read_for_follower(
     let (result, change) = partition
         .fetch_for_follower(request)
         .map_err(|e| replica_error(&e))?;
-    isr_changes.extend(change);
+    reading.isr_changes.extend(change);
+    if let (true, FollowerFetchResult::Records { records, .. }) = (throttled, &result) {
+        reading.throttled_bytes += records.len();
+    }
     let data = PartitionData::default().with_partition_index(fetch.partition);
     Ok(match result {
         FollowerFetchResult::Records {
@@ -226,6 +239,7 @@ fn read_partition(
 }
 
 fn read_all(
+    broker: &Broker,
     request: &Request,
     body: &FetchRequest,
     topics: &[(TopicName, Uuid)],
@@ -243,9 +257,11 @@ fn read_all(
         bytes: 0,
         has_error: false,
         isr_changes: Vec::new(),
+        throttled_bytes: 0,
     };
     let follower = replica_id(request, body);
     let response_max_bytes = body.max_bytes.max(0) as usize;
+    let throttle_exceeded = follower >= 0 && broker.replicas.throttle_exceeded(THROTTLED_AS_LEADER);
     for target in targets {
         let index = target.request.partition;
         let remaining = response_max_bytes.saturating_sub(reading.bytes);
@@ -254,9 +270,8 @@ fn read_all(
             true => read_for_follower(
                 &p,
                 &target.request,
-                follower,
-                max_bytes,
-                &mut reading.isr_changes,
+                (follower, max_bytes, throttle_exceeded),
+                &mut reading,
             ),
             false => read_partition(
                 &p,
@@ -288,6 +303,9 @@ fn read_all(
         }
         reading.topics[target.topic_index].partitions.push(data);
     }
+    let now_ms = broker.replicas.clock().now_ms();
+    let quota = &broker.replicas.replication_quotas().leader;
+    quota.record(reading.throttled_bytes, now_ms);
     reading
 }
 
@@ -330,7 +348,7 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         for receiver in &mut receivers {
             receiver.mark_unchanged();
         }
-        let reading = read_all(request, &body, &topics, &targets);
+        let reading = read_all(broker, request, &body, &topics, &targets);
         broker.propose_isr_changes(&reading.isr_changes);
         let enough = reading.bytes >= body.min_bytes.max(0) as usize;
         if enough || reading.has_error || targets.is_empty() || Instant::now() >= deadline {

@@ -44,6 +44,8 @@ pub trait LeaderLink: Send {
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Round {
     pub appended_bytes: usize,
+    /// Of `appended_bytes`, those of partitions under the follower throttle.
+    pub throttled_bytes: usize,
     pub truncations: usize,
     pub errors: usize,
 }
@@ -102,7 +104,12 @@ pub async fn fetch_round<L: LeaderLink>(
             let Some(partition) = found else { continue };
             let fetched_epoch = sent_epoch(&request, &topic.topic.0, data.partition_index);
             match apply(partition, fetched_epoch, data) {
-                Ok(Applied::Appended(bytes)) => round.appended_bytes += bytes,
+                Ok(Applied::Appended(bytes)) => {
+                    round.appended_bytes += bytes;
+                    if partition.is_throttled(super::partition::THROTTLED_AS_FOLLOWER) {
+                        round.throttled_bytes += bytes;
+                    }
+                }
                 Ok(Applied::Truncated) => round.truncations += 1,
                 Err(error) => {
                     round.errors += 1;

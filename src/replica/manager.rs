@@ -15,7 +15,8 @@ use super::cleaner::LogCleaner;
 use super::error::ReplicaError;
 use super::log_dirs::{is_dir_failure, LogDir, LogDirs};
 use super::log_mover::{self, FutureReplica, Moves};
-use super::partition::{Partition, TopicPartition};
+use super::partition::{Partition, TopicPartition, THROTTLED_AS_FOLLOWER, THROTTLED_AS_LEADER};
+use super::quota::{self, ReplicationQuotas};
 use crate::clock::Clock;
 use crate::config::{topic, BrokerConfig, LiveConfig};
 use crate::faults::Outbound;
@@ -24,7 +25,7 @@ use crate::log::cleaner::CompactionConfig;
 use crate::log::segment::SegmentConfig;
 use crate::log::{Log, LogConfig, LogError, OpenOptions};
 use crate::metadata::uuid_text::base64url;
-use crate::metadata::{MetadataImage, TopicImage};
+use crate::metadata::{MetadataImage, PartitionImage, TopicImage};
 use crate::metrics::Metrics;
 
 /// Kafka's clean-shutdown marker file name.
@@ -60,6 +61,8 @@ pub struct ReplicaManager {
     outbound: Outbound,
     /// Replicas being moved to another of `log.dirs` (AlterReplicaLogDirs).
     moves: Moves,
+    /// What throttled replicas moved recently (`quota`).
+    quotas: ReplicationQuotas,
 }
 
 /// Stops the log cleaner's running round when the maintenance task ends or is aborted.
@@ -138,6 +141,7 @@ impl ReplicaManager {
             metrics,
             outbound,
             moves: Moves::default(),
+            quotas: ReplicationQuotas::default(),
         })
     }
 
@@ -286,6 +290,7 @@ impl ReplicaManager {
                         if reconfigured {
                             hosted.set_log_config(config);
                         }
+                        hosted.set_throttles(self.throttles(topic_image, tp.partition, wanted));
                         if let Err(error) =
                             hosted.apply_partition_image(self.config.node_id, wanted)
                         {
@@ -298,6 +303,42 @@ impl ReplicaManager {
             }
         }
         self.open_partitions(&missing)
+    }
+
+    /// Which replication throttles apply to this broker's replica of partition `index` of
+    /// `topic`: as leader when the leader list names it, as follower when the follower
+    /// list names it and it is out of the ISR.
+    fn throttles(&self, topic: &TopicImage, index: i32, wanted: &PartitionImage) -> u8 {
+        let me = self.config.node_id;
+        let listed = |key: &str| {
+            topic
+                .configs
+                .get(key)
+                .is_some_and(|list| quota::names(list, index, me))
+        };
+        let mut throttles = 0;
+        if listed("leader.replication.throttled.replicas") {
+            throttles |= THROTTLED_AS_LEADER;
+        }
+        if listed("follower.replication.throttled.replicas") && !wanted.isr.contains(&me) {
+            throttles |= THROTTLED_AS_FOLLOWER;
+        }
+        throttles
+    }
+
+    /// What throttled replicas moved recently, as leader and as follower.
+    pub fn replication_quotas(&self) -> &ReplicationQuotas {
+        &self.quotas
+    }
+
+    /// Whether replication throttle `which` ([`THROTTLED_AS_LEADER`] or
+    /// [`THROTTLED_AS_FOLLOWER`]) is over its rate now.
+    pub fn throttle_exceeded(&self, which: u8) -> bool {
+        let (quota, key) = match which {
+            THROTTLED_AS_LEADER => (&self.quotas.leader, "leader.replication.throttled.rate"),
+            _ => (&self.quotas.follower, "follower.replication.throttled.rate"),
+        };
+        quota.is_exceeded(quota::rate(&self.live.get(), key), self.clock.now_ms())
     }
 
     /// Every partition hosted here on a live log directory.
@@ -454,6 +495,7 @@ impl ReplicaManager {
         );
         partition.restore_high_watermark(high_watermark);
         if let Some(wanted) = wanted {
+            partition.set_throttles(self.throttles(image, tp.partition, wanted));
             partition.apply_partition_image(self.config.node_id, wanted)?;
         }
         Ok(partition)

@@ -12,6 +12,7 @@ pub mod log_dirs;
 pub mod log_mover;
 pub mod manager;
 pub mod partition;
+pub mod quota;
 pub mod replica_fetchers;
 pub mod roles;
 pub mod tcp_link;

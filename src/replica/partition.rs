@@ -106,7 +106,15 @@ pub struct Partition {
     /// The topic's `min.insync.replicas`, read by every acks=all produce without the log's
     /// lock; set with the log's config (opening, and every changed topic configuration).
     min_insync_replicas: std::sync::atomic::AtomicUsize,
+    /// Which replication throttles apply to this replica ([`THROTTLED_AS_LEADER`],
+    /// [`THROTTLED_AS_FOLLOWER`]), from the topic's throttled-replicas lists (`quota`).
+    throttles: std::sync::atomic::AtomicU8,
 }
+
+/// Sending to followers out of the ISR counts against the leader throttle.
+pub const THROTTLED_AS_LEADER: u8 = 1;
+/// Fetching while out of the ISR counts against the follower throttle.
+pub const THROTTLED_AS_FOLLOWER: u8 = 2;
 
 impl Partition {
     /// Wraps an opened log as a follower of `leader` at `leader_epoch`, until
@@ -141,6 +149,27 @@ impl Partition {
             clock,
             fetcher_lag: std::sync::atomic::AtomicI64::new(-1),
             min_insync_replicas: std::sync::atomic::AtomicUsize::new(min_insync_replicas),
+            throttles: std::sync::atomic::AtomicU8::new(0),
+        }
+    }
+
+    /// Sets which replication throttles apply ([`THROTTLED_AS_LEADER`] and
+    /// [`THROTTLED_AS_FOLLOWER`] bits).
+    pub fn set_throttles(&self, throttles: u8) {
+        self.throttles
+            .store(throttles, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether throttle `which` applies to this replica.
+    pub fn is_throttled(&self, which: u8) -> bool {
+        self.throttles.load(std::sync::atomic::Ordering::Relaxed) & which != 0
+    }
+
+    /// As leader, whether `replica` is in the ISR (false when not leading).
+    pub fn in_isr(&self, replica: i32) -> bool {
+        match &self.state().role {
+            Role::Leader(leader) => leader.isr.contains(&replica),
+            Role::Follower { .. } => false,
         }
     }
 

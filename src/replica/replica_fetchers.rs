@@ -11,13 +11,15 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 
 use super::fetcher::fetch_round;
 use super::manager::ReplicaManager;
-use super::partition::{Partition, Role};
+use super::partition::{Partition, Role, THROTTLED_AS_FOLLOWER};
 use super::tcp_link::TcpLink;
 
 /// How long a follower's fetch waits at the leader for new data.
 const REPLICA_FETCH_WAIT_MS: i32 = 500;
 /// Pause after a failed round (leader down or moved) before the next.
 const REPLICA_FETCH_BACKOFF: Duration = Duration::from_millis(200);
+/// Pause of a fetcher whose every partition waits for the follower throttle.
+const THROTTLED_PAUSE: Duration = Duration::from_millis(100);
 /// How often the set of leaders to fetch from is re-read from the partitions.
 const RECONCILE_INTERVAL: Duration = Duration::from_millis(200);
 
@@ -77,10 +79,19 @@ impl ReplicaManager {
         let mut link: Option<(String, TcpLink)> = None;
         tracing::info!(leader, "replica fetcher started");
         loop {
-            let partitions = self.followed_partitions(leader);
+            let mut partitions = self.followed_partitions(leader);
             if partitions.is_empty() {
                 tracing::info!(leader, "replica fetcher stopped: nothing left to follow");
                 return leader;
+            }
+            // Throttled replicas out of the ISR wait while the follower quota is exceeded
+            // (Kafka's shouldFollowerThrottle).
+            if self.throttle_exceeded(THROTTLED_AS_FOLLOWER) {
+                partitions.retain(|p| !p.is_throttled(THROTTLED_AS_FOLLOWER));
+                if partitions.is_empty() {
+                    tokio::time::sleep(THROTTLED_PAUSE).await;
+                    continue;
+                }
             }
             let Some(address) = self.broker_address(leader) else {
                 tokio::time::sleep(REPLICA_FETCH_BACKOFF).await;
@@ -96,6 +107,11 @@ impl ReplicaManager {
                 continue;
             };
             let round = fetch_round(tcp, local, leader, &partitions, REPLICA_FETCH_WAIT_MS).await;
+            if let Ok(round) = &round {
+                let now = self.clock().now_ms();
+                let quota = &self.replication_quotas().follower;
+                quota.record(round.throttled_bytes, now);
+            }
             match round {
                 Ok(round) if round.errors == 0 => {}
                 Ok(_) => tokio::time::sleep(REPLICA_FETCH_BACKOFF).await,

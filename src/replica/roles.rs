@@ -18,6 +18,8 @@ pub struct FollowerFetch {
     /// The epoch of the follower's last batch (-1 when unknown, before Fetch v12).
     pub last_fetched_epoch: i32,
     pub current_leader_epoch: i32,
+    /// At most this many bytes, but at least the first batch (KIP-74) unless 0 (a
+    /// throttled replica, or a response already full): then no records.
     pub max_bytes: usize,
 }
 
@@ -168,7 +170,7 @@ impl Partition {
                 request.fetch_offset,
                 log_end_offset,
                 request.max_bytes,
-                true,
+                request.max_bytes > 0,
             )
             .map_err(|e| self.log_error(e))?;
         drop(log);
