@@ -100,6 +100,7 @@ pub async fn run(node: Node, shutdown: Shutdown, ready: impl FnOnce()) -> anyhow
         }
     };
     log_started(&broker);
+    crate::server::serve_controller_clients(&broker);
     let background = Arc::clone(&broker);
     let background = tokio::spawn(async move { background.run_background().await });
     let http: Vec<_> = http

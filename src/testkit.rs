@@ -205,6 +205,12 @@ impl Cluster {
         self.with_slot(node, |slot| slot.config.listener)
     }
 
+    /// The controller listener of `node` (`None` for a single node, which has none):
+    /// where admin tools run with `--bootstrap-controller` connect.
+    pub fn controller_address(&self, node: i32) -> anyhow::Result<Option<SocketAddr>> {
+        self.with_slot(node, |slot| slot.config.controller_listener)
+    }
+
     /// Ids of the nodes, with whether each is running.
     pub fn nodes(&self) -> Vec<(i32, bool)> {
         let slots = self.lock();

@@ -9,7 +9,8 @@
 //! From v3 the answer carries the features served and the levels finalized
 //! ([`crate::metadata::features`]), with the image's metadata offset as their epoch (a
 //! client keeps the levels of the highest epoch it saw). With `group.version` 0,
-//! ConsumerGroupHeartbeat is not advertised (KIP-848 groups are off).
+//! ConsumerGroupHeartbeat is not advertised (KIP-848 groups are off). On the controller
+//! listener only the controller's APIs are advertised.
 
 use kafka_protocol::messages::api_versions_response::{
     ApiVersion, FinalizedFeatureKey, SupportedFeatureKey,
@@ -19,7 +20,7 @@ use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
 use super::errors::refusal_error;
 use super::refusal::Refusal;
 use super::response::ResponseFrame;
-use super::versions::{supported, SUPPORTED_APIS};
+use super::versions::{on_listener, supported, SUPPORTED_APIS};
 use super::{str_bytes, Broker, HandlerError, Outcome, Request};
 use crate::metadata::features::{FEATURES, GROUP_VERSION};
 use crate::metadata::MetadataImage;
@@ -43,9 +44,10 @@ pub fn enabled(image: &MetadataImage, key: ApiKey) -> bool {
 /// Answers ApiVersions.
 pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
     let image = broker.image();
+    let controller = broker.is_controller_listener(&request.listener);
     let api_keys = SUPPORTED_APIS
         .iter()
-        .filter(|api| enabled(&image, api.key))
+        .filter(|api| enabled(&image, api.key) && on_listener(api.key, controller))
         .map(|api| api_version(api.key, api.min_version, api.max_version))
         .collect();
     let mut response = ApiVersionsResponse::default().with_api_keys(api_keys);

@@ -129,6 +129,8 @@ pub fn refusal_error(refusal: Refusal) -> ResponseError {
         Refusal::StorageFailed => ResponseError::KafkaStorageError,
         Refusal::Internal => ResponseError::UnknownServerError,
         Refusal::NotReplicatedInTime => ResponseError::RequestTimedOut,
+        Refusal::MismatchedEndpointType => ResponseError::MismatchedEndpointType,
+        Refusal::UnsupportedEndpointType => ResponseError::UnsupportedEndpointType,
     }
 }
 

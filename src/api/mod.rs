@@ -155,6 +155,12 @@ impl Broker {
         }
     }
 
+    /// Whether `listener` is the controller listener (its clients get the controller's
+    /// APIs only).
+    pub fn is_controller_listener(&self, listener: &str) -> bool {
+        self.config.controller_listener_name.as_deref() == Some(listener)
+    }
+
     /// Every topic config of a topic with `overrides`, resolved against this broker's
     /// configuration and the dynamic broker configs in force.
     pub fn topic_configs(
@@ -394,8 +400,12 @@ pub enum HandlerError {
 
 /// Runs the handler of `request`'s API.
 pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
-    if !versions::is_served(request.api_key, request.version()) {
-        if request.api_key == ApiKey::ApiVersions {
+    let on_listener = versions::on_listener(
+        request.api_key,
+        broker.is_controller_listener(&request.listener),
+    );
+    if !on_listener || !versions::is_served(request.api_key, request.version()) {
+        if on_listener && request.api_key == ApiKey::ApiVersions {
             return api_versions::unsupported_version(request);
         }
         return Err(HandlerError::UnsupportedVersion {

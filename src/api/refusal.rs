@@ -48,6 +48,10 @@ pub enum Refusal {
     Internal,
     #[error("not replicated within the timeout")]
     NotReplicatedInTime,
+    #[error("the listener serves another endpoint type")]
+    MismatchedEndpointType,
+    #[error("no such endpoint type")]
+    UnsupportedEndpointType,
 }
 
 /// A failed topic change: refused by the controller, or committed but not applied here.

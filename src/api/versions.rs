@@ -84,6 +84,34 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::DescribeTopicPartitions, 0, 0),
 ];
 
+/// The APIs served to Kafka clients on the controller listener (admin tools run with
+/// `--bootstrap-controller`): administration only, as Kafka's ControllerApis (no produce,
+/// fetch or groups).
+pub const CONTROLLER_APIS: &[ApiKey] = &[
+    ApiKey::ApiVersions,
+    ApiKey::CreateTopics,
+    ApiKey::DeleteTopics,
+    ApiKey::DescribeAcls,
+    ApiKey::CreateAcls,
+    ApiKey::DeleteAcls,
+    ApiKey::DescribeConfigs,
+    ApiKey::AlterConfigs,
+    ApiKey::CreatePartitions,
+    ApiKey::ElectLeaders,
+    ApiKey::IncrementalAlterConfigs,
+    ApiKey::AlterPartitionReassignments,
+    ApiKey::ListPartitionReassignments,
+    ApiKey::DescribeQuorum,
+    ApiKey::UpdateFeatures,
+    ApiKey::DescribeCluster,
+];
+
+/// Whether `key` is served on a listener of this kind (`controller`: the controller
+/// listener).
+pub fn on_listener(key: ApiKey, controller: bool) -> bool {
+    !controller || CONTROLLER_APIS.contains(&key)
+}
+
 /// The entry for `key`, if highwater serves it.
 pub fn supported(key: ApiKey) -> Option<&'static SupportedApi> {
     SUPPORTED_APIS.iter().find(|api| api.key == key)

@@ -181,6 +181,9 @@ pub struct BrokerConfig {
     /// The listener named in `controller.listener.names`, where controllers talk Raft and
     /// brokers reach the active controller; `None` for a single node without quorum peers.
     pub controller_listener: Option<SocketAddr>,
+    /// That listener's name (`CONTROLLER`): Kafka clients on it (admin tools with
+    /// `--bootstrap-controller`) are served the controller's APIs only.
+    pub controller_listener_name: Option<String>,
     /// The metadata quorum. For a combined node with none configured: itself alone.
     pub voters: Vec<Voter>,
     pub broker_session_timeout_ms: u64,
@@ -442,6 +445,7 @@ struct Listeners {
     clients: Vec<Listener>,
     inter_broker: String,
     controller: Option<SocketAddr>,
+    controller_name: Option<String>,
     voters: Vec<Voter>,
     advertised: (String, u16),
 }
@@ -475,6 +479,7 @@ impl Listeners {
                 clients: Vec::new(),
                 inter_broker: String::new(),
                 controller: controller_listener,
+                controller_name: controller.map(|e| e.name.clone()),
                 voters,
                 advertised: (e.host.clone(), e.port),
             });
@@ -503,6 +508,7 @@ impl Listeners {
             advertised: (inter.advertised_host.clone(), inter.advertised_port),
             clients,
             controller: controller_listener,
+            controller_name: controller.map(|e| e.name.clone()),
             voters,
         })
     }
@@ -648,6 +654,7 @@ impl BrokerConfig {
             listeners: listeners.clients,
             inter_broker_listener: listeners.inter_broker,
             controller_listener: listeners.controller,
+            controller_listener_name: listeners.controller_name,
             voters: listeners.voters,
             broker_session_timeout_ms: parse(&values, "broker.session.timeout.ms")?,
             broker_heartbeat_interval_ms: parse(&values, "broker.heartbeat.interval.ms")?,

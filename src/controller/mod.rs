@@ -29,6 +29,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
@@ -135,6 +137,8 @@ pub struct Controller {
     /// The epoch this process's clean-shutdown markers named at start (-1: a crash).
     previous_broker_epoch: AtomicI64,
     shutting_down: AtomicBool,
+    /// Where Kafka clients on the controller listener go, once the node serves them.
+    kafka_connections: Arc<rpc::KafkaConnections>,
 }
 
 impl std::fmt::Debug for Controller {
@@ -223,6 +227,7 @@ impl Controller {
     ) -> Result<Arc<Self>, ControllerError> {
         let publisher = Arc::new(Publisher::default());
         let mut tasks = Vec::new();
+        let kafka_connections = Arc::new(rpc::KafkaConnections::new());
         let active = if config.roles.controller {
             let quorum = Quorum::start(
                 &config,
@@ -246,7 +251,11 @@ impl Controller {
                         reason: format!("cannot listen on {address}: {e}"),
                     }
                 })?;
-                tasks.push(tokio::spawn(rpc::serve(listener, Arc::clone(&active))));
+                tasks.push(tokio::spawn(rpc::serve(
+                    listener,
+                    Arc::clone(&active),
+                    Arc::clone(&kafka_connections),
+                )));
             }
             Some(active)
         } else {
@@ -280,7 +289,19 @@ impl Controller {
             broker_epoch: AtomicI64::new(-1),
             previous_broker_epoch: AtomicI64::new(-1),
             shutting_down: AtomicBool::new(false),
+            kafka_connections,
         }))
+    }
+
+    /// Hands connections of Kafka clients on the controller listener (admin tools with
+    /// `--bootstrap-controller`) to `serve` from now on.
+    pub fn serve_kafka_clients(
+        &self,
+        serve: impl Fn(TcpStream, SocketAddr) + Send + Sync + 'static,
+    ) {
+        if self.kafka_connections.set(Box::new(serve)).is_err() {
+            tracing::warn!("Kafka clients on the controller listener were already served");
+        }
     }
 
     /// The current metadata image.

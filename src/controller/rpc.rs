@@ -17,7 +17,9 @@ use openraft::raft::{
 };
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
 use tokio::net::{TcpListener, TcpStream};
 
 use super::active::{ControllerReply, ControllerRequest};
@@ -93,9 +95,40 @@ async fn read_message<T: DeserializeOwned>(stream: &mut TcpStream) -> std::io::R
         .map_err(std::io::Error::other)
 }
 
-/// Accepts connections on `listener` and answers their requests with `handler`, until the
-/// task is dropped.
-pub async fn serve<H: RpcHandler>(listener: TcpListener, handler: Arc<H>) {
+/// Where connections on the controller listener that speak Kafka's protocol go (admin
+/// tools run with `--bootstrap-controller`): set once the node can serve them.
+pub type KafkaConnections = std::sync::OnceLock<Box<dyn Fn(TcpStream, SocketAddr) + Send + Sync>>;
+
+/// How long a new connection may take to send the first bytes that tell its protocol.
+const FIRST_BYTES_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Whether a connection speaks Kafka's protocol rather than this one: both frame messages
+/// with a 4-byte length, but a Kafka request begins with its API key (a high byte of 0)
+/// where a message here begins with JSON (`{`). `None`: it sent nothing in time.
+async fn speaks_kafka(stream: &TcpStream) -> Option<bool> {
+    let mut head = [0u8; 5];
+    let deadline = tokio::time::Instant::now() + FIRST_BYTES_TIMEOUT;
+    loop {
+        let seen = tokio::time::timeout_at(deadline, stream.peek(&mut head))
+            .await
+            .ok()?
+            .ok()?;
+        match seen {
+            0 => return None,
+            5.. => return Some(head[4] == 0),
+            // The rest of the first frame is on its way.
+            _ => tokio::time::sleep(Duration::from_millis(1)).await,
+        }
+    }
+}
+
+/// Accepts connections on `listener` and answers their requests with `handler` (or hands
+/// a Kafka client's connection to `kafka`), until the task is dropped.
+pub async fn serve<H: RpcHandler>(
+    listener: TcpListener,
+    handler: Arc<H>,
+    kafka: Arc<KafkaConnections>,
+) {
     loop {
         let (mut stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -107,7 +140,20 @@ pub async fn serve<H: RpcHandler>(listener: TcpListener, handler: Arc<H>) {
         };
         let _ = stream.set_nodelay(true);
         let handler = Arc::clone(&handler);
+        let kafka = Arc::clone(&kafka);
         tokio::spawn(async move {
+            match speaks_kafka(&stream).await {
+                None => return,
+                Some(true) => {
+                    match kafka.get() {
+                        Some(serve_kafka) => serve_kafka(stream, peer),
+                        None => tracing::info!(%peer,
+                            "Kafka client on the controller listener before the node serves; closed"),
+                    }
+                    return;
+                }
+                Some(false) => {}
+            }
             loop {
                 let request = match read_message::<RpcRequest>(&mut stream).await {
                     Ok(Some(request)) => request,

@@ -101,6 +101,34 @@ pub async fn run(broker: Arc<Broker>, sockets: Vec<Socket>, shutdown: impl Futur
     broker.controller.shutdown().await;
 }
 
+/// Serves Kafka clients that connect to the controller listener (admin tools run with
+/// `--bootstrap-controller`), each with the controller's APIs only (`api::versions`), from
+/// now on. The controller holds the broker weakly: a node that stops is not kept alive by
+/// its own listener.
+pub fn serve_controller_clients(broker: &Arc<Broker>) {
+    let Some(name) = broker.config.controller_listener_name.clone() else {
+        return;
+    };
+    let weak = Arc::downgrade(broker);
+    let listener: Arc<str> = name.as_str().into();
+    let limits = Limits {
+        frame_bytes_max: broker.config.socket_request_max_bytes,
+        queued_requests_max: broker.config.queued_max_requests,
+    };
+    let pool = MemoryPool::new(broker.config.queued_max_request_bytes);
+    broker.controller.serve_kafka_clients(move |stream, client| {
+        let Some(broker) = weak.upgrade() else {
+            return;
+        };
+        tracing::debug!(%client, listener = %listener, "Kafka client on the controller listener");
+        let peer = connection::Peer {
+            client,
+            listener: Arc::clone(&listener),
+        };
+        tokio::spawn(connection::serve(broker, stream, peer, limits, Arc::clone(&pool)));
+    });
+}
+
 /// Applies `max.connections` and its per-address keys as dynamic broker configs change
 /// them, until the shutdown ends the listeners.
 async fn follow_connection_limits(shared: Arc<Shared>) {
