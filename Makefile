@@ -128,8 +128,8 @@ bench-rf3: build compat-deps
 # The same machinery with one short round and tiny workloads, RF=3 on a three-node highwater
 # cluster only (~1.5 min); fails if a broker or a tool fails, the cluster does not form or a
 # figure is missing. Writes nothing tracked (bench/.venv is ignored). First the unit tests of
-# what the benchmark reads from each tool's output (bench/test_parsers.py) and a check that
-# every bench script defines the names it reads (bench/test_names.py).
+# the benchmark package (bench/test_*.py: parsers, records, figures, report, clusters,
+# sessions, its layering, and that every module defines the names it reads).
 bench-smoke: build compat-deps
 	python3 -m unittest discover -s bench -p 'test_*.py'
 	./bench/run.sh smoke
