@@ -40,6 +40,7 @@ const LIVE_KEYS: &[(&str, Applied)] = &[
     ("leader.replication.throttled.rate", Applied::AtLeast(0)),
     ("log.cleaner.backoff.ms", Applied::AtLeast(0)),
     ("log.cleaner.dedupe.buffer.size", Applied::AtLeast(1)),
+    ("log.cleaner.threads", Applied::AtLeast(1)),
     ("log.retention.hours", Applied::TopicDefault),
     ("log.retention.minutes", Applied::TopicDefault),
     ("log.roll.hours", Applied::TopicDefault),

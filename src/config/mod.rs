@@ -81,6 +81,7 @@ pub const BROKER_DEFAULTS: &[(&str, &str)] = &[
     ("log.preallocate", "false"),
     ("log.cleaner.enable", "true"),
     ("log.cleaner.backoff.ms", "15000"),
+    ("log.cleaner.threads", "1"),
     ("log.cleaner.dedupe.buffer.size", "134217728"),
     ("log.cleaner.delete.retention.ms", "86400000"),
     ("log.cleaner.min.compaction.lag.ms", "0"),

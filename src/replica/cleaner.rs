@@ -30,8 +30,13 @@ pub struct LogCleaner {
     pub enabled: bool,
     /// `log.cleaner.backoff.ms`: the pause between two looks for a log to clean (dynamic).
     backoff_ms: AtomicU64,
-    /// Keys one round may map (`log.cleaner.dedupe.buffer.size` / entry cost; dynamic).
+    /// Keys one round may map (`log.cleaner.dedupe.buffer.size` shared by the threads, per
+    /// entry cost; dynamic).
     map_entries_max: AtomicUsize,
+    /// `log.cleaner.threads`: partitions cleaned at once (dynamic).
+    threads: AtomicUsize,
+    /// Partitions being cleaned now: a round never picks one another round holds.
+    in_progress: Mutex<HashSet<TopicPartition>>,
     path: PathBuf,
     /// First dirty offset per partition, as last written to `path`.
     first_dirty_offsets: Mutex<HashMap<TopicPartition, i64>>,
@@ -39,6 +44,15 @@ pub struct LogCleaner {
     /// not take every round (LogCleanerManager's uncleanable partitions in Kafka).
     uncleanable: Mutex<HashSet<TopicPartition>>,
     stop: AtomicBool,
+}
+
+/// Releases a round's partition however the round ends.
+struct Done<'a>(&'a LogCleaner, TopicPartition);
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        self.0.release(&self.1);
+    }
 }
 
 impl LogCleaner {
@@ -52,6 +66,8 @@ impl LogCleaner {
             enabled: config.get("log.cleaner.enable") != Some("false"),
             backoff_ms: AtomicU64::new(0),
             map_entries_max: AtomicUsize::new(0),
+            threads: AtomicUsize::new(1),
+            in_progress: Mutex::new(HashSet::new()),
             path,
             first_dirty_offsets: Mutex::new(first_dirty_offsets),
             uncleanable: Mutex::new(HashSet::new()),
@@ -62,7 +78,8 @@ impl LogCleaner {
     }
 
     /// Takes the cleaner's dynamic keys from `config` (`log.cleaner.backoff.ms`,
-    /// `log.cleaner.dedupe.buffer.size`); a round under way keeps the values it began with.
+    /// `log.cleaner.dedupe.buffer.size`, `log.cleaner.threads`, each thread mapping its share
+    /// of the buffer as in Kafka); a round under way keeps the values it began with.
     pub fn reconfigure(&self, config: &BrokerConfig) {
         let number = |key: &str, default: u64| {
             config
@@ -73,8 +90,15 @@ impl LogCleaner {
         let buffer_bytes = number("log.cleaner.dedupe.buffer.size", 134_217_728) as usize;
         let backoff_ms = number("log.cleaner.backoff.ms", 15_000).max(1);
         self.backoff_ms.store(backoff_ms, Ordering::Relaxed);
-        let entries = (buffer_bytes / offset_map::ENTRY_BYTES).max(1);
+        let threads = number("log.cleaner.threads", 1).max(1) as usize;
+        self.threads.store(threads, Ordering::Relaxed);
+        let entries = (buffer_bytes / threads / offset_map::ENTRY_BYTES).max(1);
         self.map_entries_max.store(entries, Ordering::Relaxed);
+    }
+
+    /// `log.cleaner.threads` in force.
+    pub fn threads(&self) -> usize {
+        self.threads.load(Ordering::Relaxed)
     }
 
     /// `log.cleaner.backoff.ms` in force.
@@ -100,6 +124,7 @@ impl LogCleaner {
         &self,
         partitions: &[Arc<Partition>],
         now_ms: i64,
+        busy: &HashSet<TopicPartition>,
     ) -> Option<(Arc<Partition>, LogToClean)> {
         let mut best: Option<(Arc<Partition>, LogToClean)> = None;
         let uncleanable = self
@@ -108,7 +133,8 @@ impl LogCleaner {
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         for partition in partitions {
-            if uncleanable.contains(&partition.topic_partition) {
+            let tp = &partition.topic_partition;
+            if uncleanable.contains(tp) || busy.contains(tp) {
                 continue;
             }
             let high_watermark = partition.high_watermark();
@@ -132,10 +158,22 @@ impl LogCleaner {
     /// Cleans the filthiest partition, if one is due, and saves its checkpoint. Blocking:
     /// call it from a blocking thread.
     pub fn clean_filthiest(&self, partitions: &[Arc<Partition>], now_ms: i64) {
-        let Some((partition, to_clean)) = self.filthiest(partitions, now_ms) else {
+        let picked = {
+            let mut busy = self
+                .in_progress
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let picked = self.filthiest(partitions, now_ms, &busy);
+            if let Some((partition, _)) = &picked {
+                busy.insert(partition.topic_partition.clone());
+            }
+            picked
+        };
+        let Some((partition, to_clean)) = picked else {
             return;
         };
         let tp = partition.topic_partition.clone();
+        let _done = Done(self, tp.clone());
         let started = Instant::now();
         match self.clean(&partition, &to_clean, now_ms) {
             Ok(stats) => {
@@ -195,6 +233,15 @@ impl LogCleaner {
 
     /// Records `tp`'s first dirty offset and rewrites the checkpoint file with the
     /// partitions still hosted.
+    /// Ends a round's hold on its partition.
+    fn release(&self, tp: &TopicPartition) {
+        let mut busy = self
+            .in_progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        busy.remove(tp);
+    }
+
     fn save_checkpoint(&self, tp: &TopicPartition, offset: i64, partitions: &[Arc<Partition>]) {
         let mut offsets = self
             .first_dirty_offsets
@@ -293,6 +340,35 @@ mod tests {
         assert!(
             sizes < bad_sizes,
             "the good log shrank: {sizes} vs {bad_sizes}"
+        );
+    }
+
+    /// Goal: rounds running at once (`log.cleaner.threads`) never take the same partition,
+    /// and a round's partition is free again once it ends. Method: hold one partition as a
+    /// running round would, pick; then release it.
+    #[test]
+    fn a_partition_being_cleaned_is_not_picked_by_another_round() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let mut config = broker_config(root.path());
+        config
+            .values
+            .insert("log.cleaner.threads".into(), "2".into());
+        let cleaner = LogCleaner::open(&config).expect("cleaner");
+        assert_eq!(cleaner.threads(), 2);
+        let a = partition(root.path(), "a", false);
+        let b = partition(root.path(), "b", false);
+        let partitions = [Arc::clone(&a), Arc::clone(&b)];
+        let busy = HashSet::from([a.topic_partition.clone()]);
+        let picked = cleaner
+            .filthiest(&partitions, 10_000, &busy)
+            .expect("one is due");
+        assert_eq!(picked.0.topic_partition, b.topic_partition);
+        let both = HashSet::from([a.topic_partition.clone(), b.topic_partition.clone()]);
+        assert!(cleaner.filthiest(&partitions, 10_000, &both).is_none());
+        cleaner.clean_filthiest(&partitions, 10_000);
+        assert!(
+            cleaner.in_progress.lock().expect("lock").is_empty(),
+            "released when the round ended"
         );
     }
 }

@@ -579,15 +579,16 @@ impl ReplicaManager {
         let (mut last_retention, mut last_checkpoint, mut last_cleaning) = (0u64, 0u64, 0u64);
         let mut elapsed = 0u64;
         let _stop_cleaner = StopCleanerOnDrop(Arc::clone(&self.cleaner));
-        let mut cleaning: Option<tokio::task::JoinHandle<()>> = None;
+        let mut cleaning: Vec<tokio::task::JoinHandle<()>> = Vec::new();
         loop {
             ticker.tick().await;
             elapsed += tick;
-            let idle = cleaning.as_ref().is_none_or(|c| c.is_finished());
-            if self.cleaner.enabled && idle && elapsed - last_cleaning >= self.cleaner.backoff_ms()
-            {
+            cleaning.retain(|c| !c.is_finished());
+            let due = elapsed - last_cleaning >= self.cleaner.backoff_ms();
+            if self.cleaner.enabled && due && cleaning.len() < self.cleaner.threads() {
                 last_cleaning = elapsed;
-                cleaning = Some(self.spawn_cleaning());
+                let free = self.cleaner.threads() - cleaning.len();
+                cleaning.extend((0..free).map(|_| self.spawn_cleaning()));
             }
             if elapsed - last_retention >= retention_every {
                 last_retention = elapsed;
@@ -602,7 +603,8 @@ impl ReplicaManager {
         }
     }
 
-    /// Starts one log cleaner round on a blocking thread (off the tokio workers).
+    /// Starts one log cleaner round on a blocking thread (off the tokio workers); rounds
+    /// running at once (`log.cleaner.threads`) each take another partition.
     fn spawn_cleaning(&self) -> tokio::task::JoinHandle<()> {
         let cleaner = Arc::clone(&self.cleaner);
         let partitions = self.hosted();
