@@ -3,7 +3,7 @@
 //! Modules are layered; each imports only from the ones below it (`docs/ARCHITECTURE.md`,
 //! `docs/STYLE.md`): `cli` → `testkit` → `node` → `server`, `http`, `dump` → `api` → `txn`
 //! → `group` → `controller`, `replica` → `metadata` → `log` → `config`, `clock`, `faults`,
-//! `log_levels`, `metrics`, `wire`.
+//! `log_levels`, `metrics`, `sasl`, `wire`.
 //! Siblings on one level (`server` and `http`, `controller` and `replica`) do not import
 //! each other either; `tests/layers.rs` checks it.
 //! `dump` (the offline `highwater dump` tool) reads `log`'s file formats; only `cli` uses it.
@@ -24,6 +24,7 @@ pub mod metadata;
 pub mod metrics;
 pub mod node;
 pub mod replica;
+pub mod sasl;
 pub mod server;
 pub mod testkit;
 pub mod txn;

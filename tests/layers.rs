@@ -8,7 +8,15 @@ use std::path::Path;
 
 /// Top-level modules by level, lowest first; modules on one level are siblings.
 const LEVELS: &[&[&str]] = &[
-    &["config", "clock", "faults", "log_levels", "metrics", "wire"],
+    &[
+        "config",
+        "clock",
+        "faults",
+        "log_levels",
+        "metrics",
+        "sasl",
+        "wire",
+    ],
     &["log"],
     &["metadata"],
     &["controller", "replica"],

@@ -1,0 +1,107 @@
+//! SASL authentication as Kafka's brokers serve it (KIP-43, KIP-84, KIP-152): the
+//! mechanisms highwater enforces — PLAIN against the listener's JAAS users, SCRAM-SHA-256
+//! and SCRAM-SHA-512 against credentials kept in the metadata log — and one exchange's
+//! steps, from the client's first token to an authenticated user or a refusal.
+//!
+//! Must not: know about sockets or Kafka requests; the server feeds the tokens of
+//! SaslAuthenticate to an [`Exchange`] and acts on its answer.
+
+pub mod plain;
+pub mod scram;
+
+use std::collections::BTreeMap;
+
+pub use scram::{ScramCredential, ScramMechanism};
+
+/// A SASL mechanism highwater serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mechanism {
+    Plain,
+    Scram(ScramMechanism),
+}
+
+impl Mechanism {
+    /// The mechanism called `name` (as SaslHandshake and `sasl.enabled.mechanisms` name it).
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "PLAIN" => Some(Mechanism::Plain),
+            other => ScramMechanism::from_name(other).map(Mechanism::Scram),
+        }
+    }
+
+    /// The mechanism's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mechanism::Plain => "PLAIN",
+            Mechanism::Scram(m) => m.name(),
+        }
+    }
+}
+
+/// Why an exchange failed; the text is what the client is told (Kafka's words).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SaslError {
+    #[error(transparent)]
+    Plain(#[from] plain::PlainError),
+    #[error(transparent)]
+    Scram(#[from] scram::ScramError),
+    #[error("Authentication failed: SASL exchange already complete")]
+    Complete,
+}
+
+/// Where a user's credentials are looked up.
+pub trait Credentials {
+    /// PLAIN users and passwords of the listener.
+    fn plain_users(&self) -> &BTreeMap<String, String>;
+    /// The SCRAM credential of `user` for `mechanism`, if it has one.
+    fn scram(&self, user: &str, mechanism: ScramMechanism) -> Option<ScramCredential>;
+}
+
+/// One exchange, between the client's tokens.
+#[derive(Debug)]
+pub enum Exchange {
+    /// Waiting for the client's first token.
+    Start(Mechanism),
+    /// SCRAM: waiting for the client-final message.
+    ScramFinal(scram::ScramServer),
+    /// Authenticated (or failed): nothing more is taken.
+    Done,
+}
+
+/// What a token led to.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Send this challenge; the exchange goes on.
+    Challenge(Vec<u8>),
+    /// `user` authenticated; send `response` (the server's last message, maybe empty).
+    Authenticated { user: String, response: Vec<u8> },
+}
+
+impl Exchange {
+    /// Takes the client's next token.
+    pub fn step(&mut self, token: &[u8], credentials: &dyn Credentials) -> Result<Step, SaslError> {
+        match std::mem::replace(self, Exchange::Done) {
+            Exchange::Start(Mechanism::Plain) => {
+                let user = plain::authenticate(token, credentials.plain_users())?;
+                Ok(Step::Authenticated {
+                    user,
+                    response: Vec::new(),
+                })
+            }
+            Exchange::Start(Mechanism::Scram(mechanism)) => {
+                let user = scram::ScramServer::user_of(token)?;
+                let credential = credentials
+                    .scram(&user, mechanism)
+                    .ok_or(scram::ScramError::InvalidCredentials)?;
+                let (server, first) = scram::ScramServer::start(mechanism, token, credential)?;
+                *self = Exchange::ScramFinal(server);
+                Ok(Step::Challenge(first))
+            }
+            Exchange::ScramFinal(server) => {
+                let (user, response) = server.finish(token)?;
+                Ok(Step::Authenticated { user, response })
+            }
+            Exchange::Done => Err(SaslError::Complete),
+        }
+    }
+}
