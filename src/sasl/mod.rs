@@ -13,6 +13,12 @@ use std::collections::BTreeMap;
 
 pub use scram::{ScramCredential, ScramMechanism};
 
+/// Whether `a` and `b` are equal, in a time that depends on their length only (a password
+/// or a key is compared without telling how much of it matched).
+fn equal_in_constant_time(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 /// A SASL mechanism highwater serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mechanism {
@@ -63,7 +69,7 @@ pub enum Exchange {
     /// Waiting for the client's first token.
     Start(Mechanism),
     /// SCRAM: waiting for the client-final message.
-    ScramFinal(scram::ScramServer),
+    ScramFinal(Box<scram::ScramServer>),
     /// Authenticated (or failed): nothing more is taken.
     Done,
 }
@@ -94,7 +100,7 @@ impl Exchange {
                     .scram(&user, mechanism)
                     .ok_or(scram::ScramError::InvalidCredentials)?;
                 let (server, first) = scram::ScramServer::start(mechanism, token, credential)?;
-                *self = Exchange::ScramFinal(server);
+                *self = Exchange::ScramFinal(Box::new(server));
                 Ok(Step::Challenge(first))
             }
             Exchange::ScramFinal(server) => {

@@ -33,7 +33,7 @@ pub fn parse_jaas(text: &str) -> Result<JaasEntry, String> {
         .ok_or("a JAAS config ends with ';'")?
         .trim();
     let mut chars = body.chars().peekable();
-    let mut word = |chars: &mut std::iter::Peekable<std::str::Chars<'_>>| -> String {
+    let word = |chars: &mut std::iter::Peekable<std::str::Chars<'_>>| -> String {
         while chars.peek().is_some_and(|c| c.is_whitespace()) {
             chars.next();
         }
@@ -114,9 +114,9 @@ pub fn authenticate(
     if user.is_empty() {
         return Err(PlainError::InvalidCredentials);
     }
-    let known = users.get(&user).is_some_and(|p| {
-        ring::constant_time::verify_slices_are_equal(p.as_bytes(), password.as_bytes()).is_ok()
-    });
+    let known = users
+        .get(&user)
+        .is_some_and(|p| super::equal_in_constant_time(p.as_bytes(), password.as_bytes()));
     if !known {
         return Err(PlainError::InvalidCredentials);
     }

@@ -275,9 +275,7 @@ impl ScramServer {
         }
         let client_key: Vec<u8> = proof.iter().zip(&signature).map(|(p, s)| p ^ s).collect();
         let stored = m.hash(&client_key);
-        if ring::constant_time::verify_slices_are_equal(&stored, &self.credential.stored_key)
-            .is_err()
-        {
+        if !super::equal_in_constant_time(&stored, &self.credential.stored_key) {
             return Err(ScramError::InvalidCredentials);
         }
         let server_signature = m.hmac(&self.credential.server_key, auth_message.as_bytes());
