@@ -16,9 +16,11 @@
 #  - --list of a reassignment held back by a 1 B/s throttle (replicas, adding, removing), and
 #    a second --execute refused while it is under way;
 #  - --cancel of it: the partition is back on brokers 1 and 2, the throttles are gone, broker 3
-#    drops its replica.
+#    drops its replica;
+#  - kafka-configs --describe lists the throttle rates --execute set line for line as Kafka
+#    4.1.1 does (the dynamic value its only synonym; the other tests ignore a default synonym).
 # Every test makes its own topic; the tool's output is compared line for line where Kafka's
-# tool prints it the same on every run. Small data and short waits (about 90 s in all).
+# tool prints it the same on every run. Small data and short waits (about 55 s on Kafka).
 # Usage: compat/cluster/reassign.sh HOST:PORT[,HOST:PORT...]
 set -euo pipefail
 
@@ -151,6 +153,8 @@ verify_until_complete() {
         if grep -q 'There is no active reassignment' <<<"$out"; then
             fail "the reassignment ended elsewhere: $out"
         fi
+        timeout 30 kcat -b "$bootstrap" -L -m 10 2>/dev/null | grep -q '^ 3 brokers:$' ||
+            fail "a broker is gone during the reassignment: $out"
         ((SECONDS - start < 60)) || fail "not complete after 60 s: $out"
         sleep 1
     done
@@ -163,11 +167,28 @@ verify_until_complete() {
     assert_eq "$want" "$out" "the last --verify"
 }
 
-# cancel_on_failure JSON_FILE: when the test (a subshell of run_test) fails, --cancel its
-# reassignment and clear the throttles, so that the next test's --execute is not refused.
+# on_failure COMMAND: when the test (a subshell of run_test) fails, run COMMAND (after those
+# registered before it), quietly.
+on_failure() {
+    cleanups+=("$1")
+    trap 'rc=$?; if ((rc != 0)); then for c in "${cleanups[@]}"; do
+        eval "$c" >/dev/null 2>&1 || true; done; fi; exit $rc' EXIT
+}
+cleanups=()
+
+# cancel_on_failure JSON_FILE: on failure, --cancel the test's reassignment and clear the
+# throttles, so that the next test's --execute is not refused.
 cancel_on_failure() {
-    # shellcheck disable=SC2064 # the file name is fixed now
-    trap "rc=\$?; ((rc == 0)) || reassign --cancel --reassignment-json-file '$1' >/dev/null 2>&1; exit \$rc" EXIT
+    on_failure "reassign --cancel --reassignment-json-file '$1'"
+}
+
+# kill_tree PID: PID and every process below it (a tool's subshell, timeout and JVM).
+kill_tree() {
+    local child
+    for child in $(pgrep -P "$1"); do
+        kill_tree "$child"
+    done
+    kill "$1" 2>/dev/null || true
 }
 
 # broker_configs: kafka-configs --describe --entity-type brokers, whole.
@@ -184,6 +205,14 @@ broker_block() {
 throttle_rates() {
     printf '  follower.replication.throttled.rate=%s sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:follower.replication.throttled.rate=%s}\n' "$1" "$1"
     printf '  leader.replication.throttled.rate=%s sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:leader.replication.throttled.rate=%s}' "$1" "$1"
+}
+
+# assert_throttle_rates BROKER_BLOCK RATE WHAT: the block holds the two throttle rates at
+# RATE, set on the broker itself. A default synonym after the dynamic one is left out here:
+# the exact lines are the last test's.
+assert_throttle_rates() {
+    assert_eq "$(throttle_rates "$2")" "$(grep 'replication.throttled' <<<"$1" |
+        sed 's/, DEFAULT_CONFIG:[^}]*}$/}/')" "$3"
 }
 
 # topic_throttles TOPIC: the topic's *.replication.throttled.replicas lines of kafka-configs.
@@ -255,6 +284,7 @@ for i in range(1, int(sys.argv[1]) + 1):
             --property parse.key=true --property key.separator=: \
             >"$dir/producer.out" 2>"$dir/producer.err" &
     producer=$!
+    on_failure "kill_tree $producer"
     wait_until 30 has_a_record "$t"
 
     out="$(reassign --execute --reassignment-json-file "$dir/move.json")"
@@ -308,8 +338,7 @@ test_execute_with_a_throttle_sets_it_and_verify_removes_it() {
     out="$(broker_configs)"
     echo "$out"
     for b in 1 2 3; do
-        assert_eq "$(throttle_rates 100000)" "$(broker_block "$b" <<<"$out" |
-            grep 'replication.throttled' || true)" "broker $b's throttle rates"
+        assert_throttle_rates "$(broker_block "$b" <<<"$out")" 100000 "broker $b's throttle rates"
     done
     out="$(topic_throttles "$t")"
     echo "$out"
@@ -324,8 +353,8 @@ test_execute_with_a_throttle_sets_it_and_verify_removes_it() {
     echo "$out"
     assert_eq "$(execute_output "$t" "$(current_json "$t" 0:2,3,1)" 100000000 0)" "$out" \
         "--execute --additional --throttle 100000000"
-    assert_eq "$(throttle_rates 100000000)" "$(broker_configs | broker_block 3 |
-        grep 'replication.throttled' || true)" "broker 3's raised throttle"
+    assert_throttle_rates "$(broker_configs | broker_block 3)" 100000000 \
+        "broker 3's raised throttle"
 
     verify_until_complete "$dir/move.json" "$t" 1
     assert_no_throttles "$t"
@@ -388,17 +417,52 @@ Clearing topic-level throttles on topic $t" "$out" "--cancel"
     assert_eq 3000 "$(total_end_offset "$t")" "end offset after the cancel"
 }
 
+test_throttle_rates_are_described_as_kafka_describes_them() {
+    local t dir out b
+    t="$(unique_topic described)"
+    dir="$test_tmp/described"
+    mkdir -p "$dir"
+    create_topic "$t" 1:2
+    reassignment_json "$t" 0:2,3 >"$dir/move.json"
+    cancel_on_failure "$dir/move.json"
+    # An empty partition moves at once; the throttles stay until --verify.
+    reassign --execute --reassignment-json-file "$dir/move.json" --throttle 100000 >/dev/null
+    out="$(broker_configs)"
+    echo "$out"
+    for b in 1 2 3; do
+        # Kafka 4.1.1: the dynamic value is the only synonym (the rates have no static key).
+        assert_eq "$(throttle_rates 100000)" "$(broker_block "$b" <<<"$out" |
+            grep 'replication.throttled' || true)" "broker $b's throttle rates, whole lines"
+    done
+    verify_until_complete "$dir/move.json" "$t" 1
+    assert_no_throttles "$t"
+}
+
+# reassign_test NAME FUNCTION: run_test, failing at once when the cluster does not list three
+# brokers (a broker died in an earlier test: its tools would only wait out their timeouts).
+reassign_test() {
+    run_test "$1" with_three_brokers "$2"
+}
+with_three_brokers() {
+    local brokers
+    brokers="$(timeout 30 kcat -b "$bootstrap" -L -m 10 2>&1 | grep ' brokers:$' || true)"
+    [[ "$brokers" == " 3 brokers:" ]] || fail "the cluster lists '$brokers', not 3 brokers"
+    "$@"
+}
+
 echo "reassign suite against $bootstrap (kafka-reassign-partitions from .kafka-ref/libs)"
-run_test "kafka-topics --replica-assignment places partitions on brokers 1,2; acks=all records land" \
+reassign_test "kafka-topics --replica-assignment places partitions on brokers 1,2; acks=all records land" \
     test_replica_assignment_places_partitions_and_records_land
-run_test "--execute moves {1,2} to {2,3} under acks=all load; --verify; no acknowledged record lost" \
+reassign_test "--execute moves {1,2} to {2,3} under acks=all load; --verify; no acknowledged record lost" \
     test_execute_under_load_moves_every_acknowledged_record
-run_test "--execute --throttle sets broker rates and topic replicas; --verify removes them when done" \
+reassign_test "--execute --throttle sets broker rates and topic replicas; --verify removes them when done" \
     test_execute_with_a_throttle_sets_it_and_verify_removes_it
-run_test "--list shows a throttled reassignment under way; a second --execute is refused" \
+reassign_test "--list shows a throttled reassignment under way; a second --execute is refused" \
     test_list_shows_a_reassignment_under_way
-run_test "--cancel of a reassignment held back by a 1 B/s throttle puts the partition back" \
+reassign_test "--cancel of a reassignment held back by a 1 B/s throttle puts the partition back" \
     test_cancel_puts_the_partition_back
+reassign_test "kafka-configs --describe lists the throttle rates the tool set with their dynamic synonym only" \
+    test_throttle_rates_are_described_as_kafka_describes_them
 summary_rc=0
 suite_summary || summary_rc=$?
 # The closing line .ci/run adds up.

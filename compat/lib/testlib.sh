@@ -12,11 +12,16 @@ test_tmp="$(mktemp -d "${TMPDIR:-/tmp}/compat-${test_suite_name}.XXXXXX")"
 trap 'rm -rf "$test_tmp"' EXIT
 
 # run_test NAME FUNCTION [ARGS...]: runs one test and records the outcome. With COMPAT_ONLY
-# set (an extended regular expression), only tests whose name matches it run.
+# set (an extended regular expression), only tests whose name matches it run; with
+# COMPAT_SKIP set, tests whose name matches it are not run (each says so on a "skip" line).
 run_test() {
     local name="$1"
     shift
     if [[ -n "${COMPAT_ONLY:-}" ]] && ! grep -qE -- "$COMPAT_ONLY" <<<"$name"; then
+        return 0
+    fi
+    if [[ -n "${COMPAT_SKIP:-}" ]] && grep -qE -- "$COMPAT_SKIP" <<<"$name"; then
+        echo "skip   $name (COMPAT_SKIP)"
         return 0
     fi
     local log="$test_tmp/test.log" rc start=$SECONDS
