@@ -642,6 +642,11 @@ async fn exercise_admin(client: &mut Client, key: ApiKey, version: i16) {
         ApiKey::AlterPartitionReassignments | ApiKey::ListPartitionReassignments => {
             exercise_reassignments(client, key, version).await
         }
+        ApiKey::SaslHandshake
+        | ApiKey::SaslAuthenticate
+        | ApiKey::DescribeClientQuotas
+        | ApiKey::DescribeUserScramCredentials
+        | ApiKey::AlterUserScramCredentials => exercise_security(client, key, version).await,
         ApiKey::CreatePartitions => {
             let topic = format!("grown-v{version}");
             create_topic(client, &topic, 1).await;
@@ -654,6 +659,56 @@ async fn exercise_admin(client: &mut Client, key: ApiKey, version: i16) {
             assert_eq!(response.results[0].error_code, 0, "v{version}");
         }
         other => panic!("no exercise for {other:?}"),
+    }
+}
+
+/// Security APIs on a PLAINTEXT listener: the SASL requests are out of turn there
+/// (ILLEGAL_SASL_STATE, as Kafka answers), no quota is set, and a SCRAM credential is set
+/// and described.
+async fn exercise_security(client: &mut Client, key: ApiKey, version: i16) {
+    let illegal = ResponseError::IllegalSaslState.code();
+    match key {
+        ApiKey::SaslHandshake => {
+            let request =
+                SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN"));
+            assert_eq!(
+                client.call(&request, version).await.error_code,
+                illegal,
+                "v{version}"
+            );
+        }
+        ApiKey::SaslAuthenticate => {
+            let response = client
+                .call(&SaslAuthenticateRequest::default(), version)
+                .await;
+            assert_eq!(response.error_code, illegal, "v{version}");
+        }
+        ApiKey::DescribeClientQuotas => {
+            let response = client
+                .call(&DescribeClientQuotasRequest::default(), version)
+                .await;
+            assert_eq!(response.error_code, 0, "v{version}");
+            assert_eq!(response.entries.map(|e| e.len()), Some(0));
+        }
+        ApiKey::AlterUserScramCredentials => {
+            let upsertion =
+                alter_user_scram_credentials_request::ScramCredentialUpsertion::default()
+                    .with_name(StrBytes::from(format!("user-v{version}")))
+                    .with_mechanism(1)
+                    .with_iterations(4096)
+                    .with_salt(bytes::Bytes::from_static(b"salt"))
+                    .with_salted_password(bytes::Bytes::from_static(&[7; 32]));
+            let request =
+                AlterUserScramCredentialsRequest::default().with_upsertions(vec![upsertion]);
+            let response = client.call(&request, version).await;
+            assert_eq!(response.results[0].error_code, 0, "v{version}");
+        }
+        _ => {
+            let response = client
+                .call(&DescribeUserScramCredentialsRequest::default(), version)
+                .await;
+            assert_eq!(response.error_code, 0, "v{version}");
+        }
     }
 }
 

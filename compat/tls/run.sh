@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Compat suite (issue 15): real clients over TLS. Starts its own broker — highwater, or Apache
-# Kafka 4.1.1 through compat/kafka-ref/start.sh — with three listeners configured with
-# Kafka's own keys: PLAINTEXT, SSL (a PEM keystore, ssl.keystore.type=PEM) and MTLS (SSL with
-# listener.name.mtls.ssl.client.auth=required against a PEM truststore). Certificates are
-# made here with openssl: a CA, the broker's (SAN localhost and 127.0.0.1), a client's, and
+# Compat suite (issue 15): real clients over TLS and SASL. Starts its own broker — highwater,
+# or Apache Kafka 4.1.1 through compat/kafka-ref/start.sh — with five listeners configured
+# with Kafka's own keys: PLAINTEXT, SSL (a PEM keystore, ssl.keystore.type=PEM), MTLS (SSL
+# with listener.name.mtls.ssl.client.auth=required against a PEM truststore),
+# SASL_PLAINTEXT and SASL_SSL (PLAIN users from the listeners' JAAS configs, SCRAM-SHA-256
+# and SCRAM-SHA-512 users made with kafka-configs). Certificates are made here with openssl
+# (compat/lib/certs.sh): a CA, the broker's (SAN localhost and 127.0.0.1), a client's, and
 # a stranger CA's. Then kcat (librdkafka 2.0.2), confluent-kafka (librdkafka 2.16, through
-# compat/kcat/pykcat.py) and Kafka's console producer and consumer (Java, PEM stores)
-# produce and consume over SSL and MTLS; a client that does not trust the CA, or has no
-# certificate on MTLS, is refused.
+# compat/kcat/pykcat.py) and Kafka's console producer and consumer (Java, PEM stores,
+# JAAS) produce and consume over SSL, MTLS, and SASL with each mechanism; a client that
+# does not trust the CA, has no certificate on MTLS, or a wrong password, is refused.
 # Usage: compat/tls/run.sh highwater|kafka
 # Environment: HIGHWATER_BIN (default ./target/release/highwater).
 set -euo pipefail
@@ -28,22 +30,10 @@ free_port() {
 
 certs="$test_tmp/certs"
 mkdir -p "$certs"
-# make_cert NAME CA SUBJECT [SAN]: NAME.key (PKCS#8, unencrypted), NAME.crt signed by CA,
-# and NAME.pem (key then certificate), which is what a PEM keystore file holds.
-make_cert() {
-    local name="$1" ca="$2" subject="$3" san="${4:-}"
-    openssl req -new -newkey rsa:2048 -nodes -keyout "$certs/$name.key" -subj "$subject" \
-        -out "$certs/$name.csr" 2>/dev/null
-    # Extensions make it an X.509 v3 certificate (rustls, like browsers, refuses v1).
-    printf 'basicConstraints=CA:FALSE\n' >"$certs/$name.ext"
-    [[ -z "$san" ]] || printf 'subjectAltName=%s\n' "$san" >>"$certs/$name.ext"
-    openssl x509 -req -in "$certs/$name.csr" -CA "$certs/$ca.crt" -CAkey "$certs/$ca.key" \
-        -CAcreateserial -days 2 -out "$certs/$name.crt" -extfile "$certs/$name.ext" 2>/dev/null
-    cat "$certs/$name.key" "$certs/$name.crt" >"$certs/$name.pem"
-}
+# shellcheck source=../lib/certs.sh source-path=SCRIPTDIR
+source "$root/compat/lib/certs.sh"
 for ca in ca stranger-ca; do
-    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=highwater compat $ca" \
-        -keyout "$certs/$ca.key" -out "$certs/$ca.crt" 2>/dev/null
+    make_ca "$ca"
 done
 make_cert broker ca "/CN=broker" "DNS:localhost,IP:127.0.0.1"
 make_cert client ca "/CN=client"
@@ -51,7 +41,12 @@ make_cert stranger stranger-ca "/CN=stranger"
 
 ssl_port="$(free_port)"
 mtls_port="$(free_port)"
-map="PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL,CONTROLLER:PLAINTEXT"
+sasl_port="$(free_port)"
+sasl_ssl_port="$(free_port)"
+map="PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
+map+=",CONTROLLER:PLAINTEXT"
+plain_jaas='org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'
+scram_jaas='org.apache.kafka.common.security.scram.ScramLoginModule required;'
 keys=(
     "listener.security.protocol.map=$map"
     "inter.broker.listener.name=PLAINTEXT"
@@ -60,15 +55,22 @@ keys=(
     "ssl.truststore.type=PEM"
     "ssl.truststore.location=$certs/ca.crt"
     "listener.name.mtls.ssl.client.auth=required"
+    "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
 )
+for l in sasl_plaintext sasl_ssl; do
+    keys+=("listener.name.$l.plain.sasl.jaas.config=$plain_jaas"
+        "listener.name.$l.scram-sha-256.sasl.jaas.config=$scram_jaas"
+        "listener.name.$l.scram-sha-512.sasl.jaas.config=$scram_jaas")
+done
+secured="SSL://127.0.0.1:$ssl_port,MTLS://127.0.0.1:$mtls_port"
+secured+=",SASL_PLAINTEXT://127.0.0.1:$sasl_port,SASL_SSL://127.0.0.1:$sasl_ssl_port"
 case "$broker" in
     highwater)
         plain_port="$(free_port)"
         bin="${HIGHWATER_BIN:-$root/target/release/highwater}"
         sets=()
         for kv in "${keys[@]}"; do sets+=(--set "$kv"); done
-        listeners="PLAINTEXT://127.0.0.1:$plain_port,SSL://127.0.0.1:$ssl_port"
-        listeners+=",MTLS://127.0.0.1:$mtls_port"
+        listeners="PLAINTEXT://127.0.0.1:$plain_port,$secured"
         "$bin" serve --config "$root/config/server.toml" --listeners "$listeners" \
             --log-dirs "$test_tmp/data" --set http.listeners= "${sets[@]}" \
             >"$test_tmp/broker.log" 2>&1 </dev/null &
@@ -79,9 +81,8 @@ case "$broker" in
         plain_port="${KAFKA_REF_PORT:-19092}"
         controller_port="${KAFKA_REF_CONTROLLER_PORT:-19093}"
         extra="listeners=PLAINTEXT://127.0.0.1:$plain_port,CONTROLLER://127.0.0.1:$controller_port"
-        extra+=",SSL://127.0.0.1:$ssl_port,MTLS://127.0.0.1:$mtls_port"
-        extra+=$'\n'"advertised.listeners=PLAINTEXT://127.0.0.1:$plain_port"
-        extra+=",SSL://127.0.0.1:$ssl_port,MTLS://127.0.0.1:$mtls_port"
+        extra+=",$secured"
+        extra+=$'\n'"advertised.listeners=PLAINTEXT://127.0.0.1:$plain_port,$secured"
         for kv in "${keys[@]}"; do extra+=$'\n'"$kv"; done
         KAFKA_REF_EXTRA_CONFIG="$extra" "$root/compat/kafka-ref/start.sh"
         trap '"$root/compat/kafka-ref/stop.sh"; rm -rf "$test_tmp"' EXIT
@@ -187,6 +188,126 @@ java_console_tools_over_ssl_and_mtls() {
     assert_eq $'a\nb' "$got" "the console consumer reads the console producer's records"
 }
 
+configs() {
+    kafka_tool kafka.admin.ConfigCommand --bootstrap-server "$plain" "$@"
+}
+
+# SCRAM users are made through the PLAINTEXT listener (AlterUserScramCredentials): bob has
+# both mechanisms, one request each (Kafka refuses a user twice in one request).
+for mechanism in SCRAM-SHA-256 SCRAM-SHA-512; do
+    configs --alter --entity-type users --entity-name bob \
+        --add-config "$mechanism=[iterations=4096,password=bob-secret]" \
+        >"$test_tmp/scram.out" 2>&1 || fail "cannot make SCRAM user bob: $(cat "$test_tmp/scram.out")"
+done
+
+# sasl ADDRESS PROTOCOL MECHANISM USER PASSWORD: the client options of a SASL login.
+sasl() {
+    local protocol="$2"
+    printf '%s\n' -X "security.protocol=$protocol" -X "sasl.mechanisms=$3" \
+        -X "sasl.username=$4" -X "sasl.password=$5"
+    [[ "$protocol" != sasl_ssl ]] || printf '%s\n' -X "ssl.ca.location=$certs/ca.crt"
+}
+
+# Produces three lines to a new topic and reads them back, logged in as USER with
+# MECHANISM over the SASL listener at PORT; Metadata there names that port.
+produce_and_consume_over_sasl() {
+    local tool="$1" port="$2" protocol="$3" mechanism="$4" user="$5" password="$6"
+    local topic="sasl-$1-$RANDOM" opts got meta
+    mapfile -t opts < <(sasl "127.0.0.1:$port" "$protocol" "$mechanism" "$user" "$password")
+    printf 'one\ntwo\nthree\n' | rdkafka "$tool" "127.0.0.1:$port" "${opts[@]}" -P -t "$topic"
+    got="$(rdkafka "$tool" "127.0.0.1:$port" "${opts[@]}" -C -t "$topic" -o beginning -e -q)"
+    assert_eq $'one\ntwo\nthree' "$got" "records read back over $protocol with $mechanism"
+    meta="$(rdkafka "$tool" "127.0.0.1:$port" "${opts[@]}" -L -t "$topic")"
+    grep -q "127.0.0.1:$port" <<<"$meta" || fail "metadata names the SASL port: $meta"
+}
+
+# A wrong password gets no metadata (within 15 s), with PLAIN and with SCRAM.
+wrong_passwords_are_refused() {
+    local tool="$1" RDKAFKA_TIMEOUT=15 mechanism user opts
+    for mechanism in PLAIN SCRAM-SHA-256; do
+        user=alice
+        [[ "$mechanism" == PLAIN ]] || user=bob
+        mapfile -t opts < <(sasl "127.0.0.1:$sasl_port" sasl_plaintext "$mechanism" "$user" wrong)
+        if rdkafka "$tool" "127.0.0.1:$sasl_port" "${opts[@]}" -L -m 5 >"$test_tmp/out" 2>&1; then
+            fail "$mechanism with a wrong password got metadata: $(cat "$test_tmp/out")"
+        fi
+    done
+}
+
+# Kafka's console producer with SCRAM-SHA-512 over SASL_SSL, the console consumer with
+# PLAIN over SASL_PLAINTEXT (JAAS configs, as Java clients take them).
+java_console_tools_over_sasl() {
+    local topic="sasl-java-$RANDOM" got
+    {
+        printf 'security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n'
+        printf 'sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="bob" password="bob-secret";\n'
+        printf 'ssl.truststore.type=PEM\nssl.truststore.location=%s\n' "$certs/ca.crt"
+    } >"$test_tmp/scram.properties"
+    {
+        printf 'security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n'
+        printf 'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="alice-secret";\n'
+    } >"$test_tmp/plain.properties"
+    printf 'a\nb\n' | kafka_tool org.apache.kafka.tools.ConsoleProducer \
+        --bootstrap-server "127.0.0.1:$sasl_ssl_port" --topic "$topic" \
+        --producer.config "$test_tmp/scram.properties"
+    got="$(kafka_tool org.apache.kafka.tools.consumer.ConsoleConsumer \
+        --bootstrap-server "127.0.0.1:$sasl_port" --topic "$topic" --from-beginning \
+        --max-messages 2 --timeout-ms 30000 --consumer.config "$test_tmp/plain.properties")"
+    assert_eq $'a\nb' "$got" "the console consumer reads the console producer's records"
+}
+
+# kafka-configs lists bob's SCRAM mechanisms; once SCRAM-SHA-256 is deleted, a login with
+# it is refused and one with SCRAM-SHA-512 still works.
+scram_users_are_described_and_deleted() {
+    local out opts RDKAFKA_TIMEOUT=15
+    configs --alter --entity-type users --entity-name carol \
+        --add-config 'SCRAM-SHA-256=[iterations=8192,password=carol-secret]' >/dev/null
+    configs --alter --entity-type users --entity-name carol \
+        --add-config 'SCRAM-SHA-512=[password=carol-secret]' >/dev/null
+    out="$(configs --describe --entity-type users --entity-name carol)"
+    echo "$out"
+    grep -qF "SCRAM credential configs for user-principal 'carol' are " <<<"$out" ||
+        fail "describe: $out"
+    for info in SCRAM-SHA-256=iterations=8192 SCRAM-SHA-512=iterations=4096; do
+        grep -qF "$info" <<<"$out" || fail "describe lacks $info: $out"
+    done
+    configs --alter --entity-type users --entity-name carol --delete-config SCRAM-SHA-256 >/dev/null
+    mapfile -t opts < <(sasl x sasl_plaintext SCRAM-SHA-256 carol carol-secret)
+    if rdkafka rdkafka216 "127.0.0.1:$sasl_port" "${opts[@]}" -L >"$test_tmp/out" 2>&1; then
+        fail "a deleted SCRAM-SHA-256 credential still logs in: $(cat "$test_tmp/out")"
+    fi
+    mapfile -t opts < <(sasl x sasl_plaintext SCRAM-SHA-512 carol carol-secret)
+    rdkafka rdkafka216 "127.0.0.1:$sasl_port" "${opts[@]}" -L >/dev/null ||
+        fail "SCRAM-SHA-512 no longer logs in"
+}
+
+# librdkafka before 2.6.1 sends its client nonce twice in the SCRAM client-final message
+# (librdkafka#4895); Kafka 4 refuses it (the strict check of CVE-2024-56128), and so does
+# highwater. SCRAM is therefore tried with confluent-kafka's librdkafka 2.16 and Java, and
+# Debian's kcat (librdkafka 2.0.2) is checked to be refused, as by Kafka.
+old_librdkafka_scram_is_refused() {
+    local opts RDKAFKA_TIMEOUT=15
+    mapfile -t opts < <(sasl x sasl_plaintext SCRAM-SHA-256 bob bob-secret)
+    if kcat -b "127.0.0.1:$sasl_port" "${opts[@]}" -L -m 5 >"$test_tmp/out" 2>&1; then
+        fail "librdkafka 2.0.2's SCRAM nonce was accepted: $(cat "$test_tmp/out")"
+    fi
+}
+
+for tool in kcat rdkafka216; do
+    run_test "$tool: produce and consume over SASL_PLAINTEXT with PLAIN" \
+        produce_and_consume_over_sasl "$tool" "$sasl_port" sasl_plaintext PLAIN alice alice-secret
+done
+run_test "rdkafka216: produce and consume over SASL_PLAINTEXT with SCRAM-SHA-256" \
+    produce_and_consume_over_sasl rdkafka216 "$sasl_port" sasl_plaintext SCRAM-SHA-256 bob bob-secret
+run_test "rdkafka216: produce and consume over SASL_SSL with SCRAM-SHA-512" \
+    produce_and_consume_over_sasl rdkafka216 "$sasl_ssl_port" sasl_ssl SCRAM-SHA-512 bob bob-secret
+run_test "rdkafka216: wrong passwords are refused (PLAIN, SCRAM)" wrong_passwords_are_refused rdkafka216
+run_test "kcat: librdkafka 2.0.2's repeated SCRAM nonce is refused, as by Kafka 4" \
+    old_librdkafka_scram_is_refused
+run_test "java: console producer with SCRAM over SASL_SSL, console consumer with PLAIN" \
+    java_console_tools_over_sasl
+run_test "kafka-configs: SCRAM users described; a deleted mechanism no longer logs in" \
+    scram_users_are_described_and_deleted
 for tool in kcat rdkafka216; do
     run_test "$tool: produce and consume over SSL" produce_and_consume_over_ssl "$tool"
     run_test "$tool: a client that does not trust the CA is refused" untrusted_is_refused "$tool"

@@ -80,6 +80,10 @@ pub fn controller_error(error: &ControllerError) -> ResponseError {
         ErrorKind::Conflict => ResponseError::UnknownServerError,
         ErrorKind::InvalidFeatureUpdate => ResponseError::InvalidUpdateVersion,
         ErrorKind::NoReassignmentInProgress => ResponseError::NoReassignmentInProgress,
+        ErrorKind::UnacceptableCredential => ResponseError::UnacceptableCredential,
+        ErrorKind::DuplicateResource => ResponseError::DuplicateResource,
+        ErrorKind::UnsupportedSaslMechanism => ResponseError::UnsupportedSaslMechanism,
+        ErrorKind::ResourceNotFound => ResponseError::ResourceNotFound,
     }
 }
 

@@ -8,6 +8,7 @@ pub mod alter_configs;
 pub mod api_versions;
 mod authorized_operations;
 pub mod broker_client;
+pub mod client_quotas;
 pub mod consumer_groups;
 pub mod delete_records;
 pub mod describe_cluster;
@@ -32,6 +33,7 @@ pub mod produce;
 pub mod reassignments;
 pub mod refusal;
 pub mod response;
+pub mod scram_credentials;
 pub mod topics;
 pub mod transactions;
 pub mod txn_markers;
@@ -430,20 +432,11 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         ApiKey::OffsetDelete => offsets::offset_delete(broker, request).await,
         ApiKey::Metadata => metadata::handle(broker, request).await,
         ApiKey::ApiVersions => api_versions::handle(broker, request),
-        ApiKey::CreateTopics => topics::create_topics(broker, request).await,
-        ApiKey::DeleteTopics => topics::delete_topics(broker, request).await,
         ApiKey::DeleteRecords => delete_records::handle(broker, request),
-        ApiKey::CreatePartitions => topics::create_partitions(broker, request).await,
         ApiKey::InitProducerId => init_producer_id::handle(broker, request).await,
         ApiKey::OffsetForLeaderEpoch => offset_for_leader_epoch::handle(broker, request),
-        ApiKey::DescribeConfigs => describe_configs::handle(broker, request),
-        ApiKey::ListConfigResources => describe_configs::list_resources(broker, request),
-        ApiKey::DescribeCluster => describe_cluster::handle(broker, request),
         ApiKey::ConsumerGroupHeartbeat => consumer_groups::heartbeat(broker, request).await,
         ApiKey::ConsumerGroupDescribe => consumer_groups::describe(broker, request),
-        ApiKey::IncrementalAlterConfigs => alter_configs::handle(broker, request).await,
-        ApiKey::AlterConfigs => alter_configs::handle_legacy(broker, request).await,
-        ApiKey::ElectLeaders => elect_leaders::handle(broker, request).await,
         ApiKey::AddPartitionsToTxn => transactions::add_partitions_to_txn(broker, request).await,
         ApiKey::AddOffsetsToTxn => transactions::add_offsets_to_txn(broker, request).await,
         ApiKey::EndTxn => transactions::end_txn(broker, request).await,
@@ -453,6 +446,22 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         ApiKey::ListTransactions => transactions::list_transactions(broker, request),
         ApiKey::DescribeProducers => transactions::describe_producers(broker, request),
         ApiKey::DescribeTopicPartitions => describe_topic_partitions::handle(broker, request),
+        _ => handle_admin(broker, request).await,
+    }
+}
+
+/// Runs the handler of an administration API (topics, configs, the cluster, security).
+async fn handle_admin(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
+    match request.api_key {
+        ApiKey::CreateTopics => topics::create_topics(broker, request).await,
+        ApiKey::DeleteTopics => topics::delete_topics(broker, request).await,
+        ApiKey::CreatePartitions => topics::create_partitions(broker, request).await,
+        ApiKey::DescribeConfigs => describe_configs::handle(broker, request),
+        ApiKey::ListConfigResources => describe_configs::list_resources(broker, request),
+        ApiKey::DescribeCluster => describe_cluster::handle(broker, request),
+        ApiKey::IncrementalAlterConfigs => alter_configs::handle(broker, request).await,
+        ApiKey::AlterConfigs => alter_configs::handle_legacy(broker, request).await,
+        ApiKey::ElectLeaders => elect_leaders::handle(broker, request).await,
         ApiKey::UpdateFeatures => update_features::handle(broker, request).await,
         ApiKey::DescribeQuorum => describe_quorum::handle(broker, request).await,
         ApiKey::DescribeLogDirs => log_dirs::describe(broker, request),
@@ -462,6 +471,10 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         ApiKey::AlterReplicaLogDirs => log_dirs::alter(broker, request),
         ApiKey::AlterPartitionReassignments => reassignments::alter(broker, request).await,
         ApiKey::ListPartitionReassignments => reassignments::list(broker, request),
+        ApiKey::DescribeClientQuotas => client_quotas::describe(broker, request),
+        ApiKey::DescribeUserScramCredentials => scram_credentials::describe(broker, request),
+        ApiKey::AlterUserScramCredentials => scram_credentials::alter(broker, request).await,
+        // SaslHandshake and SaslAuthenticate are answered by the connection (`server::sasl`).
         api_key => Err(HandlerError::UnsupportedVersion {
             api_key,
             version: request.version(),

@@ -46,6 +46,14 @@ impl SecurityProtocol {
         .find(|p| p.name() == name)
     }
 
+    /// Whether clients authenticate with SASL before any other request.
+    pub fn uses_sasl(self) -> bool {
+        matches!(
+            self,
+            SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl
+        )
+    }
+
     /// Whether connections start with a TLS handshake.
     pub fn uses_tls(self) -> bool {
         matches!(self, SecurityProtocol::Ssl | SecurityProtocol::SaslSsl)
@@ -65,6 +73,8 @@ pub struct Listener {
     pub advertised_port: u16,
     /// For SSL and SASL_SSL: the listener's certificate, key and client authentication.
     pub tls: Option<TlsSettings>,
+    /// For SASL_PLAINTEXT and SASL_SSL: the mechanisms offered and PLAIN's users.
+    pub sasl: Option<super::sasl::SaslSettings>,
 }
 
 /// A parsed `NAME://host:port` entry.
@@ -170,6 +180,10 @@ pub(super) fn client_listeners(
             true => Some(tls::settings(values, &entry.name)?),
             false => None,
         };
+        let sasl = match protocol.uses_sasl() {
+            true => Some(super::sasl::settings(values, &entry.name)?),
+            false => None,
+        };
         listeners.push(Listener {
             name: entry.name.clone(),
             address: to_address(&entry.host, entry.port)?,
@@ -177,6 +191,7 @@ pub(super) fn client_listeners(
             advertised_host,
             advertised_port,
             tls,
+            sasl,
         });
     }
     if let Some(stray) = advertised.iter().find(|a| {

@@ -9,6 +9,7 @@ pub mod dynamic;
 pub mod error;
 pub mod group;
 pub mod listeners;
+pub mod sasl;
 pub mod security;
 pub mod tls;
 pub mod topic;
@@ -60,6 +61,7 @@ pub const BROKER_DEFAULTS: &[(&str, &str)] = &[
     ("max.connections", "2147483647"),
     ("max.connections.per.ip", "2147483647"),
     ("max.connections.per.ip.overrides", ""),
+    ("connection.failed.authentication.delay.ms", "100"),
     ("message.max.bytes", "1048588"),
     ("log.segment.bytes", "1073741824"),
     ("log.index.size.max.bytes", "10485760"),
@@ -492,12 +494,13 @@ impl Listeners {
         // Replication and transaction markers connect to the inter-broker listener in
         // plaintext: with other brokers to reach, it must be PLAINTEXT (a single node
         // never connects to itself).
-        if inter.protocol.uses_tls() && (voters.len() > 1 || !roles.controller) {
+        let secured = inter.protocol.uses_tls() || inter.protocol.uses_sasl();
+        if secured && (voters.len() > 1 || !roles.controller) {
             return Err(ConfigError::Unenforced {
                 key: "inter.broker.listener.name".into(),
                 value: inter.name.clone(),
                 reason: format!(
-                    "listener {} uses {}; brokers do not replicate over TLS yet",
+                    "listener {} uses {}; brokers do not replicate over TLS or SASL yet",
                     inter.name,
                     inter.protocol.name()
                 ),
@@ -577,7 +580,9 @@ pub fn unknown_keys(explicit: &ConfigMap) -> Vec<ConfigError> {
     };
     explicit
         .keys()
-        .filter(|key| !known().any(|k| k == key.as_str()) && !tls::is_tls_key(key))
+        .filter(|key| {
+            !known().any(|k| k == key.as_str()) && !tls::is_tls_key(key) && !sasl::is_sasl_key(key)
+        })
         .map(|key| {
             let closest = known()
                 .map(|k| (edit_distance(key, k), k))

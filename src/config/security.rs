@@ -1,14 +1,15 @@
-//! Fails closed on security settings highwater does not enforce yet (issue #15): a SASL
-//! listener, a TLS controller listener, a SASL or authorization key, or a TLS key highwater
-//! does not read stops start-up with the key named, instead of being served with less
-//! protection than it asks for. TLS (SSL listeners, `ssl.*` keys) is enforced by
-//! `config::tls` and the server.
+//! Fails closed on security settings highwater does not enforce yet (issue #15): a TLS or
+//! SASL controller listener, a SASL, delegation-token or authorization key it does not
+//! read, or a TLS key it does not read stops start-up with the key named, instead of being
+//! served with less protection than it asks for. TLS (SSL listeners, `ssl.*` keys) is
+//! enforced by `config::tls` and the server, SASL (PLAIN and SCRAM, `config::sasl`) by the
+//! server.
 //!
 //! Must not: accept a security setting it cannot honour. Each key is let through here
 //! only once the broker enforces it.
 
 use super::listeners::{protocol_map, protocol_of, SecurityProtocol};
-use super::{tls, ConfigError, ConfigMap};
+use super::{sasl, tls, ConfigError, ConfigMap};
 
 /// Key prefixes that configure SASL or delegation tokens.
 const SECURITY_PREFIXES: &[&str] = &["sasl.", "delegation.token."];
@@ -19,7 +20,10 @@ const SECURITY_KEYS: &[(&str, &[&str])] = &[
     ("authorizer.class.name", &[""]),
     ("super.users", &[""]),
     ("allow.everyone.if.no.acl.found", &[]),
-    ("security.inter.broker.protocol", &["PLAINTEXT", "SSL"]),
+    (
+        "security.inter.broker.protocol",
+        &["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"],
+    ),
     ("principal.builder.class", &[]),
     ("security.providers", &[]),
     ("connections.max.reauth.ms", &["0"]),
@@ -38,13 +42,14 @@ pub fn check_enforced(values: &ConfigMap, controller_names: &[String]) -> Result
             let protocol = protocol_of(&name, &map, controller_names, key, raw)?;
             let controller = controller_names.contains(&name);
             let refused = match protocol {
-                SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl => {
-                    "SASL is not served yet"
-                }
-                SecurityProtocol::Ssl if controller => {
+                SecurityProtocol::Ssl
+                | SecurityProtocol::SaslPlaintext
+                | SecurityProtocol::SaslSsl
+                    if controller =>
+                {
                     "the controller quorum is served over PLAINTEXT only"
                 }
-                SecurityProtocol::Plaintext | SecurityProtocol::Ssl => continue,
+                _ => continue,
             };
             return Err(unenforced(
                 key,
@@ -57,14 +62,18 @@ pub fn check_enforced(values: &ConfigMap, controller_names: &[String]) -> Result
 }
 
 fn check_key(key: &str, value: &str) -> Result<(), ConfigError> {
+    if sasl::is_sasl_key(key) {
+        return Ok(());
+    }
     if SECURITY_PREFIXES.iter().any(|p| key.starts_with(p)) {
-        return Err(unenforced(key, value, "SASL is not enforced yet".into()));
+        let reason = "a SASL or delegation-token setting highwater does not enforce                       (it serves PLAIN and SCRAM)";
+        return Err(unenforced(key, value, reason.into()));
     }
     let tls_like = key.starts_with("ssl.") || key.starts_with("listener.name.");
     if tls_like && !tls::is_tls_key(key) {
         let reason = match key.starts_with("ssl.") {
             true => "a TLS setting highwater does not read",
-            false => "only ssl.* keys may be set per listener today",
+            false => "only ssl.* and SASL mechanism keys may be set per listener",
         };
         return Err(unenforced(key, value, reason.into()));
     }
@@ -136,8 +145,14 @@ mod tests {
     }
 
     #[test]
-    fn a_sasl_ssl_listener_is_refused() {
-        let key = refused_key(&[("listeners", "SASL_SSL://127.0.0.1:9093")]);
+    fn a_sasl_client_listener_passes_and_a_sasl_controller_listener_is_refused() {
+        // The client listener's mechanisms and users are checked by `config::sasl`.
+        assert!(check(&[("listeners", "SASL_SSL://127.0.0.1:9093")]).is_ok());
+        let map = (
+            "listener.security.protocol.map",
+            "CONTROLLER:SASL_PLAINTEXT",
+        );
+        let key = refused_key(&[("listeners", "CONTROLLER://127.0.0.1:9193"), map]);
         assert_eq!(key, "listeners");
     }
 
@@ -168,8 +183,10 @@ mod tests {
         let plain = ("listeners", "PLAINTEXT://127.0.0.1:9092");
         for key in [
             "ssl.engine.factory.class",
-            "sasl.enabled.mechanisms",
-            "listener.name.external.plain.sasl.jaas.config",
+            "sasl.kerberos.service.name",
+            "sasl.server.callback.handler.class",
+            "listener.name.external.gssapi.sasl.jaas.config",
+            "listener.name.external.oauthbearer.sasl.jaas.config",
             "super.users",
             "allow.everyone.if.no.acl.found",
         ] {
@@ -178,6 +195,9 @@ mod tests {
         for key in [
             "ssl.keystore.location",
             "listener.name.external.ssl.client.auth",
+            "sasl.enabled.mechanisms",
+            "listener.name.external.plain.sasl.jaas.config",
+            "listener.name.external.scram-sha-512.sasl.jaas.config",
         ] {
             assert!(check(&[plain, (key, "x")]).is_ok(), "{key} is read");
         }
@@ -186,7 +206,7 @@ mod tests {
             "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         );
         assert_eq!(refused_key(&[plain, authorizer]), "authorizer.class.name");
-        let inter = ("security.inter.broker.protocol", "SASL_SSL");
+        let inter = ("security.inter.broker.protocol", "KERBEROS");
         assert_eq!(
             refused_key(&[plain, inter]),
             "security.inter.broker.protocol"

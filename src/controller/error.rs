@@ -51,6 +51,9 @@ pub enum ControllerError {
     /// A reassignment that would change the replication factor where it may not (KIP-860).
     #[error("{reason}")]
     ReplicationFactorChange { reason: String },
+    /// A SCRAM credential change refused, with the kind of refusal (Kafka's words).
+    #[error("{reason}")]
+    Credential { kind: ErrorKind, reason: String },
     /// A partition the metadata does not have (Kafka's words).
     #[error("{reason}")]
     UnknownPartition { reason: String },
@@ -129,6 +132,10 @@ pub enum ErrorKind {
     Conflict,
     InvalidFeatureUpdate,
     NoReassignmentInProgress,
+    UnacceptableCredential,
+    DuplicateResource,
+    UnsupportedSaslMechanism,
+    ResourceNotFound,
 }
 
 /// A [`ControllerError`] on the wire.
@@ -158,6 +165,7 @@ impl ControllerError {
             ControllerError::NoReassignmentInProgress => ErrorKind::NoReassignmentInProgress,
             ControllerError::ReplicationFactorChange { .. } => ErrorKind::InvalidReplicationFactor,
             ControllerError::UnknownPartition { .. } => ErrorKind::UnknownTopic,
+            ControllerError::Credential { kind, .. } => *kind,
             ControllerError::Storage { .. } => ErrorKind::Storage,
             ControllerError::NotController { .. } => ErrorKind::NotController,
             ControllerError::ControllerUnavailable { .. } => ErrorKind::ControllerUnavailable,

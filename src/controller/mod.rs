@@ -43,8 +43,8 @@ use crate::metadata::uuid_text::base64url;
 use crate::metadata::{MetadataImage, PartitionImage, TopicImage};
 use active::ActiveController;
 pub use active::{
-    AlterPartition, ControllerReply, ControllerRequest, Reassignment, ReassignmentOutcome,
-    PARTITIONS_PER_TOPIC_MAX,
+    AlterPartition, ControllerReply, ControllerRequest, CredentialOutcome, Reassignment,
+    ReassignmentOutcome, ScramUpsertion, PARTITIONS_PER_TOPIC_MAX,
 };
 pub use error::{ControllerError, ErrorKind};
 pub use placement::ElectionOutcome;
@@ -213,7 +213,35 @@ fn initial_record(config: &BrokerConfig) -> Result<Record, ControllerError> {
         cluster_id,
         topics,
         next_producer_id: legacy.producer_id_block_end,
+        scram_credentials: bootstrap_scram_credentials(config)?,
     })
+}
+
+/// The SCRAM users of `scram.bootstrap.credentials`, each with a fresh salt.
+fn bootstrap_scram_credentials(
+    config: &BrokerConfig,
+) -> Result<crate::metadata::ScramCredentials, ControllerError> {
+    let mut credentials = crate::metadata::ScramCredentials::new();
+    let wanted = crate::config::sasl::bootstrap_credentials(&config.values).map_err(|e| {
+        ControllerError::Quorum {
+            reason: e.to_string(),
+        }
+    })?;
+    for user in wanted {
+        let Some(mechanism) = crate::sasl::ScramMechanism::from_name(&user.mechanism) else {
+            continue;
+        };
+        let credential =
+            crate::sasl::ScramCredential::from_password(mechanism, &user.password, user.iterations)
+                .map_err(|e| ControllerError::Quorum {
+                    reason: e.to_string(),
+                })?;
+        credentials
+            .entry(user.user)
+            .or_default()
+            .insert(user.mechanism, credential);
+    }
+    Ok(credentials)
 }
 
 impl Controller {

@@ -15,8 +15,10 @@ use uuid::Uuid;
 
 use crate::config::ConfigMap;
 use crate::metadata::{
-    features, BrokerImage, Endpoint, MetadataImage, PartitionImage, TopicImage, NO_LEADER,
+    features, BrokerImage, Endpoint, MetadataImage, PartitionImage, ScramCredentials, TopicImage,
+    NO_LEADER,
 };
+use crate::sasl::ScramCredential;
 
 /// Producer ids handed out per block (Kafka's ProducerIdsRecord hands out 1000 at a time).
 pub const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
@@ -117,6 +119,10 @@ pub enum Record {
         cluster_id: String,
         topics: Vec<TopicImage>,
         next_producer_id: i64,
+        /// The SCRAM users the cluster starts with (`scram.bootstrap.credentials`, as
+        /// `kafka-storage format --add-scram` gives them to Kafka).
+        #[serde(default)]
+        scram_credentials: ScramCredentials,
     },
     /// A broker process registers; it starts fenced, its epoch is this record's offset.
     RegisterBroker {
@@ -177,6 +183,11 @@ pub enum Record {
     FinalizeFeatures {
         levels: Vec<(String, i16)>,
     },
+    /// Sets (`Some`) or removes (`None`) users' SCRAM credentials, each by mechanism name
+    /// (AlterUserScramCredentials; Kafka's UserScramCredentialRecord).
+    AlterScramCredentials {
+        changes: Vec<(String, String, Option<ScramCredential>)>,
+    },
     /// Replaces the configs of a resource other than a topic (Kafka's ConfigRecord):
     /// dynamic broker configs, group configs. An empty map removes the resource's entry.
     AlterConfigs {
@@ -228,6 +239,9 @@ pub struct ClusterState {
     /// Group configs by group id.
     #[serde(default)]
     pub group_configs: BTreeMap<String, ConfigMap>,
+    /// SCRAM credentials by user, then mechanism (Kafka's UserScramCredentialRecord).
+    #[serde(default)]
+    pub scram_credentials: ScramCredentials,
 }
 
 impl ClusterState {
@@ -254,7 +268,8 @@ impl ClusterState {
                 cluster_id,
                 topics,
                 next_producer_id,
-            } => self.init(cluster_id, topics, *next_producer_id),
+                scram_credentials,
+            } => self.init(cluster_id, topics, *next_producer_id, scram_credentials),
             Record::RegisterBroker {
                 node_id,
                 incarnation_id,
@@ -312,9 +327,27 @@ impl ClusterState {
                 RecordResult::Applied
             }
             Record::AlterConfigs { resource, configs } => self.alter_configs(resource, configs),
+            Record::AlterScramCredentials { changes } => self.alter_scram_credentials(changes),
         };
         self.check_invariants();
         result
+    }
+
+    fn alter_scram_credentials(
+        &mut self,
+        changes: &[(String, String, Option<ScramCredential>)],
+    ) -> RecordResult {
+        for (user, mechanism, credential) in changes {
+            let of_user = self.scram_credentials.entry(user.clone()).or_default();
+            match credential {
+                Some(credential) => of_user.insert(mechanism.clone(), credential.clone()),
+                None => of_user.remove(mechanism),
+            };
+            if of_user.is_empty() {
+                self.scram_credentials.remove(user);
+            }
+        }
+        RecordResult::Applied
     }
 
     fn alter_configs(&mut self, resource: &ConfigResource, configs: &ConfigMap) -> RecordResult {
@@ -332,10 +365,17 @@ impl ClusterState {
         RecordResult::Applied
     }
 
-    fn init(&mut self, cluster_id: &str, topics: &[TopicImage], next: i64) -> RecordResult {
+    fn init(
+        &mut self,
+        cluster_id: &str,
+        topics: &[TopicImage],
+        next: i64,
+        scram_credentials: &ScramCredentials,
+    ) -> RecordResult {
         if !self.cluster_id.is_empty() {
             return rejected("the cluster is already initialized");
         }
+        self.scram_credentials = scram_credentials.clone();
         self.cluster_id = cluster_id.to_string();
         self.topics = topics.iter().map(|t| (t.name.clone(), t.clone())).collect();
         self.next_producer_id = next;
@@ -501,6 +541,7 @@ impl ClusterState {
             features: features::finalized(&self.features),
             broker_configs: Arc::new(self.broker_configs.clone()),
             group_configs: Arc::new(self.group_configs.clone()),
+            scram_credentials: Arc::new(self.scram_credentials.clone()),
             offset,
         }
     }

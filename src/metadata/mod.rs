@@ -10,6 +10,10 @@ use uuid::Uuid;
 
 use crate::config::dynamic::Layers;
 use crate::config::ConfigMap;
+use crate::sasl::{ScramCredential, ScramMechanism};
+
+/// SCRAM credentials by user, then mechanism name (`SCRAM-SHA-256`, `SCRAM-SHA-512`).
+pub type ScramCredentials = BTreeMap<String, BTreeMap<String, ScramCredential>>;
 
 /// The configs of a resource that sets none.
 static NO_CONFIGS: ConfigMap = ConfigMap::new();
@@ -162,6 +166,8 @@ pub struct MetadataImage {
     pub broker_configs: Arc<BTreeMap<String, ConfigMap>>,
     /// Group configs (KIP-848) by group id.
     pub group_configs: Arc<BTreeMap<String, ConfigMap>>,
+    /// SCRAM credentials by user, then mechanism name (KIP-554).
+    pub scram_credentials: Arc<ScramCredentials>,
     /// The Raft log index of the last record applied to this image.
     pub offset: u64,
 }
@@ -203,6 +209,15 @@ impl MetadataImage {
                 .unwrap_or(&NO_CONFIGS),
             cluster_default: self.broker_configs.get("").unwrap_or(&NO_CONFIGS),
         }
+    }
+
+    /// The SCRAM credential of `user` for `mechanism`, if it has one.
+    pub fn scram_credential(
+        &self,
+        user: &str,
+        mechanism: ScramMechanism,
+    ) -> Option<&ScramCredential> {
+        self.scram_credentials.get(user)?.get(mechanism.name())
     }
 
     /// The configs group `group` sets itself (none for most groups).

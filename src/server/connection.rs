@@ -14,6 +14,7 @@
 //! the reason logged; other connections are not affected.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
@@ -26,9 +27,13 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 use super::memory_pool::{MemoryPool, PoolPermit};
+use super::sasl::{Authentication, Gate};
 use crate::api::{self, Broker, Outcome, Request};
+use crate::config::sasl::SaslSettings;
 use crate::faults::{is_broker_client_id, Injected};
 
+/// The principal of a client that did not authenticate (Kafka's KafkaPrincipal.ANONYMOUS).
+pub const ANONYMOUS: &str = "User:ANONYMOUS";
 /// Bytes of socket write buffering per connection.
 const WRITE_BUFFER_BYTES: usize = 64 * 1024;
 /// Bytes a frame needs before its header can be read (key, version, correlation id).
@@ -73,6 +78,8 @@ pub enum CloseReason {
     Io(#[from] std::io::Error),
     #[error("{0}")]
     Fault(String),
+    #[error("{0}")]
+    Authentication(String),
 }
 
 /// Reads a frame's length; `Ok(None)` at a clean end of stream.
@@ -155,14 +162,15 @@ impl Budgets {
 /// side is gone.
 async fn read_ahead<R: AsyncRead + Unpin>(
     mut reader: R,
-    frame_bytes_max: usize,
+    frame_bytes_max: Arc<AtomicUsize>,
     budgets: Budgets,
     frames: mpsc::Sender<Result<QueuedFrame, CloseReason>>,
     client: SocketAddr,
     queued: IntGauge,
 ) {
     loop {
-        let item = match read_length(&mut reader, frame_bytes_max).await {
+        let max = frame_bytes_max.load(Ordering::Relaxed);
+        let item = match read_length(&mut reader, max).await {
             Ok(None) => return,
             Ok(Some(length)) => {
                 let held = budgets.reserve(length, client).await;
@@ -237,6 +245,8 @@ pub async fn serve(
 pub struct Peer {
     pub client: SocketAddr,
     pub listener: Arc<str>,
+    /// The listener's SASL settings, when clients must authenticate with SASL first.
+    pub sasl: Option<Arc<SaslSettings>>,
 }
 
 /// Serves a connection given as its two halves (a TCP stream's, or a TLS session's).
@@ -251,7 +261,12 @@ pub async fn serve_halves<R, W>(
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin,
 {
-    let Peer { client, listener } = peer;
+    let Peer {
+        client,
+        listener,
+        sasl,
+    } = peer;
+    let auth = Authentication::new(sasl, ANONYMOUS.into(), limits.frame_bytes_max);
     let metrics = Arc::clone(&broker.metrics);
     metrics.connections_accepted.inc();
     metrics.connections.inc();
@@ -262,14 +277,14 @@ pub async fn serve_halves<R, W>(
     };
     let reader = tokio::spawn(read_ahead(
         read_half,
-        limits.frame_bytes_max,
+        auth.frame_max(),
         budgets,
         frames,
         client,
         metrics.request_queue_size.clone(),
     ));
     let mut writer = BufWriter::with_capacity(WRITE_BUFFER_BYTES, write_half);
-    let result = answer_all(&broker, &mut queue, &mut writer, (client, &listener)).await;
+    let result = answer_all(&broker, &mut queue, &mut writer, (client, &listener), auth).await;
     reader.abort();
     queue.close();
     while let Ok(Ok(_)) = queue.try_recv() {
@@ -289,6 +304,7 @@ async fn answer_all<W: tokio::io::AsyncWrite + Unpin>(
     queue: &mut mpsc::Receiver<Result<QueuedFrame, CloseReason>>,
     writer: &mut W,
     (client, listener): (SocketAddr, &Arc<str>),
+    mut auth: Authentication,
 ) -> Result<(), CloseReason> {
     while let Some(queued) = queue.recv().await {
         let QueuedFrame {
@@ -297,7 +313,39 @@ async fn answer_all<W: tokio::io::AsyncWrite + Unpin>(
             read_at,
         } = queued?;
         broker.metrics.request_queue_size.dec();
+        if let Gate::RawToken = auth.gate() {
+            let token = auth
+                .raw_token(broker, &frame)
+                .await
+                .map_err(CloseReason::Authentication)?;
+            writer
+                .write_all(&(token.len() as u32).to_be_bytes())
+                .await?;
+            writer.write_all(&token).await?;
+            writer.flush().await?;
+            continue;
+        }
         let request = parse_request(frame, client, listener)?;
+        let intercepted =
+            auth.intercept(broker, &request)
+                .await
+                .map_err(|source| CloseReason::Handler {
+                    api_key: request.api_key,
+                    version: request.version(),
+                    source,
+                })?;
+        if let Some(answer) = intercepted {
+            if let Outcome::Respond(frame) = answer.outcome {
+                for chunk in &frame.chunks {
+                    writer.write_all(chunk).await?;
+                }
+            }
+            writer.flush().await?;
+            if let Some(reason) = answer.close {
+                return Err(CloseReason::Authentication(reason));
+            }
+            continue;
+        }
         let outcome = handle(broker, &request)
             .await
             .map_err(|source| CloseReason::Handler {

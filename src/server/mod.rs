@@ -9,6 +9,7 @@
 pub mod connection;
 pub mod connection_quotas;
 pub mod memory_pool;
+pub mod sasl;
 pub mod tls;
 
 use std::future::Future;
@@ -44,6 +45,7 @@ struct Bound {
     name: Arc<str>,
     socket: TcpListener,
     tls: Option<TlsAcceptor>,
+    sasl: Option<Arc<crate::config::sasl::SaslSettings>>,
 }
 
 /// A listener's socket, bound beforehand, with its TLS acceptor for an SSL listener (see
@@ -81,6 +83,7 @@ pub async fn run(broker: Arc<Broker>, sockets: Vec<Socket>, shutdown: impl Futur
             name: config.name.as_str().into(),
             socket,
             tls,
+            sasl: config.sasl.clone().map(Arc::new),
         };
         loops.spawn(accept_loop(Arc::clone(&shared), bound, phases.clone()));
     }
@@ -124,6 +127,7 @@ pub fn serve_controller_clients(broker: &Arc<Broker>) {
         let peer = connection::Peer {
             client,
             listener: Arc::clone(&listener),
+            sasl: None,
         };
         tokio::spawn(connection::serve(broker, stream, peer, limits, Arc::clone(&pool)));
     });
@@ -219,6 +223,7 @@ fn admit(
     let peer = connection::Peer {
         client,
         listener: Arc::clone(listener),
+        sasl: bound.sasl.clone(),
     };
     let Some(tls) = bound.tls.clone() else {
         connections.spawn(async move {

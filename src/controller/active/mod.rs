@@ -35,6 +35,7 @@ mod brokers;
 mod configs;
 mod features;
 mod reassignments;
+mod scram;
 mod sessions;
 mod topics;
 
@@ -42,6 +43,7 @@ use sessions::Sessions;
 
 pub use brokers::AlterPartition;
 pub use reassignments::{Reassignment, ReassignmentOutcome};
+pub use scram::{CredentialOutcome, ScramUpsertion};
 pub use topics::PARTITIONS_PER_TOPIC_MAX;
 /// How often the leader checks broker sessions.
 const SESSION_CHECK_INTERVAL: Duration = Duration::from_millis(100);
@@ -118,6 +120,11 @@ pub enum ControllerRequest {
     },
     /// The quorum as its leader sees it (DescribeQuorum).
     DescribeQuorum,
+    /// Sets and deletes users' SCRAM credentials (AlterUserScramCredentials).
+    AlterScramCredentials {
+        deletions: Vec<(String, i8)>,
+        upsertions: Vec<ScramUpsertion>,
+    },
     /// Starts or cancels partition reassignments (AlterPartitionReassignments).
     AlterReassignments {
         reassignments: Vec<Reassignment>,
@@ -147,6 +154,8 @@ pub enum ControllerReply {
     Quorum(QuorumDescription),
     /// Per partition asked for: reassigned (or cancelled), or why not.
     Reassignments(Vec<ReassignmentOutcome>),
+    /// Per user asked for: its credentials changed, or why not.
+    Credentials(Vec<CredentialOutcome>),
 }
 
 /// The active-controller logic of one controller node (acting only while it leads).
@@ -292,6 +301,35 @@ impl ActiveController {
         }
         let _write = self.write.lock().await;
         match request {
+            ControllerRequest::AlterConfigs {
+                resource,
+                changes,
+                validate_only,
+            } => {
+                self.alter_resource_configs(resource, &changes, validate_only)
+                    .await
+            }
+            ControllerRequest::AlterScramCredentials {
+                deletions,
+                upsertions,
+            } => self.alter_scram_credentials(deletions, upsertions).await,
+            ControllerRequest::AlterReassignments {
+                reassignments,
+                allow_replication_factor_change,
+            } => {
+                self.alter_reassignments(reassignments, allow_replication_factor_change)
+                    .await
+            }
+            other => self.handle_topic_or_cluster_request(other).await,
+        }
+    }
+
+    /// Topic changes, producer ids, elections, features and the quorum's description.
+    async fn handle_topic_or_cluster_request(
+        &self,
+        request: ControllerRequest,
+    ) -> Result<ControllerReply, ControllerError> {
+        match request {
             ControllerRequest::CreateTopic {
                 topic,
                 validate_only,
@@ -307,14 +345,6 @@ impl ActiveController {
                 changes,
                 validate_only,
             } => self.alter_configs(&name, &changes, validate_only).await,
-            ControllerRequest::AlterConfigs {
-                resource,
-                changes,
-                validate_only,
-            } => {
-                self.alter_resource_configs(resource, &changes, validate_only)
-                    .await
-            }
             ControllerRequest::AllocateProducerIds { node_id } => {
                 match conflict(
                     self.propose(Record::AllocateProducerIds { node_id })
@@ -337,13 +367,6 @@ impl ActiveController {
                 updates,
                 validate_only,
             } => self.update_features(&updates, validate_only).await,
-            ControllerRequest::AlterReassignments {
-                reassignments,
-                allow_replication_factor_change,
-            } => {
-                self.alter_reassignments(reassignments, allow_replication_factor_change)
-                    .await
-            }
             ControllerRequest::DescribeQuorum => match self.quorum.describe() {
                 Some(description) => Ok(ControllerReply::Quorum(description)),
                 None => Err(ControllerError::NotController {

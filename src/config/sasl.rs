@@ -1,0 +1,385 @@
+//! A SASL listener's settings, with Kafka's keys: the mechanisms it offers
+//! (`listener.name.<l>.sasl.enabled.mechanisms`, else `sasl.enabled.mechanisms`) and, for
+//! PLAIN, its users (`listener.name.<l>.plain.sasl.jaas.config`, Kafka's PlainLoginModule
+//! with `user_<name>="<password>"` options). SCRAM users live in the metadata log; the
+//! first ones can be given here (`scram.bootstrap.credentials`, in the form of
+//! `kafka-storage format --add-scram`), written when the cluster is first formed.
+//!
+//! Must not: accept a mechanism the broker does not serve (GSSAPI, OAUTHBEARER): the start
+//! stops with the key named instead.
+
+use std::collections::BTreeMap;
+
+use super::{ConfigError, ConfigMap};
+
+/// The mechanisms served, by name.
+pub const MECHANISMS: &[&str] = &["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"];
+
+/// The JAAS login module a PLAIN listener's users are read from.
+const PLAIN_LOGIN_MODULE: &str = "org.apache.kafka.common.security.plain.PlainLoginModule";
+/// The JAAS login module of a SCRAM listener (its options are the broker's own client
+/// credentials, for inter-broker SASL; accepted, not used).
+const SCRAM_LOGIN_MODULE: &str = "org.apache.kafka.common.security.scram.ScramLoginModule";
+
+/// The keys of SCRAM users to create with a new cluster (not a Kafka key: Kafka takes them
+/// from `kafka-storage format --add-scram`, in the same form).
+pub const BOOTSTRAP_KEY: &str = "scram.bootstrap.credentials";
+
+/// SASL keys read (the others are refused at start, `config::security`).
+pub const SASL_KEYS: &[&str] = &[
+    "sasl.enabled.mechanisms",
+    "sasl.mechanism.inter.broker.protocol",
+];
+
+/// What one SASL listener offers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SaslSettings {
+    pub listener: String,
+    /// The mechanisms offered, as SaslHandshake names them, in the configured order.
+    pub mechanisms: Vec<String>,
+    /// PLAIN's users and passwords (empty when PLAIN is not offered).
+    pub plain_users: BTreeMap<String, String>,
+}
+
+/// Whether `key` is a SASL key this module reads, plain or per listener.
+pub fn is_sasl_key(key: &str) -> bool {
+    if SASL_KEYS.contains(&key) || key == BOOTSTRAP_KEY {
+        return true;
+    }
+    let Some((_, rest)) = key
+        .strip_prefix("listener.name.")
+        .and_then(|k| k.split_once('.'))
+    else {
+        return false;
+    };
+    rest == "sasl.enabled.mechanisms"
+        || rest
+            .strip_suffix(".sasl.jaas.config")
+            .is_some_and(|mechanism| MECHANISMS.iter().any(|m| m.eq_ignore_ascii_case(mechanism)))
+}
+
+fn invalid(key: String, value: &str, reason: String) -> ConfigError {
+    ConfigError::Unenforced {
+        key,
+        value: value.to_string(),
+        reason,
+    }
+}
+
+/// The settings of SASL listener `name` (upper case).
+pub fn settings(values: &ConfigMap, name: &str) -> Result<SaslSettings, ConfigError> {
+    let lower = name.to_ascii_lowercase();
+    let own = format!("listener.name.{lower}.sasl.enabled.mechanisms");
+    let (key, raw) = match values.get(&own) {
+        Some(raw) => (own, raw.clone()),
+        None => (
+            "sasl.enabled.mechanisms".to_string(),
+            values
+                .get("sasl.enabled.mechanisms")
+                .cloned()
+                .unwrap_or_else(|| "GSSAPI".into()),
+        ),
+    };
+    let mechanisms: Vec<String> = raw
+        .split(',')
+        .map(|m| m.trim().to_ascii_uppercase())
+        .filter(|m| !m.is_empty())
+        .collect();
+    if mechanisms.is_empty() {
+        return Err(invalid(
+            key,
+            &raw,
+            format!("listener {name} offers no SASL mechanism"),
+        ));
+    }
+    if let Some(other) = mechanisms
+        .iter()
+        .find(|m| !MECHANISMS.contains(&m.as_str()))
+    {
+        return Err(invalid(
+            key,
+            &raw,
+            format!("{other} is not served (only {})", MECHANISMS.join(", ")),
+        ));
+    }
+    let plain_users = match mechanisms.iter().any(|m| m == "PLAIN") {
+        true => plain_users(values, &lower)?,
+        false => BTreeMap::new(),
+    };
+    for mechanism in mechanisms.iter().filter(|m| m.starts_with("SCRAM")) {
+        let jaas = format!(
+            "listener.name.{lower}.{}.sasl.jaas.config",
+            mechanism.to_ascii_lowercase()
+        );
+        if let Some(text) = values.get(&jaas) {
+            let entry = jaas_module(&jaas, text)?;
+            if entry != SCRAM_LOGIN_MODULE {
+                return Err(invalid(
+                    jaas,
+                    text,
+                    format!("the login module of {mechanism} is {SCRAM_LOGIN_MODULE}"),
+                ));
+            }
+        }
+    }
+    Ok(SaslSettings {
+        listener: name.to_string(),
+        mechanisms,
+        plain_users,
+    })
+}
+
+/// The login module class of a JAAS config value (checked for its form).
+fn jaas_module(key: &str, text: &str) -> Result<String, ConfigError> {
+    parse_jaas(text)
+        .map(|(module, _)| module)
+        .map_err(|reason| invalid(key.to_string(), text, reason))
+}
+
+/// PLAIN's users of listener `lower`, from its JAAS config.
+fn plain_users(values: &ConfigMap, lower: &str) -> Result<BTreeMap<String, String>, ConfigError> {
+    let key = format!("listener.name.{lower}.plain.sasl.jaas.config");
+    let Some(text) = values.get(&key) else {
+        return Err(invalid(
+            key.clone(),
+            "",
+            format!("PLAIN is offered but {key} names no users"),
+        ));
+    };
+    let (module, options) = parse_jaas(text).map_err(|r| invalid(key.clone(), text, r))?;
+    if module != PLAIN_LOGIN_MODULE {
+        return Err(invalid(
+            key,
+            text,
+            format!("the login module of PLAIN is {PLAIN_LOGIN_MODULE}"),
+        ));
+    }
+    let users: BTreeMap<String, String> = options
+        .into_iter()
+        .filter_map(|(k, v)| k.strip_prefix("user_").map(|u| (u.to_string(), v)))
+        .collect();
+    if users.is_empty() {
+        return Err(invalid(
+            key,
+            text,
+            "no user_<name>=\"<password>\" option".into(),
+        ));
+    }
+    Ok(users)
+}
+
+/// Parses a JAAS config value as Kafka's `sasl.jaas.config` takes it: `Class flag
+/// key="value" key=value …;` (one module); its class and options. Quoted values may hold
+/// `\"` and `\\`.
+pub fn parse_jaas(text: &str) -> Result<(String, BTreeMap<String, String>), String> {
+    let body = text
+        .trim()
+        .strip_suffix(';')
+        .ok_or("a JAAS config ends with ';'")?;
+    let mut rest = body.trim_start();
+    let next_word = |rest: &mut &str| -> String {
+        let s = rest.trim_start();
+        let end = s.find(char::is_whitespace).unwrap_or(s.len());
+        *rest = &s[end..];
+        s[..end].to_string()
+    };
+    let module = next_word(&mut rest);
+    let flag = next_word(&mut rest);
+    let flags = ["required", "requisite", "sufficient", "optional"];
+    if module.is_empty() || !flags.contains(&flag.as_str()) {
+        return Err("a JAAS config is `LoginModuleClass required key=\"value\" …;`".into());
+    }
+    let mut options = BTreeMap::new();
+    loop {
+        rest = rest.trim_start();
+        if rest.is_empty() {
+            return Ok((module, options));
+        }
+        let (key, after) = rest
+            .split_once('=')
+            .ok_or_else(|| format!("JAAS option {rest:?} has no value"))?;
+        let key = key.trim().to_string();
+        let (value, after) = match after.strip_prefix('"') {
+            Some(quoted) => quoted_value(quoted)
+                .ok_or_else(|| format!("JAAS option {key} has an unclosed quote"))?,
+            None => {
+                let end = after.find(char::is_whitespace).unwrap_or(after.len());
+                (after[..end].to_string(), &after[end..])
+            }
+        };
+        if key.is_empty() || key.contains(char::is_whitespace) {
+            return Err(format!("JAAS option {key:?} is not a key"));
+        }
+        options.insert(key, value);
+        rest = after;
+    }
+}
+
+/// A quoted value up to its closing quote (`\"` and `\\` escaped), and what follows it.
+fn quoted_value(text: &str) -> Option<(String, &str)> {
+    let mut value = String::new();
+    let mut chars = text.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' => value.push(chars.next()?.1),
+            '"' => return Some((value, &text[i + 1..])),
+            c => value.push(c),
+        }
+    }
+    None
+}
+
+/// One SCRAM user to create with a new cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BootstrapCredential {
+    /// `SCRAM-SHA-256` or `SCRAM-SHA-512`.
+    pub mechanism: String,
+    pub user: String,
+    pub password: String,
+    pub iterations: u32,
+}
+
+/// Parses `scram.bootstrap.credentials`: `SCRAM-SHA-256=[name=alice,password=alice-secret]`
+/// entries (Kafka's `--add-scram` form, `iterations=` optional, 4096 by default), separated
+/// by commas or semicolons.
+pub fn bootstrap_credentials(values: &ConfigMap) -> Result<Vec<BootstrapCredential>, ConfigError> {
+    let Some(raw) = values.get(BOOTSTRAP_KEY) else {
+        return Ok(Vec::new());
+    };
+    let bad = |reason: &str| invalid(BOOTSTRAP_KEY.into(), "<hidden>", reason.into());
+    let mut found = Vec::new();
+    let mut rest = raw.trim();
+    while !rest.is_empty() {
+        rest = rest.trim_start_matches([',', ';', ' ']);
+        if rest.is_empty() {
+            break;
+        }
+        let (mechanism, after) = rest
+            .split_once("=[")
+            .ok_or_else(|| bad("expected MECHANISM=[name=…,password=…]"))?;
+        let (inner, after) = after
+            .split_once(']')
+            .ok_or_else(|| bad("an entry has no closing ']'"))?;
+        let mechanism = mechanism.trim().to_ascii_uppercase();
+        if !mechanism.starts_with("SCRAM-") || !MECHANISMS.contains(&mechanism.as_str()) {
+            return Err(bad("the mechanism must be SCRAM-SHA-256 or SCRAM-SHA-512"));
+        }
+        let fields: BTreeMap<&str, &str> = inner
+            .split(',')
+            .filter_map(|f| f.split_once('='))
+            .map(|(k, v)| (k.trim(), v.trim().trim_matches('"')))
+            .collect();
+        let field = |k: &str| fields.get(k).map(|v| (*v).to_string());
+        let iterations = match fields.get("iterations") {
+            Some(n) => n.parse().map_err(|_| bad("iterations is not a number"))?,
+            None => 4096,
+        };
+        if !(4096..=16384).contains(&iterations) {
+            return Err(bad("iterations must be within 4096 and 16384"));
+        }
+        found.push(BootstrapCredential {
+            mechanism,
+            user: field("name").ok_or_else(|| bad("an entry has no name"))?,
+            password: field("password").ok_or_else(|| bad("an entry has no password"))?,
+            iterations,
+        });
+        rest = after;
+    }
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(pairs: &[(&str, &str)]) -> ConfigMap {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    const JAAS: &str = "org.apache.kafka.common.security.plain.PlainLoginModule required \
+                        username=\"admin\" password=\"admin-secret\" \
+                        user_admin=\"admin-secret\" user_alice=\"a \\\"quoted\\\" pass\";";
+
+    #[test]
+    fn a_plain_listener_reads_its_users_from_its_jaas_config() {
+        let values = map(&[
+            (
+                "listener.name.sasl_ssl.sasl.enabled.mechanisms",
+                "PLAIN,SCRAM-SHA-512",
+            ),
+            ("listener.name.sasl_ssl.plain.sasl.jaas.config", JAAS),
+        ]);
+        let settings = settings(&values, "SASL_SSL").expect("settings");
+        assert_eq!(settings.mechanisms, ["PLAIN", "SCRAM-SHA-512"]);
+        assert_eq!(settings.plain_users["alice"], "a \"quoted\" pass");
+        assert_eq!(settings.plain_users.len(), 2);
+    }
+
+    #[test]
+    fn unserved_mechanisms_and_missing_users_are_refused_by_key() {
+        let refused = |pairs: &[(&str, &str)]| match settings(&map(pairs), "SASL_PLAINTEXT") {
+            Err(ConfigError::Unenforced { key, .. }) => key,
+            other => panic!("expected a refusal, got {other:?}"),
+        };
+        assert_eq!(
+            refused(&[]),
+            "sasl.enabled.mechanisms",
+            "Kafka's default is GSSAPI"
+        );
+        assert_eq!(
+            refused(&[("sasl.enabled.mechanisms", "OAUTHBEARER")]),
+            "sasl.enabled.mechanisms"
+        );
+        assert_eq!(
+            refused(&[("sasl.enabled.mechanisms", "PLAIN")]),
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config"
+        );
+        let wrong_module = "com.example.Login required user_a=\"b\";";
+        assert_eq!(
+            refused(&[
+                ("sasl.enabled.mechanisms", "PLAIN"),
+                (
+                    "listener.name.sasl_plaintext.plain.sasl.jaas.config",
+                    wrong_module
+                ),
+            ]),
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config"
+        );
+        assert!(parse_jaas("Module required user_a=\"x").is_err(), "no ';'");
+        assert!(parse_jaas("Module maybe;").is_err(), "flag");
+        assert!(
+            parse_jaas("Module required user_a=\"x;").is_err(),
+            "unclosed"
+        );
+    }
+
+    #[test]
+    fn bootstrap_credentials_take_kafkas_add_scram_form() {
+        let values = map(&[(
+            BOOTSTRAP_KEY,
+            "SCRAM-SHA-256=[name=alice,password=alice-secret],SCRAM-SHA-512=[name=bob,password=b,iterations=8192]",
+        )]);
+        let found = bootstrap_credentials(&values).expect("parsed");
+        assert_eq!(found.len(), 2);
+        assert_eq!(
+            (found[0].user.as_str(), found[0].iterations),
+            ("alice", 4096)
+        );
+        assert_eq!(
+            (found[1].mechanism.as_str(), found[1].iterations),
+            ("SCRAM-SHA-512", 8192)
+        );
+        let bad = map(&[(BOOTSTRAP_KEY, "PLAIN=[name=a,password=b]")]);
+        assert!(bootstrap_credentials(&bad).is_err());
+        assert!(is_sasl_key(
+            "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config"
+        ));
+        assert!(!is_sasl_key(
+            "listener.name.sasl_ssl.gssapi.sasl.jaas.config"
+        ));
+        assert!(!is_sasl_key("sasl.kerberos.service.name"));
+    }
+}

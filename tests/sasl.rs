@@ -1,0 +1,397 @@
+//! SASL (issue 15) over the raw protocol: a SASL_PLAINTEXT listener serves PLAIN (JAAS
+//! users) and SCRAM-SHA-256/512 (credentials set with AlterUserScramCredentials, or given in
+//! `scram.bootstrap.credentials`); before authentication only ApiVersions and the SASL
+//! requests are served, any other request closes the connection; a refused handshake or
+//! password is answered, then the connection closed; handshake v0's bare tokens work; and
+//! the credential APIs refuse what Kafka refuses. Real clients (kcat, confluent-kafka,
+//! Kafka's console tools) are in compat/tls/run.sh, against Kafka too.
+
+mod common;
+
+use std::net::SocketAddr;
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine as _;
+use common::{serve_on, Client};
+use highwater::sasl::ScramMechanism;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::alter_user_scram_credentials_request::{
+    ScramCredentialDeletion, ScramCredentialUpsertion,
+};
+use kafka_protocol::messages::describe_user_scram_credentials_request::UserName;
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const JAAS: &str = "org.apache.kafka.common.security.plain.PlainLoginModule required \
+                    user_alice=\"alice-secret\";";
+
+/// A broker with a PLAINTEXT and a SASL_PLAINTEXT listener; their addresses.
+async fn broker(dir: &std::path::Path, extra: &[(&str, &str)]) -> (SocketAddr, SocketAddr) {
+    let plain = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let sasl = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let (p, s) = (
+        plain.local_addr().expect("addr"),
+        sasl.local_addr().expect("addr"),
+    );
+    let listeners = format!("PLAINTEXT://{p},SASL_PLAINTEXT://{s}");
+    let mut keys = vec![
+        ("listeners", listeners.as_str()),
+        ("advertised.listeners", listeners.as_str()),
+        (
+            "sasl.enabled.mechanisms",
+            "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        ),
+        ("listener.name.sasl_plaintext.plain.sasl.jaas.config", JAAS),
+        ("connection.failed.authentication.delay.ms", "0"),
+    ];
+    keys.extend_from_slice(extra);
+    let (_broker, stop) = serve_on(dir, &keys, vec![plain, sasl]).await;
+    std::mem::forget(stop);
+    (p, s)
+}
+
+fn handshake(mechanism: &str) -> SaslHandshakeRequest {
+    SaslHandshakeRequest::default().with_mechanism(StrBytes::from(mechanism.to_string()))
+}
+
+fn token(bytes: Vec<u8>) -> SaslAuthenticateRequest {
+    SaslAuthenticateRequest::default().with_auth_bytes(bytes.into())
+}
+
+/// The client side of a SCRAM exchange over SaslAuthenticate: the final answer's error
+/// code (0: authenticated) and, when authenticated, whether the server's signature checks.
+async fn scram_login(client: &mut Client, m: ScramMechanism, user: &str, password: &str) -> i16 {
+    let shaken = client.call(&handshake(m.name()), 1).await;
+    assert_eq!(shaken.error_code, 0);
+    let first_bare = format!("n={user},r=clientnonce");
+    let first = client
+        .call(&token(format!("n,,{first_bare}").into_bytes()), 2)
+        .await;
+    if first.error_code != 0 {
+        return first.error_code;
+    }
+    let server_first = String::from_utf8(first.auth_bytes.to_vec()).expect("utf8");
+    let field = |k: &str| {
+        server_first
+            .split(',')
+            .find_map(|p| p.strip_prefix(k))
+            .expect("field")
+            .to_string()
+    };
+    let (nonce, salt, iterations) = (field("r="), field("s="), field("i="));
+    let salt = B64.decode(salt).expect("salt");
+    let iterations: u32 = iterations.parse().expect("iterations");
+    let salted = m.salted_password(password.as_bytes(), &salt, iterations);
+    let without_proof = format!("c=biws,r={nonce}");
+    let auth_message = format!("{first_bare},{server_first},{without_proof}");
+    let algorithm = match m {
+        ScramMechanism::Sha256 => (ring::hmac::HMAC_SHA256, &ring::digest::SHA256),
+        ScramMechanism::Sha512 => (ring::hmac::HMAC_SHA512, &ring::digest::SHA512),
+    };
+    let hmac = |key: &[u8], data: &[u8]| {
+        ring::hmac::sign(&ring::hmac::Key::new(algorithm.0, key), data)
+            .as_ref()
+            .to_vec()
+    };
+    let client_key = hmac(&salted, b"Client Key");
+    let stored_key = ring::digest::digest(algorithm.1, &client_key);
+    let signature = hmac(stored_key.as_ref(), auth_message.as_bytes());
+    let proof: Vec<u8> = client_key
+        .iter()
+        .zip(&signature)
+        .map(|(a, b)| a ^ b)
+        .collect();
+    let final_message = format!("{without_proof},p={}", B64.encode(proof));
+    let last = client.call(&token(final_message.into_bytes()), 2).await;
+    if last.error_code == 0 {
+        let server_key = hmac(&salted, b"Server Key");
+        let expected = format!(
+            "v={}",
+            B64.encode(hmac(&server_key, auth_message.as_bytes()))
+        );
+        assert_eq!(
+            last.auth_bytes.as_ref(),
+            expected.as_bytes(),
+            "the server's signature"
+        );
+    }
+    last.error_code
+}
+
+/// AlterUserScramCredentials setting `user`'s `m` credential for `password`.
+fn upsert(
+    user: &str,
+    m: ScramMechanism,
+    password: &str,
+    iterations: i32,
+) -> ScramCredentialUpsertion {
+    let salt = b"a salt of sixteen".to_vec();
+    let salted = m.salted_password(password.as_bytes(), &salt, iterations.max(1) as u32);
+    ScramCredentialUpsertion::default()
+        .with_name(StrBytes::from(user.to_string()))
+        .with_mechanism(m.wire_type())
+        .with_iterations(iterations)
+        .with_salt(salt.into())
+        .with_salted_password(salted.into())
+}
+
+async fn alter(
+    client: &mut Client,
+    request: AlterUserScramCredentialsRequest,
+) -> Vec<(String, i16)> {
+    let response = client.call(&request, 0).await;
+    response
+        .results
+        .iter()
+        .map(|r| (r.user.to_string(), r.error_code))
+        .collect()
+}
+
+#[tokio::test]
+async fn plain_logs_in_and_only_then_serves_requests() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_, sasl) = broker(dir.path(), &[]).await;
+    let mut client = Client::connect(sasl).await;
+    let versions = client.call(&ApiVersionsRequest::default(), 3).await;
+    assert_eq!(versions.error_code, 0, "ApiVersions before authentication");
+    let shaken = client.call(&handshake("PLAIN"), 1).await;
+    assert_eq!(shaken.error_code, 0);
+    let mechanisms: Vec<String> = shaken.mechanisms.iter().map(ToString::to_string).collect();
+    assert_eq!(mechanisms, ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]);
+    let done = client
+        .call(&token(b"\0alice\0alice-secret".to_vec()), 2)
+        .await;
+    assert_eq!(done.error_code, 0, "{:?}", done.error_message);
+    let metadata = client
+        .call(&MetadataRequest::default().with_topics(None), 12)
+        .await;
+    assert!(!metadata.brokers.is_empty(), "served once authenticated");
+    let again = client.call(&handshake("PLAIN"), 1).await;
+    assert_eq!(
+        again.error_code,
+        ResponseError::IllegalSaslState.code(),
+        "no re-authentication"
+    );
+
+    // Before authentication, a request other than ApiVersions and SASL closes the connection.
+    let mut early = Client::connect(sasl).await;
+    let request = MetadataRequest::default().with_topics(None);
+    assert!(early.try_call(&request, 12).await.is_none(), "closed");
+    // So does a frame longer than a SASL token could be (512 KiB), before its body is read.
+    let mut large = Client::connect(sasl).await;
+    large.send_raw(&(1_000_000u32).to_be_bytes()).await;
+    assert!(
+        large.is_closed().await,
+        "a 1 MB frame before authentication"
+    );
+}
+
+#[tokio::test]
+async fn refused_mechanisms_and_passwords_are_answered_then_closed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (plaintext, sasl) = broker(dir.path(), &[]).await;
+    let mut client = Client::connect(sasl).await;
+    let refused = client.call(&handshake("GSSAPI"), 1).await;
+    assert_eq!(
+        refused.error_code,
+        ResponseError::UnsupportedSaslMechanism.code()
+    );
+    assert_eq!(
+        refused.mechanisms.len(),
+        3,
+        "the mechanisms offered are listed"
+    );
+    assert!(client.is_closed().await, "closed after a refused handshake");
+
+    let mut client = Client::connect(sasl).await;
+    client.call(&handshake("PLAIN"), 1).await;
+    let wrong = client.call(&token(b"\0alice\0wrong".to_vec()), 2).await;
+    assert_eq!(
+        wrong.error_code,
+        ResponseError::SaslAuthenticationFailed.code()
+    );
+    let message = wrong.error_message.as_deref().unwrap_or_default();
+    assert_eq!(
+        message,
+        "Authentication failed: Invalid username or password"
+    );
+    assert!(client.is_closed().await, "closed after a refused password");
+
+    // Out of turn: SaslAuthenticate before the handshake.
+    let mut client = Client::connect(sasl).await;
+    let early = client
+        .call(&token(b"\0alice\0alice-secret".to_vec()), 2)
+        .await;
+    assert_eq!(early.error_code, ResponseError::IllegalSaslState.code());
+    // On a listener without SASL the SASL requests are out of turn, and change nothing.
+    let mut client = Client::connect(plaintext).await;
+    let shaken = client.call(&handshake("PLAIN"), 1).await;
+    assert_eq!(shaken.error_code, ResponseError::IllegalSaslState.code());
+    let served = client
+        .call(&MetadataRequest::default().with_topics(None), 12)
+        .await;
+    assert!(!served.brokers.is_empty());
+}
+
+#[tokio::test]
+async fn handshake_v0_exchanges_bare_tokens() {
+    // Goal: older clients' KIP-43 framing: after SaslHandshake v0 the tokens travel as bare
+    // length-prefixed frames, answered the same way; a wrong password closes the connection.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_, sasl) = broker(dir.path(), &[]).await;
+    for (password, accepted) in [("alice-secret", true), ("wrong", false)] {
+        let mut client = Client::connect(sasl).await;
+        assert_eq!(client.call(&handshake("PLAIN"), 0).await.error_code, 0);
+        let token = format!("\0alice\0{password}");
+        let mut frame = (token.len() as u32).to_be_bytes().to_vec();
+        frame.extend_from_slice(token.as_bytes());
+        client.stream.write_all(&frame).await.expect("write");
+        let mut length = [0u8; 4];
+        let answered = client.stream.read_exact(&mut length).await;
+        assert_eq!(answered.is_ok(), accepted, "{password}");
+        if accepted {
+            assert_eq!(u32::from_be_bytes(length), 0, "PLAIN's empty server token");
+            let request = MetadataRequest::default().with_topics(None);
+            assert!(!client.call(&request, 12).await.brokers.is_empty());
+        }
+    }
+}
+
+#[tokio::test]
+async fn scram_credentials_are_set_described_used_and_deleted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (plaintext, sasl) = broker(dir.path(), &[]).await;
+    let mut admin = Client::connect(plaintext).await;
+    let set = AlterUserScramCredentialsRequest::default().with_upsertions(vec![upsert(
+        "bob",
+        ScramMechanism::Sha512,
+        "bob-secret",
+        8192,
+    )]);
+    assert_eq!(alter(&mut admin, set).await, [("bob".to_string(), 0)]);
+    let mut client = Client::connect(sasl).await;
+    assert_eq!(
+        scram_login(&mut client, ScramMechanism::Sha512, "bob", "bob-secret").await,
+        0
+    );
+    let mut client = Client::connect(sasl).await;
+    let code = scram_login(&mut client, ScramMechanism::Sha512, "bob", "wrong").await;
+    assert_eq!(code, ResponseError::SaslAuthenticationFailed.code());
+    let mut client = Client::connect(sasl).await;
+    let code = scram_login(&mut client, ScramMechanism::Sha256, "bob", "bob-secret").await;
+    assert_eq!(
+        code,
+        ResponseError::SaslAuthenticationFailed.code(),
+        "no SHA-256 credential"
+    );
+
+    let describe = DescribeUserScramCredentialsRequest::default().with_users(Some(vec![
+        UserName::default().with_name(StrBytes::from_static_str("bob")),
+        UserName::default().with_name(StrBytes::from_static_str("nobody")),
+    ]));
+    let described = admin.call(&describe, 0).await;
+    let bob = &described.results[0];
+    assert_eq!((bob.error_code, bob.credential_infos.len()), (0, 1));
+    assert_eq!(bob.credential_infos[0].iterations, 8192);
+    assert_eq!(
+        described.results[1].error_code,
+        ResponseError::ResourceNotFound.code()
+    );
+
+    let delete = AlterUserScramCredentialsRequest::default().with_deletions(vec![
+        ScramCredentialDeletion::default()
+            .with_name(StrBytes::from_static_str("bob"))
+            .with_mechanism(ScramMechanism::Sha512.wire_type()),
+    ]);
+    assert_eq!(alter(&mut admin, delete).await, [("bob".to_string(), 0)]);
+    let mut client = Client::connect(sasl).await;
+    let code = scram_login(&mut client, ScramMechanism::Sha512, "bob", "bob-secret").await;
+    assert_eq!(
+        code,
+        ResponseError::SaslAuthenticationFailed.code(),
+        "deleted"
+    );
+}
+
+#[tokio::test]
+async fn scram_credential_changes_are_refused_as_kafka_refuses_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (plaintext, _) = broker(dir.path(), &[]).await;
+    let mut admin = Client::connect(plaintext).await;
+    let refusals = AlterUserScramCredentialsRequest::default()
+        .with_upsertions(vec![
+            upsert("few", ScramMechanism::Sha256, "x", 1000),
+            upsert("twice", ScramMechanism::Sha256, "x", 4096),
+            upsert("twice", ScramMechanism::Sha512, "x", 4096),
+            upsert("", ScramMechanism::Sha256, "x", 4096),
+        ])
+        .with_deletions(vec![ScramCredentialDeletion::default()
+            .with_name(StrBytes::from_static_str("ghost"))
+            .with_mechanism(1)]);
+    let results = alter(&mut admin, refusals).await;
+    let code_of = |user: &str| results.iter().find(|(u, _)| u == user).map(|(_, c)| *c);
+    assert_eq!(
+        code_of("ghost"),
+        Some(ResponseError::ResourceNotFound.code())
+    );
+    assert_eq!(
+        code_of("few"),
+        Some(ResponseError::UnacceptableCredential.code())
+    );
+    assert_eq!(
+        code_of("twice"),
+        Some(ResponseError::DuplicateResource.code())
+    );
+    assert_eq!(
+        code_of(""),
+        Some(ResponseError::UnacceptableCredential.code())
+    );
+}
+
+#[tokio::test]
+async fn bootstrap_credentials_log_in_from_the_first_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let users = "SCRAM-SHA-256=[name=admin,password=admin-secret]";
+    let (_, sasl) = broker(dir.path(), &[("scram.bootstrap.credentials", users)]).await;
+    let mut client = Client::connect(sasl).await;
+    let code = scram_login(&mut client, ScramMechanism::Sha256, "admin", "admin-secret").await;
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn a_sasl_listener_without_served_mechanisms_or_users_does_not_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let refused = |extra: &[(&str, &str)]| {
+        let mut map = highwater::config::ConfigMap::new();
+        map.insert("log.dirs".into(), dir.path().display().to_string());
+        map.insert("listeners".into(), "SASL_PLAINTEXT://127.0.0.1:0".into());
+        for (k, v) in extra {
+            map.insert((*k).into(), (*v).into());
+        }
+        match highwater::config::BrokerConfig::from_map(map) {
+            Err(highwater::config::ConfigError::Unenforced { key, .. }) => key,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    };
+    assert_eq!(
+        refused(&[]),
+        "sasl.enabled.mechanisms",
+        "Kafka's default GSSAPI"
+    );
+    assert_eq!(
+        refused(&[("sasl.enabled.mechanisms", "PLAIN")]),
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config"
+    );
+    assert_eq!(
+        refused(&[
+            ("sasl.enabled.mechanisms", "SCRAM-SHA-256"),
+            ("sasl.kerberos.service.name", "kafka")
+        ]),
+        "sasl.kerberos.service.name"
+    );
+}
