@@ -31,6 +31,8 @@ classpath="$ref/libs/*"
 
 stop() {
     local node pid pids=()
+    # Once stopping, a second ctrl-c or SIGTERM does not leave the data behind.
+    trap '' INT TERM
     for node in 1 2 3; do
         pid="$(cat "$dir/node-$node.pid" 2>/dev/null)" || continue
         if [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null; then
@@ -54,6 +56,15 @@ stop() {
     rm -rf "$dir"
 }
 
+# kill_tree PID: PID and every process below it.
+kill_tree() {
+    local c
+    for c in $(pgrep -P "$1"); do
+        kill_tree "$c"
+    done
+    kill "$1" 2>/dev/null || true
+}
+
 case "${1:-}" in
 start) ;;
 stop)
@@ -65,7 +76,12 @@ run)
     (($#)) || { echo "usage: compat/kafka-ref/cluster.sh run COMMAND [ARGS...]" >&2; exit 2; }
     trap stop EXIT
     "$0" start
-    "$@" "$(cat "$dir/bootstrap")"
+    # In the background, so that a SIGTERM or ctrl-c here ends COMMAND (and what it started)
+    # and stops the cluster at once.
+    "$@" "$(cat "$dir/bootstrap")" &
+    child=$!
+    trap 'kill_tree "$child"; exit 143' INT TERM
+    wait "$child"
     exit
     ;;
 *)
