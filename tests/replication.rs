@@ -9,6 +9,7 @@ mod common;
 
 use bytes::Bytes;
 use common::sim::SimCluster;
+use highwater::metadata::PartitionImage;
 use kafka_protocol::records::RecordBatchDecoder;
 
 const A: i32 = 1;
@@ -230,7 +231,15 @@ async fn acks_all_times_out_without_the_follower_and_min_insync_refuses_a_lone_l
     );
     // The ISR shrinks to the leader alone: acks=all is refused before anything is
     // written, while acks=1 still goes through.
-    cluster.partition(A).complete_isr_change(Some(vec![A]), 1);
+    let leader = cluster.partition(A);
+    let mut shrunk = PartitionImage::new(vec![A, B]);
+    shrunk.isr = vec![A];
+    let now = {
+        let state = leader.state();
+        (state.leader_epoch, state.partition_epoch)
+    };
+    (shrunk.leader_epoch, shrunk.partition_epoch) = (now.0, now.1 + 1);
+    leader.complete_isr_change(now, Some(&shrunk));
     let refused = cluster.call(A, &produce_request("m1", -1), 9).await;
     let code = refused.responses[0].partition_responses[0].error_code;
     assert_eq!(

@@ -50,7 +50,7 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
 use crate::clock::Clock;
 use crate::config::BrokerConfig;
-use crate::controller::{AlterPartition, ControllerRequest};
+use crate::controller::{AlterPartition, ControllerReply, ControllerRequest};
 use crate::controller::{Controller, ControllerError};
 use crate::faults::{Faults, Outbound};
 use crate::group::{GroupConfig, GroupCoordinator};
@@ -234,8 +234,9 @@ impl Broker {
             // As Kafka's leader does (KIP-841): a fenced broker is not proposed; it is
             // proposed again once the metadata shows it unfenced.
             let fenced = |r: &i32| image.broker(*r).is_none_or(|b| b.fenced);
+            let proposed = (change.leader_epoch, change.partition_epoch);
             if change.isr.iter().any(fenced) {
-                partition.complete_isr_change(None, change.partition_epoch);
+                partition.complete_isr_change(proposed, None);
                 continue;
             }
             let request = ControllerRequest::AlterPartition(AlterPartition {
@@ -260,16 +261,21 @@ impl Broker {
             };
             tokio::spawn(async move {
                 match controller.request(request).await {
-                    Ok(_) => {
+                    Ok(ControllerReply::Partition(answer)) => {
                         counter.inc();
-                        tracing::info!(partition = %change.topic_partition, isr = ?change.isr,
+                        tracing::info!(partition = %change.topic_partition, isr = ?answer.isr,
                             "ISR changed");
-                        partition.complete_isr_change(Some(change.isr), change.partition_epoch + 1);
+                        partition.complete_isr_change(proposed, Some(&answer));
+                    }
+                    Ok(other) => {
+                        tracing::error!(partition = %change.topic_partition, ?other,
+                            "unexpected answer to an ISR change");
+                        partition.complete_isr_change(proposed, None);
                     }
                     Err(error) => {
                         tracing::warn!(partition = %change.topic_partition, %error,
                             "ISR change refused");
-                        partition.complete_isr_change(None, change.partition_epoch);
+                        partition.complete_isr_change(proposed, None);
                     }
                 }
             });

@@ -209,9 +209,9 @@ impl Layers<'_> {
                 found.push((source, value.clone()));
             }
         }
+        // A dynamic-only key (a replication throttle) has no default synonym, as in Kafka.
         let default = BROKER_DEFAULTS
             .iter()
-            .chain(DYNAMIC_ONLY_DEFAULTS)
             .find(|(k, _)| *k == key)
             .map(|(_, v)| (*v).to_string())
             .or_else(|| base.values.get(key).cloned());
@@ -373,6 +373,8 @@ mod tests {
             live.get("leader.replication.throttled.rate"),
             Some("9223372036854775807")
         );
+        let rate = "leader.replication.throttled.rate";
+        assert!(layers.synonyms(&base, rate).is_empty(), "no default synonym");
         let sources: Vec<ConfigSource> = layers
             .synonyms(&base, "message.max.bytes")
             .into_iter()

@@ -239,16 +239,31 @@ impl Partition {
         })
     }
 
-    /// Records an ISR the controller accepted (or the proposal being refused: `None`).
-    pub fn complete_isr_change(&self, isr: Option<Vec<i32>>, partition_epoch: i32) {
+    /// Records the controller's answer to an ISR change proposed at `proposed` (the leader
+    /// and partition epochs it was proposed at): the partition as the controller left it,
+    /// or `None` when the proposal was refused. As Kafka's leader does, an answer to a
+    /// state the partition has since left is ignored: a newer image arrived first (it may
+    /// even have completed a reassignment that took replicas out), and it is the truth.
+    pub fn complete_isr_change(&self, proposed: (i32, i32), answer: Option<&PartitionImage>) {
         let mut state = self.state();
+        if (state.leader_epoch, state.partition_epoch) != proposed {
+            tracing::info!(partition = %self.topic_partition, ?proposed,
+                now = ?(state.leader_epoch, state.partition_epoch),
+                "ignoring the answer to an ISR change: the partition has changed since");
+            return;
+        }
+        let leader_epoch = state.leader_epoch;
+        let mut partition_epoch = state.partition_epoch;
         if let Role::Leader(leader) = &mut state.role {
-            if let Some(isr) = isr {
-                leader.isr = isr;
+            // The controller's ISR, not the one proposed: it may have completed a
+            // reassignment with it. An answer at another leader epoch waits for its image.
+            if let Some(image) = answer.filter(|a| a.leader_epoch == leader_epoch) {
+                leader.isr = image.isr.clone();
+                partition_epoch = partition_epoch.max(image.partition_epoch);
             }
             leader.pending_isr = None;
         }
-        state.partition_epoch = state.partition_epoch.max(partition_epoch);
+        state.partition_epoch = partition_epoch;
         drop(state);
         self.maybe_increment_high_watermark();
         self.check_invariants();
@@ -421,6 +436,38 @@ mod tests {
             partition_epoch: leader_epoch,
             ..PartitionImage::new(Vec::new())
         }
+    }
+
+    #[test]
+    fn an_isr_answer_to_a_state_the_partition_left_is_ignored() {
+        // Found by compat/cluster/reassign.sh: the leader proposes ISR [1,2,3]; the change
+        // completes a reassignment to replicas [3,1] and its image (a new leader epoch)
+        // arrives before the answer. Writing the proposal over it broke "ISR within the
+        // replicas" and stopped the node.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = partition(dir.path());
+        p.apply_partition_image(1, &image(1, 1, &[1, 2]))
+            .expect("leader");
+        let proposed = (1, 1);
+        let mut moved = PartitionImage::new(vec![3, 1]);
+        (
+            moved.leader,
+            moved.isr,
+            moved.leader_epoch,
+            moved.partition_epoch,
+        ) = (1, vec![1, 3], 2, 2);
+        p.apply_partition_image(1, &moved)
+            .expect("the completed reassignment");
+        p.complete_isr_change(proposed, Some(&moved));
+        assert_eq!(p.isr_len(), 2, "the image's ISR stands");
+        p.check_invariants();
+        // A current answer is taken as the controller gives it, not as proposed.
+        let mut answer = moved.clone();
+        answer.partition_epoch = 3;
+        answer.isr = vec![1];
+        p.complete_isr_change((2, 2), Some(&answer));
+        assert_eq!(p.isr_len(), 1);
+        assert_eq!(p.state().partition_epoch, 3);
     }
 
     #[test]
