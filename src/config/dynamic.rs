@@ -374,7 +374,10 @@ mod tests {
             Some("9223372036854775807")
         );
         let rate = "leader.replication.throttled.rate";
-        assert!(layers.synonyms(&base, rate).is_empty(), "no default synonym");
+        assert!(
+            layers.synonyms(&base, rate).is_empty(),
+            "no default synonym"
+        );
         let sources: Vec<ConfigSource> = layers
             .synonyms(&base, "message.max.bytes")
             .into_iter()
