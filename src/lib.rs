@@ -3,12 +3,13 @@
 //! Modules are layered; each imports only from the ones below it (`docs/ARCHITECTURE.md`,
 //! `docs/STYLE.md`): `cli` → `testkit` → `node` → `server`, `http`, `dump` → `api` → `txn`
 //! → `group` → `controller`, `replica` → `metadata` → `log` → `config`, `clock`, `faults`,
-//! `log_levels`, `metrics`, `sasl`, `wire`.
+//! `log_levels`, `metrics`, `sasl`, `acl`, `wire`.
 //! Siblings on one level (`server` and `http`, `controller` and `replica`) do not import
 //! each other either; `tests/layers.rs` checks it.
 //! `dump` (the offline `highwater dump` tool) reads `log`'s file formats; only `cli` uses it.
 #![deny(unsafe_code)]
 
+pub mod acl;
 pub mod api;
 pub mod cli;
 pub mod clock;

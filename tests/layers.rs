@@ -15,6 +15,7 @@ const LEVELS: &[&[&str]] = &[
         "log_levels",
         "metrics",
         "sasl",
+        "acl",
         "wire",
     ],
     &["log"],

@@ -104,6 +104,7 @@ pub fn unsupported_version(request: &Request) -> Result<Outcome, HandlerError> {
         body: request.body.clone(),
         client: request.client,
         listener: Arc::clone(&request.listener),
+        principal: Arc::clone(&request.principal),
     };
     let frame: ResponseFrame = super::response::encode(&v0, &response, 0)?;
     Ok(Outcome::Respond(frame))

@@ -226,6 +226,7 @@ mod tests {
             body: Bytes::from(body),
             client: "127.0.0.1:1".parse().expect("addr"),
             listener: "PLAINTEXT".into(),
+            principal: "User:ANONYMOUS".into(),
         }
     }
 

@@ -362,6 +362,9 @@ pub struct Request {
     /// The name of the listener the request came in on: brokers' addresses in the answer
     /// are those of this listener.
     pub listener: Arc<str>,
+    /// Who sent it (`User:name`; `User:ANONYMOUS` without authentication): what the ACLs
+    /// are checked against.
+    pub principal: Arc<str>,
 }
 
 impl Request {

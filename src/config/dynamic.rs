@@ -7,7 +7,7 @@
 //! Precedence, highest first: this broker's dynamic value, the cluster-wide dynamic
 //! default, the static value of the config file or flags, Kafka's default.
 //!
-//! Must not: accept a key highwater would store but not apply. [`DYNAMIC_KEYS`] lists what
+//! Must not: accept a key highwater would store but not apply. `LIVE_KEYS` lists what
 //! is applied live; a key Kafka reads only at start is refused with Kafka's words, and a
 //! key highwater does not read at all is refused by name.
 

@@ -223,6 +223,7 @@ pub fn parse_request(
         body: frame,
         client,
         listener: Arc::clone(listener),
+        principal: ANONYMOUS.into(),
     })
 }
 
