@@ -120,7 +120,7 @@ pub struct AclBinding {
 }
 
 /// A filter of bindings (DescribeAcls, DeleteAcls): each field `None` matches any value.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AclFilter {
     pub resource_type: ResourceType,
     pub name: Option<String>,

@@ -119,22 +119,24 @@ async fn the_binary_keeps_data_across_sigterm_and_sigkill() {
 
 #[test]
 fn security_settings_that_are_not_enforced_stop_the_start_with_the_key_named() {
-    // Goal (issue 15, fail closed): a SASL_SSL listener, a SASL or authorizer key, or a
-    // TLS setting highwater cannot honour (a JKS keystore) is never served as plaintext: the process exits non-zero at once with one line naming
-    // the key, and nothing listens. Method: the real binary with a Kafka-style config file.
+    // Goal (issue 15, fail closed): a SASL listener offering a mechanism highwater does not
+    // serve (Kafka's default GSSAPI), a SASL or authorizer key it does not enforce, or a TLS
+    // setting it cannot honour (a JKS keystore) is never served with less protection: the
+    // process exits non-zero at once with one line naming the key, and nothing listens.
+    // Method: the real binary with a Kafka-style config file.
     let dir = tempfile::tempdir().expect("tempdir");
     let port = free_port();
     let cases = [
         (
-            format!("listeners = \"SASL_SSL://127.0.0.1:{port}\"\n"),
-            "listeners",
+            format!("listeners = \"SASL_PLAINTEXT://127.0.0.1:{port}\"\n"),
+            "sasl.enabled.mechanisms",
         ),
         (
             format!(
                 "listeners = \"PLAINTEXT://127.0.0.1:{port}\"\n\
-                 sasl.enabled.mechanisms = \"PLAIN\"\n"
+                 sasl.kerberos.service.name = \"kafka\"\n"
             ),
-            "sasl.enabled.mechanisms",
+            "sasl.kerberos.service.name",
         ),
         (
             format!(

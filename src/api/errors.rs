@@ -134,6 +134,12 @@ pub fn refusal_error(refusal: Refusal) -> ResponseError {
         Refusal::Internal => ResponseError::UnknownServerError,
         Refusal::NotReplicatedInTime => ResponseError::RequestTimedOut,
         Refusal::MismatchedEndpointType => ResponseError::MismatchedEndpointType,
+        Refusal::ClusterAuthorizationFailed => ResponseError::ClusterAuthorizationFailed,
+        Refusal::TopicAuthorizationFailed => ResponseError::TopicAuthorizationFailed,
+        Refusal::GroupAuthorizationFailed => ResponseError::GroupAuthorizationFailed,
+        Refusal::TransactionalIdAuthorizationFailed => {
+            ResponseError::TransactionalIdAuthorizationFailed
+        }
         Refusal::UnsupportedEndpointType => ResponseError::UnsupportedEndpointType,
     }
 }

@@ -37,6 +37,7 @@ use super::errors::replica_error;
 use super::refusal::Refusal;
 use super::response::encode_with_sources;
 use super::{leader_hint, node_endpoints, topic_name, Broker, HandlerError, Outcome, Request};
+use crate::acl::{Operation, ResourceType};
 use crate::log::batch::BatchIter;
 use crate::replica::partition::THROTTLED_AS_LEADER;
 use crate::replica::roles::{FollowerFetch, FollowerFetchResult};
@@ -79,10 +80,14 @@ fn resolve(
     broker: &Broker,
     request: &Request,
     read: &[FetchTopic],
+    follower: bool,
 ) -> (Vec<(TopicName, Uuid)>, Vec<Target>) {
     let image = broker.image();
     let mut topics = Vec::new();
     let mut targets = Vec::new();
+    // Kafka's checks: a follower needs CLUSTER_ACTION on the cluster, a consumer READ on
+    // each topic; either refusal is TOPIC_AUTHORIZATION_FAILED per partition.
+    let follower_allowed = follower && broker.authorize_cluster(request, Operation::ClusterAction);
     for topic in read {
         let by_id = request.version() >= 13;
         let found = if by_id {
@@ -92,11 +97,19 @@ fn resolve(
         };
         let name = found.map_or_else(|| topic.topic.clone(), |t| topic_name(&t.name));
         topics.push((name, topic.topic_id));
+        let allowed = match (follower, found) {
+            (true, _) => follower_allowed,
+            (false, None) => true,
+            (false, Some(t)) => {
+                broker.authorize(request, Operation::Read, (ResourceType::Topic, &t.name))
+            }
+        };
         for p in &topic.partitions {
             // By name, the hosted partition decides (the image names topics for ids).
             let name = found.map_or(topic.topic.0.as_str(), |t| t.name.as_str());
             let mut leader = None;
             let partition = match found {
+                _ if !allowed => Err(refusal_error(Refusal::TopicAuthorizationFailed)),
                 None if by_id => Err(refusal_error(Refusal::UnknownTopicId)),
                 _ => broker
                     .replicas
@@ -333,9 +346,9 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
             return request.respond(&response);
         }
     };
-    let (topics, targets) = resolve(broker, request, session.topics(&body));
-    let deadline = Instant::now() + Duration::from_millis(body.max_wait_ms.max(0) as u64);
     let follower = replica_id(request, &body) >= 0;
+    let (topics, targets) = resolve(broker, request, session.topics(&body), follower);
+    let deadline = Instant::now() + Duration::from_millis(body.max_wait_ms.max(0) as u64);
     let mut receivers: Vec<watch::Receiver<i64>> = targets
         .iter()
         .filter_map(|t| t.partition.as_ref().ok())

@@ -14,6 +14,7 @@ use super::errors::admin_error;
 use super::errors::refusal_error;
 use super::refusal::Refusal;
 use super::{str_bytes, topic_name, topics, Broker, HandlerError, Outcome, Request};
+use crate::acl::{Operation, ResourceType};
 use crate::metadata::{validate_topic_name, MetadataImage, TopicImage, NO_LEADER};
 
 /// What a request names: a topic by name or by id.
@@ -113,6 +114,16 @@ async fn topic_by_name(
     auto_create: bool,
 ) -> MetadataResponseTopic {
     let image = broker.image();
+    let denied = || {
+        error_topic(
+            Some(name),
+            Uuid::nil(),
+            refusal_error(Refusal::TopicAuthorizationFailed),
+        )
+    };
+    if !broker.authorize(request, Operation::Describe, (ResourceType::Topic, name)) {
+        return denied();
+    }
     if let Some(topic) = image.topic(name) {
         return describe_topic(request.version(), &image, topic);
     }
@@ -130,6 +141,12 @@ async fn topic_by_name(
             refusal_error(Refusal::UnknownTopic),
         );
     }
+    // Auto-creation asks CREATE on the cluster, or on the topic, as Kafka does.
+    let may_create = broker.authorize_cluster(request, Operation::Create)
+        || broker.authorize(request, Operation::Create, (ResourceType::Topic, name));
+    if !may_create {
+        return denied();
+    }
     match topics::create_with_defaults(broker, name).await {
         Ok(()) => match broker.image().topic(name) {
             Some(topic) => describe_topic(request.version(), &broker.image(), topic),
@@ -143,6 +160,49 @@ async fn topic_by_name(
     }
 }
 
+/// A topic asked for by id: described, or why not (an unknown id, or one the principal may
+/// not describe, whose name is then not told).
+fn topic_by_id(broker: &Broker, request: &Request, id: Uuid) -> MetadataResponseTopic {
+    let image = broker.image();
+    match image.topic_by_id(id) {
+        Some(topic)
+            if broker.authorize(
+                request,
+                Operation::Describe,
+                (ResourceType::Topic, &topic.name),
+            ) =>
+        {
+            describe_topic(request.version(), &image, topic)
+        }
+        Some(_) => error_topic(None, id, refusal_error(Refusal::TopicAuthorizationFailed)),
+        None => error_topic(None, id, refusal_error(Refusal::UnknownTopicId)),
+    }
+}
+
+/// `topic` with the operations the principal may do on it, when asked (KIP-430).
+fn with_operations(
+    broker: &Broker,
+    request: &Request,
+    asked: bool,
+    topic: MetadataResponseTopic,
+) -> MetadataResponseTopic {
+    let asked = asked && topic.error_code == 0;
+    let name = topic
+        .name
+        .as_ref()
+        .map(|n| n.0.to_string())
+        .unwrap_or_default();
+    let operations = match asked {
+        true => broker.authorized_operations(
+            request,
+            (ResourceType::Topic, &name),
+            authorized_operations::TOPIC,
+        ),
+        false => authorized_operations::NOT_ASKED,
+    };
+    topic.with_topic_authorized_operations(operations)
+}
+
 /// Answers Metadata.
 pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
     let body: MetadataRequest = request.decode()?;
@@ -150,35 +210,33 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
     let auto_create = allow && broker.config.auto_create_topics_enable;
     let topics = match wanted_topics(request, &body) {
         None => {
+            // Every topic the principal may describe; the others are left out, as Kafka
+            // leaves them out.
             let image = broker.image();
             image
                 .topics
                 .values()
+                .filter(|t| {
+                    broker.authorize(request, Operation::Describe, (ResourceType::Topic, &t.name))
+                })
                 .map(|t| describe_topic(request.version(), &image, t))
                 .collect()
         }
         Some(wanted) => {
             let mut topics = Vec::with_capacity(wanted.len());
             for w in &wanted {
-                let image = broker.image();
                 topics.push(match w {
                     Wanted::Name(name) => topic_by_name(broker, request, name, auto_create).await,
-                    Wanted::Id(id) => match image.topic_by_id(*id) {
-                        Some(topic) => describe_topic(request.version(), &image, topic),
-                        None => error_topic(None, *id, refusal_error(Refusal::UnknownTopicId)),
-                    },
+                    Wanted::Id(id) => topic_by_id(broker, request, *id),
                 });
             }
             topics
         }
     };
+    let asked = body.include_topic_authorized_operations;
     let topics = topics
         .into_iter()
-        .map(|t| {
-            let asked = body.include_topic_authorized_operations && t.error_code == 0;
-            let operations = authorized_operations::when(asked, authorized_operations::TOPIC);
-            t.with_topic_authorized_operations(operations)
-        })
+        .map(|t| with_operations(broker, request, asked, t))
         .collect();
     // Cluster operations moved to DescribeCluster after v10 (KIP-700).
     let cluster_asked = body.include_cluster_authorized_operations && request.version() <= 10;
@@ -204,9 +262,13 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
             -1
         }))
         .with_topics(topics)
-        .with_cluster_authorized_operations(authorized_operations::when(
-            cluster_asked,
-            authorized_operations::CLUSTER,
-        ));
+        .with_cluster_authorized_operations(match cluster_asked {
+            true => broker.authorized_operations(
+                request,
+                (ResourceType::Cluster, crate::acl::CLUSTER_NAME),
+                authorized_operations::CLUSTER,
+            ),
+            false => authorized_operations::NOT_ASKED,
+        });
     request.respond(&response)
 }

@@ -6,6 +6,7 @@
 pub mod acls;
 pub mod alter_configs;
 pub mod api_versions;
+pub mod authorization;
 mod authorized_operations;
 pub mod broker_client;
 pub mod client_quotas;
@@ -76,6 +77,8 @@ pub struct Broker {
     pub faults: Faults,
     /// Incremental fetch sessions (KIP-227).
     pub fetch_sessions: FetchSessions,
+    /// Kafka's StandardAuthorizer when `authorizer.class.name` names it (`authorization`).
+    pub authorizer: Option<crate::acl::Authorizer>,
 }
 
 impl Broker {
@@ -138,6 +141,7 @@ impl Broker {
                 })??;
         }
         Ok(Broker {
+            authorizer: authorization::from_config(&config),
             config,
             controller,
             replicas,
@@ -474,9 +478,9 @@ async fn handle_admin(broker: &Broker, request: &Request) -> Result<Outcome, Han
         ApiKey::UpdateFeatures => update_features::handle(broker, request).await,
         ApiKey::DescribeQuorum => describe_quorum::handle(broker, request).await,
         ApiKey::DescribeLogDirs => log_dirs::describe(broker, request),
-        ApiKey::DescribeAcls => acls::describe(request),
-        ApiKey::CreateAcls => acls::create(request),
-        ApiKey::DeleteAcls => acls::delete(request),
+        ApiKey::DescribeAcls => acls::describe(broker, request),
+        ApiKey::CreateAcls => acls::create(broker, request).await,
+        ApiKey::DeleteAcls => acls::delete(broker, request).await,
         ApiKey::AlterReplicaLogDirs => log_dirs::alter(broker, request),
         ApiKey::AlterPartitionReassignments => reassignments::alter(broker, request).await,
         ApiKey::ListPartitionReassignments => reassignments::list(broker, request),

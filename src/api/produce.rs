@@ -15,6 +15,7 @@ use kafka_protocol::messages::{BrokerId, ProduceRequest, ProduceResponse};
 use super::errors::refusal_error;
 use super::errors::{record_errors, replica_error};
 use super::refusal::Refusal;
+use crate::acl::{Operation, ResourceType};
 use kafka_protocol::protocol::StrBytes;
 use std::sync::Arc;
 
@@ -178,14 +179,24 @@ fn log_failure(request: &Request, error: &ReplicaError, code: ResponseError) {
     }
 }
 
-/// Why a partition's batch is refused before it reaches the log: the topic is internal,
-/// or its transaction was not verified (KIP-890).
-fn refusal(
+/// Why a partition's batch is refused before it reaches the log, in Kafka's order: invalid
+/// acks, a denied write, an unknown topic id, an internal topic, an unverified
+/// transaction (KIP-890).
+fn refused(
     request: &Request,
-    topic: &str,
-    index: i32,
+    (acks_valid, denied, unknown_id): (bool, Option<ResponseError>, bool),
+    (topic, index): (&str, i32),
     unverified: &std::collections::HashMap<(String, i32), ResponseError>,
 ) -> Option<ResponseError> {
+    if !acks_valid {
+        return Some(refusal_error(Refusal::InvalidRequiredAcks));
+    }
+    if denied.is_some() {
+        return denied;
+    }
+    if unknown_id {
+        return Some(refusal_error(Refusal::UnknownTopicId));
+    }
     if crate::metadata::is_internal_topic(topic) {
         tracing::debug!(client = %request.client, topic, partition = index,
             "produce to an internal topic refused");
@@ -209,6 +220,29 @@ fn topic_names(
         .collect()
 }
 
+/// Whether the request's transactional id, if it has one, may be written with.
+fn transactional_write_allowed(broker: &Broker, request: &Request, body: &ProduceRequest) -> bool {
+    let transactional_id = body.transactional_id.as_deref().filter(|id| !id.is_empty());
+    transactional_id.is_none_or(|id| {
+        let resource = (ResourceType::TransactionalId, id.as_str());
+        broker.authorize(request, Operation::Write, resource)
+    })
+}
+
+/// Why writing to `topic` is denied, if it is: the transactional id, else the topic.
+fn denied_write(
+    broker: &Broker,
+    request: &Request,
+    txn_allowed: bool,
+    topic: &str,
+) -> Option<ResponseError> {
+    if !txn_allowed {
+        return Some(refusal_error(Refusal::TransactionalIdAuthorizationFailed));
+    }
+    (!broker.authorize(request, Operation::Write, (ResourceType::Topic, topic)))
+        .then(|| refusal_error(Refusal::TopicAuthorizationFailed))
+}
+
 /// Answers Produce.
 pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
     let body: ProduceRequest = request.decode()?;
@@ -218,10 +252,15 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
     let mut pending = Vec::new();
     let mut leaders = Vec::new();
     let names = topic_names(request, &body, &image);
-    let unverified =
-        super::txn_verification::refused(broker, &body, request.version(), &names).await;
+    // Kafka's order: the transactional id (for the whole request), then each topic.
+    let txn_allowed = transactional_write_allowed(broker, request, &body);
+    let unverified = match txn_allowed {
+        true => super::txn_verification::refused(broker, &body, request.version(), &names).await,
+        false => Default::default(),
+    };
     for (topic, name) in body.topic_data.iter().zip(names) {
         let topic_index = responses.len();
+        let authorized = denied_write(broker, request, txn_allowed, &name);
         let partitions = topic
             .partition_data
             .iter()
@@ -229,12 +268,8 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
             .map(|(partition_index, p)| {
                 let unknown_id =
                     request.version() >= 13 && image.topic_by_id(topic.topic_id).is_none();
-                let refused = match (acks_valid, unknown_id) {
-                    (false, _) => Some(refusal_error(Refusal::InvalidRequiredAcks)),
-                    (true, true) => Some(refusal_error(Refusal::UnknownTopicId)),
-                    (true, false) => refusal(request, &name, p.index, &unverified),
-                };
-                if let Some(error) = refused {
+                let checks = (acks_valid, authorized, unknown_id);
+                if let Some(error) = refused(request, checks, (&name, p.index), &unverified) {
                     return partition_error(p.index, error);
                 }
                 let records = p.records.as_deref().unwrap_or_default();

@@ -48,6 +48,14 @@ pub enum Refusal {
     Internal,
     #[error("not replicated within the timeout")]
     NotReplicatedInTime,
+    #[error("the principal may not do this on the cluster")]
+    ClusterAuthorizationFailed,
+    #[error("the principal may not do this on the topic")]
+    TopicAuthorizationFailed,
+    #[error("the principal may not do this on the group")]
+    GroupAuthorizationFailed,
+    #[error("the principal may not do this with the transactional id")]
+    TransactionalIdAuthorizationFailed,
     #[error("the listener serves another endpoint type")]
     MismatchedEndpointType,
     #[error("no such endpoint type")]

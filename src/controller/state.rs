@@ -13,6 +13,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::acl::AclBinding;
 use crate::config::ConfigMap;
 use crate::metadata::{
     features, BrokerImage, Endpoint, MetadataImage, PartitionImage, ScramCredentials, TopicImage,
@@ -188,6 +189,14 @@ pub enum Record {
     AlterScramCredentials {
         changes: Vec<(String, String, Option<ScramCredential>)>,
     },
+    /// Adds ACL bindings (CreateAcls; Kafka's AccessControlEntryRecord).
+    CreateAcls {
+        bindings: Vec<AclBinding>,
+    },
+    /// Removes ACL bindings (DeleteAcls; Kafka's RemoveAccessControlEntryRecord).
+    DeleteAcls {
+        bindings: Vec<AclBinding>,
+    },
     /// Replaces the configs of a resource other than a topic (Kafka's ConfigRecord):
     /// dynamic broker configs, group configs. An empty map removes the resource's entry.
     AlterConfigs {
@@ -242,6 +251,9 @@ pub struct ClusterState {
     /// SCRAM credentials by user, then mechanism (Kafka's UserScramCredentialRecord).
     #[serde(default)]
     pub scram_credentials: ScramCredentials,
+    /// The ACL bindings in force, each once.
+    #[serde(default)]
+    pub acls: std::collections::BTreeSet<AclBinding>,
 }
 
 impl ClusterState {
@@ -328,9 +340,21 @@ impl ClusterState {
             }
             Record::AlterConfigs { resource, configs } => self.alter_configs(resource, configs),
             Record::AlterScramCredentials { changes } => self.alter_scram_credentials(changes),
+            Record::CreateAcls { bindings } => self.change_acls(bindings, true),
+            Record::DeleteAcls { bindings } => self.change_acls(bindings, false),
         };
         self.check_invariants();
         result
+    }
+
+    fn change_acls(&mut self, bindings: &[AclBinding], add: bool) -> RecordResult {
+        for binding in bindings {
+            match add {
+                true => self.acls.insert(binding.clone()),
+                false => self.acls.remove(binding),
+            };
+        }
+        RecordResult::Applied
     }
 
     fn alter_scram_credentials(
@@ -542,6 +566,7 @@ impl ClusterState {
             broker_configs: Arc::new(self.broker_configs.clone()),
             group_configs: Arc::new(self.group_configs.clone()),
             scram_credentials: Arc::new(self.scram_credentials.clone()),
+            acls: Arc::new(self.acls.iter().cloned().collect()),
             offset,
         }
     }

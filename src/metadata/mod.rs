@@ -168,6 +168,8 @@ pub struct MetadataImage {
     pub group_configs: Arc<BTreeMap<String, ConfigMap>>,
     /// SCRAM credentials by user, then mechanism name (KIP-554).
     pub scram_credentials: Arc<ScramCredentials>,
+    /// The ACL bindings in force.
+    pub acls: Arc<Vec<crate::acl::AclBinding>>,
     /// The Raft log index of the last record applied to this image.
     pub offset: u64,
 }

@@ -31,6 +31,7 @@ use crate::config::BrokerConfig;
 use crate::metadata::features::UpgradeType;
 use crate::metadata::{PartitionImage, TopicImage};
 
+mod acls;
 mod brokers;
 mod configs;
 mod features;
@@ -41,6 +42,7 @@ mod topics;
 
 use sessions::Sessions;
 
+pub use acls::AclOutcome;
 pub use brokers::AlterPartition;
 pub use reassignments::{Reassignment, ReassignmentOutcome};
 pub use scram::{CredentialOutcome, ScramUpsertion};
@@ -125,6 +127,14 @@ pub enum ControllerRequest {
         deletions: Vec<(String, i8)>,
         upsertions: Vec<ScramUpsertion>,
     },
+    /// Adds ACL bindings (CreateAcls).
+    CreateAcls {
+        bindings: Vec<crate::acl::AclBinding>,
+    },
+    /// Removes the ACL bindings each filter matches (DeleteAcls).
+    DeleteAcls {
+        filters: Vec<crate::acl::AclFilter>,
+    },
     /// Starts or cancels partition reassignments (AlterPartitionReassignments).
     AlterReassignments {
         reassignments: Vec<Reassignment>,
@@ -156,6 +166,10 @@ pub enum ControllerReply {
     Reassignments(Vec<ReassignmentOutcome>),
     /// Per user asked for: its credentials changed, or why not.
     Credentials(Vec<CredentialOutcome>),
+    /// Per binding asked for: created, or why not.
+    AclsCreated(Vec<AclOutcome>),
+    /// Per filter: the bindings it removed.
+    AclsDeleted(Vec<Vec<crate::acl::AclBinding>>),
 }
 
 /// The active-controller logic of one controller node (acting only while it leads).
@@ -320,6 +334,8 @@ impl ActiveController {
                 self.alter_reassignments(reassignments, allow_replication_factor_change)
                     .await
             }
+            ControllerRequest::CreateAcls { bindings } => self.create_acls(bindings).await,
+            ControllerRequest::DeleteAcls { filters } => self.delete_acls(filters).await,
             other => self.handle_topic_or_cluster_request(other).await,
         }
     }
