@@ -133,7 +133,7 @@ async fn incremental_alter_configs_goes_through_the_controller_and_reaches_the_l
             ResponseError::UnknownTopicOrPartition,
         ),
         (
-            alter_config(4, "1", "log.retention.ms", "1"),
+            alter_config(4, "1", "log.dirs", "/elsewhere"),
             ResponseError::InvalidRequest,
         ),
     ];
