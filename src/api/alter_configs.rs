@@ -13,6 +13,7 @@ use super::errors::controller_error;
 use super::errors::refusal_error;
 use super::refusal::Refusal;
 use super::{str_bytes, Broker, HandlerError, Outcome, Request};
+use crate::acl::Operation;
 use crate::config::ConfigMap;
 use crate::controller::state::ConfigResource;
 use crate::controller::ControllerRequest;
@@ -124,10 +125,15 @@ fn current_configs(broker: &Broker, target: &Target) -> Result<ConfigMap, (Respo
 
 async fn alter(
     broker: &Broker,
+    request: &Request,
     resource: &AlterConfigsResource,
     validate_only: bool,
 ) -> Result<(), (ResponseError, String)> {
     let name = resource.resource_name.to_string();
+    let asked = (resource.resource_type, name.as_str());
+    if let Some(refused) = broker.config_refusal(request, Operation::AlterConfigs, asked) {
+        return Err((refused, "Authorization failed.".to_string()));
+    }
     if resource.resource_type == RESOURCE_BROKER_LOGGER {
         return alter_loggers(broker, resource, validate_only);
     }
@@ -230,6 +236,10 @@ pub async fn handle_legacy(broker: &Broker, request: &Request) -> Result<Outcome
     for resource in &body.resources {
         let name = resource.resource_name.to_string();
         let outcome = async {
+            let asked = (resource.resource_type, name.as_str());
+            if let Some(refused) = broker.config_refusal(request, Operation::AlterConfigs, asked) {
+                return Err((refused, "Authorization failed.".to_string()));
+            }
             let target = target(broker, resource.resource_type, &name)?;
             let current = current_configs(broker, &target)?;
             let given: Vec<(String, Option<String>)> = resource
@@ -273,15 +283,17 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         let base = AlterConfigsResourceResponse::default()
             .with_resource_type(resource.resource_type)
             .with_resource_name(resource.resource_name.clone());
-        responses.push(match alter(broker, resource, body.validate_only).await {
-            Ok(()) => base,
-            Err((code, message)) => {
-                tracing::debug!(client = %request.client, api = "IncrementalAlterConfigs",
+        responses.push(
+            match alter(broker, request, resource, body.validate_only).await {
+                Ok(()) => base,
+                Err((code, message)) => {
+                    tracing::debug!(client = %request.client, api = "IncrementalAlterConfigs",
                     resource = %resource.resource_name.as_str(), error = %message, "refused");
-                base.with_error_code(code.code())
-                    .with_error_message(Some(str_bytes(&message)))
-            }
-        });
+                    base.with_error_code(code.code())
+                        .with_error_message(Some(str_bytes(&message)))
+                }
+            },
+        );
     }
     request.respond(&IncrementalAlterConfigsResponse::default().with_responses(responses))
 }

@@ -5,10 +5,18 @@
 //! authorizer every check passes, as in Kafka. Every denial is logged with the principal,
 //! host, operation and resource.
 
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::{
+    AddOffsetsToTxnRequest, ApiKey, ConsumerGroupHeartbeatRequest, EndTxnRequest, HeartbeatRequest,
+    InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest, OffsetCommitRequest,
+    SyncGroupRequest,
+};
+
+use super::errors::refusal_error;
+use super::refusal::Refusal;
+use super::{Broker, HandlerError, Request};
 use crate::acl::{Authorizer, Operation, Requester, ResourceType, CLUSTER_NAME};
 use crate::config::BrokerConfig;
-
-use super::{Broker, Request};
 
 /// The class name of Kafka's KRaft authorizer, the one `authorizer.class.name` may name.
 pub const STANDARD_AUTHORIZER: &str = "org.apache.kafka.metadata.authorizer.StandardAuthorizer";
@@ -38,6 +46,97 @@ pub fn from_config(config: &BrokerConfig) -> Option<Authorizer> {
 }
 
 impl Broker {
+    /// The refusal of a request Kafka authorizes as a whole (one group or transactional id,
+    /// one error code): the group APIs need READ on the group, the transaction APIs WRITE
+    /// on the transactional id (AddOffsetsToTxn READ on the group too), InitProducerId
+    /// without a transactional id IDEMPOTENT_WRITE on the cluster or WRITE on some topic.
+    pub fn refusal_of_whole_request(
+        &self,
+        request: &Request,
+    ) -> Result<Option<ResponseError>, HandlerError> {
+        if self.authorizer.is_none() {
+            return Ok(None);
+        }
+        let group = |group: &str| {
+            (!self.authorize(request, Operation::Read, (ResourceType::Group, group)))
+                .then(|| refusal_error(Refusal::GroupAuthorizationFailed))
+        };
+        let transaction = |id: &str| {
+            (!self.authorize(
+                request,
+                Operation::Write,
+                (ResourceType::TransactionalId, id),
+            ))
+            .then(|| refusal_error(Refusal::TransactionalIdAuthorizationFailed))
+        };
+        Ok(match request.api_key {
+            ApiKey::JoinGroup => group(&request.decode::<JoinGroupRequest>()?.group_id),
+            ApiKey::SyncGroup => group(&request.decode::<SyncGroupRequest>()?.group_id),
+            ApiKey::Heartbeat => group(&request.decode::<HeartbeatRequest>()?.group_id),
+            ApiKey::LeaveGroup => group(&request.decode::<LeaveGroupRequest>()?.group_id),
+            ApiKey::OffsetCommit => group(&request.decode::<OffsetCommitRequest>()?.group_id),
+            ApiKey::ConsumerGroupHeartbeat => {
+                group(&request.decode::<ConsumerGroupHeartbeatRequest>()?.group_id)
+            }
+            ApiKey::EndTxn => transaction(&request.decode::<EndTxnRequest>()?.transactional_id),
+            ApiKey::AddOffsetsToTxn => {
+                let body: AddOffsetsToTxnRequest = request.decode()?;
+                transaction(&body.transactional_id).or_else(|| group(&body.group_id))
+            }
+            ApiKey::InitProducerId => {
+                let body: InitProducerIdRequest = request.decode()?;
+                match body.transactional_id.as_deref().filter(|id| !id.is_empty()) {
+                    Some(id) => transaction(id),
+                    None => (!self.authorize_cluster(request, Operation::IdempotentWrite)
+                        && !self.authorize_any(request, Operation::Write, ResourceType::Topic))
+                    .then(|| refusal_error(Refusal::ClusterAuthorizationFailed)),
+                }
+            }
+            _ => None,
+        })
+    }
+
+    /// Whether the principal may do `operation` on the cluster, or the refusal
+    /// (CLUSTER_AUTHORIZATION_FAILED) to answer.
+    pub fn check_cluster(
+        &self,
+        request: &Request,
+        operation: Operation,
+    ) -> Result<(), ResponseError> {
+        match self.authorize_cluster(request, operation) {
+            true => Ok(()),
+            false => Err(refusal_error(Refusal::ClusterAuthorizationFailed)),
+        }
+    }
+
+    /// The refusal of a config operation (DESCRIBE_CONFIGS or ALTER_CONFIGS) on config
+    /// resource `name` of wire type `resource_type`, if refused: a topic's on the topic, a
+    /// broker's or its loggers' on the cluster, a group's on the group (Kafka's checks).
+    pub fn config_refusal(
+        &self,
+        request: &Request,
+        operation: Operation,
+        (resource_type, name): (i8, &str),
+    ) -> Option<ResponseError> {
+        const TOPIC: i8 = 2;
+        const GROUP: i8 = 32;
+        let (resource, refusal) = match resource_type {
+            TOPIC => (
+                (ResourceType::Topic, name),
+                Refusal::TopicAuthorizationFailed,
+            ),
+            GROUP => (
+                (ResourceType::Group, name),
+                Refusal::GroupAuthorizationFailed,
+            ),
+            _ => (
+                (ResourceType::Cluster, CLUSTER_NAME),
+                Refusal::ClusterAuthorizationFailed,
+            ),
+        };
+        (!self.authorize(request, operation, resource)).then(|| refusal_error(refusal))
+    }
+
     /// Whether an authorizer is configured (ACLs are enforced and managed).
     pub fn has_authorizer(&self) -> bool {
         self.authorizer.is_some()

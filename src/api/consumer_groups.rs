@@ -88,6 +88,22 @@ pub async fn heartbeat(broker: &Broker, request: &Request) -> Result<Outcome, Ha
                 .with_error_message(Some(str_bytes(message))),
         );
     }
+    // The subscribed topics must all be ones the member may describe (Kafka's check).
+    let hidden = body.subscribed_topic_names.iter().flatten().find(|t| {
+        !broker.authorize(
+            request,
+            crate::acl::Operation::Describe,
+            (crate::acl::ResourceType::Topic, &t.0),
+        )
+    });
+    if let Some(topic) = hidden {
+        let message = format!("Topic authorization failed for topic {}", topic.0.as_str());
+        return request.respond(
+            &ConsumerGroupHeartbeatResponse::default()
+                .with_error_code(refusal_error(Refusal::TopicAuthorizationFailed).code())
+                .with_error_message(Some(str_bytes(&message))),
+        );
+    }
     let result = broker
         .groups
         .consumer_heartbeat(&broker.replicas, &group, heartbeat, &image)
@@ -155,12 +171,23 @@ pub fn describe(broker: &Broker, request: &Request) -> Result<Outcome, HandlerEr
         .iter()
         .map(|id| {
             let group = id.0.to_string();
+            let resource = (crate::acl::ResourceType::Group, group.as_str());
+            let operations = match body.include_authorized_operations {
+                true => broker.authorized_operations(
+                    request,
+                    resource,
+                    super::authorized_operations::GROUP,
+                ),
+                false => super::authorized_operations::NOT_ASKED,
+            };
             let described = DescribedGroup::default()
                 .with_group_id(GroupId(id.0.clone()))
-                .with_authorized_operations(super::authorized_operations::when(
-                    body.include_authorized_operations,
-                    super::authorized_operations::GROUP,
-                ));
+                .with_authorized_operations(operations);
+            if !broker.authorize(request, crate::acl::Operation::Describe, resource) {
+                let refusal = super::refusal::Refusal::GroupAuthorizationFailed;
+                let code = super::errors::refusal_error(refusal).code();
+                return described.with_error_code(code);
+            }
             match broker.groups.consumer_describe(&group, &image) {
                 Ok(d) => described
                     .with_group_state(str_bytes(d.state))

@@ -15,9 +15,12 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
     let body: DeleteRecordsRequest = request.decode()?;
     let answer = |topic: &str, p: &DeleteRecordsPartition| {
         let base = DeleteRecordsPartitionResult::default().with_partition_index(p.partition_index);
-        let moved = broker.on_partition(request, topic, p.partition_index, |partition| {
-            partition.delete_records(p.offset)
-        });
+        let moved = broker.on_partition(
+            request,
+            (Some(crate::acl::Operation::Delete), topic),
+            p.partition_index,
+            |partition| partition.delete_records(p.offset),
+        );
         match moved {
             Ok(low_watermark) => base.with_low_watermark(low_watermark),
             Err(code) => base.with_low_watermark(-1).with_error_code(code.code()),

@@ -179,7 +179,9 @@ fn describe(
     let base = DescribeConfigsResult::default()
         .with_resource_type(resource.resource_type)
         .with_resource_name(resource.resource_name.clone());
-    let entries = match entries_for(broker, resource) {
+    let asked = (resource.resource_type, resource.resource_name.as_str());
+    let refused = broker.config_refusal(request, crate::acl::Operation::DescribeConfigs, asked);
+    let entries = match refused.map_or_else(|| entries_for(broker, resource), Err) {
         Ok(entries) => entries,
         Err(code) => {
             tracing::debug!(client = %request.client, api = "DescribeConfigs", resource = %resource.resource_name.as_str(), error = ?code, "refused");

@@ -107,6 +107,7 @@ pub fn admin_error(error: &AdminError) -> ResponseError {
     match error {
         AdminError::Controller(error) => controller_error(error),
         AdminError::Replica(error) => replica_error(error),
+        AdminError::Refused(refusal) => refusal_error(*refusal),
     }
 }
 

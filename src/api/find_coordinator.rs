@@ -11,6 +11,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::errors::refusal_error;
 use super::refusal::Refusal;
 use super::{str_bytes, Broker, HandlerError, Outcome, Request};
+use crate::acl::{Operation, ResourceType};
 use crate::config::ConfigMap;
 use crate::controller::NewTopic;
 use crate::group::OFFSETS_TOPIC;
@@ -74,6 +75,22 @@ async fn ensure_topic(
                 "the coordinator's internal topic cannot be created",
             )
         })
+}
+
+/// The coordinator of `key` for the principal of `request`: DESCRIBE on the group or the
+/// transactional id first (GROUP_ / TRANSACTIONAL_ID_AUTHORIZATION_FAILED), as Kafka checks.
+async fn find_for(broker: &Broker, request: &Request, key_type: i8, key: &str) -> Found {
+    let (resource, refusal) = match key_type {
+        KEY_TYPE_TRANSACTION => (
+            ResourceType::TransactionalId,
+            Refusal::TransactionalIdAuthorizationFailed,
+        ),
+        _ => (ResourceType::Group, Refusal::GroupAuthorizationFailed),
+    };
+    if !broker.authorize(request, Operation::Describe, (resource, key)) {
+        return Err((refusal_error(refusal), "not authorized"));
+    }
+    find(broker, &request.listener, key_type, key).await
 }
 
 async fn find(broker: &Broker, listener: &str, key_type: i8, key: &str) -> Found {
@@ -159,14 +176,14 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
     if request.version() >= BATCHED_VERSION_MIN {
         let mut coordinators = Vec::with_capacity(body.coordinator_keys.len());
         for key in &body.coordinator_keys {
-            let found = find(broker, &request.listener, body.key_type, key).await;
+            let found = find_for(broker, request, body.key_type, key).await;
             log(key, &found);
             coordinators.push(coordinator(key.clone(), found));
         }
         return request
             .respond(&FindCoordinatorResponse::default().with_coordinators(coordinators));
     }
-    let found = find(broker, &request.listener, body.key_type, &body.key).await;
+    let found = find_for(broker, request, body.key_type, &body.key).await;
     log(&body.key, &found);
     let c = coordinator(body.key.clone(), found);
     let response = FindCoordinatorResponse::default()

@@ -17,6 +17,7 @@ use kafka_protocol::messages::{
 
 use super::errors::group_error;
 use super::{str_bytes, Broker, HandlerError, Outcome, Request};
+use crate::acl::{Operation, ResourceType};
 use crate::group::{GroupError, JoinRequest, LeavingMember, SyncRequest};
 
 /// JoinGroup from v7 and SyncGroup from v5 carry the protocol type; JoinGroup's protocol
@@ -210,10 +211,19 @@ pub fn list_groups(broker: &Broker, request: &Request) -> Result<Outcome, Handle
     let body: ListGroupsRequest = request.decode()?;
     let states: Vec<String> = body.states_filter.iter().map(|s| s.to_string()).collect();
     let types: Vec<String> = body.types_filter.iter().map(|s| s.to_string()).collect();
+    // Every group with cluster DESCRIBE, else those the principal may describe (Kafka).
+    let all = broker.authorize_cluster(request, Operation::Describe);
     let groups = broker
         .groups
         .list_groups(&states, &types)
         .into_iter()
+        .filter(|g| {
+            all || broker.authorize(
+                request,
+                Operation::Describe,
+                (ResourceType::Group, &g.group_id),
+            )
+        })
         .map(|g| {
             ListedGroup::default()
                 .with_group_id(GroupId(str_bytes(&g.group_id)))
@@ -243,11 +253,21 @@ fn describe_one(
     id: &GroupId,
     operations_asked: bool,
 ) -> DescribedGroup {
-    use super::authorized_operations::{when, GROUP};
+    use super::authorized_operations::{GROUP, NOT_ASKED};
     let group = id.0.to_string();
+    let resource = (ResourceType::Group, group.as_str());
     let described = DescribedGroup::default()
         .with_group_id(id.clone())
-        .with_authorized_operations(when(operations_asked, GROUP));
+        .with_authorized_operations(match operations_asked {
+            true => broker.authorized_operations(request, resource, GROUP),
+            false => NOT_ASKED,
+        });
+    if !broker.authorize(request, Operation::Describe, resource) {
+        let code = super::errors::refusal_error(super::refusal::Refusal::GroupAuthorizationFailed);
+        return described
+            .with_error_code(code.code())
+            .with_authorized_operations(NOT_ASKED);
+    }
     match broker.groups.describe(&group) {
         Ok(d) => described
             .with_group_state(str_bytes(d.state))
@@ -291,9 +311,15 @@ pub fn delete_groups(broker: &Broker, request: &Request) -> Result<Outcome, Hand
         .iter()
         .map(|id| {
             let group = id.0.to_string();
-            let code = match broker.groups.delete_group(&broker.replicas, &group) {
-                Ok(()) => 0,
-                Err(error) => log_group_error(request, &group, &error).code(),
+            let resource = (ResourceType::Group, group.as_str());
+            let code = if !broker.authorize(request, Operation::Delete, resource) {
+                let refusal = super::refusal::Refusal::GroupAuthorizationFailed;
+                super::errors::refusal_error(refusal).code()
+            } else {
+                match broker.groups.delete_group(&broker.replicas, &group) {
+                    Ok(()) => 0,
+                    Err(error) => log_group_error(request, &group, &error).code(),
+                }
             };
             DeletableGroupResult::default()
                 .with_group_id(id.clone())

@@ -1,6 +1,6 @@
-//! The answer to a request a test asked to fail (`crate::faults`, `Injected::Error`): the
-//! request's own API, at its version, with the injected error code in every place a
-//! client reads one — each partition of a Produce, Fetch, ListOffsets or OffsetCommit,
+//! The answer to a request a test asked to fail (`crate::faults`, `Injected::Error`), or
+//! one the authorizer refuses as a whole (`authorization`): the request's own API, at its
+//! version, with the error code in every place a client reads one — each partition of a Produce, Fetch, ListOffsets or OffsetCommit,
 //! each key of a batched FindCoordinator, the top-level code of the group and
 //! transaction APIs. Other APIs can only be dropped ([`supports`] says which).
 

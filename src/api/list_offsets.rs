@@ -63,20 +63,25 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
     let body: ListOffsetsRequest = request.decode()?;
     let answer = |topic: &str, p: &ListOffsetsPartition| {
         let base = ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
-        let found = broker.on_partition(request, topic, p.partition_index, |partition| {
-            partition.check_leader_epoch(p.current_leader_epoch)?;
-            let (timestamp, offset) = lookup(partition, p.timestamp, body.isolation_level);
-            let known = offset >= 0 && request.version() >= 4;
-            Ok((
-                timestamp,
-                offset,
-                if known {
-                    epoch_of(partition, offset)
-                } else {
-                    -1
-                },
-            ))
-        });
+        let found = broker.on_partition(
+            request,
+            (Some(crate::acl::Operation::Describe), topic),
+            p.partition_index,
+            |partition| {
+                partition.check_leader_epoch(p.current_leader_epoch)?;
+                let (timestamp, offset) = lookup(partition, p.timestamp, body.isolation_level);
+                let known = offset >= 0 && request.version() >= 4;
+                Ok((
+                    timestamp,
+                    offset,
+                    if known {
+                        epoch_of(partition, offset)
+                    } else {
+                        -1
+                    },
+                ))
+            },
+        );
         match found {
             Ok((timestamp, offset, epoch)) => base
                 .with_timestamp(timestamp)

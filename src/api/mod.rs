@@ -318,16 +318,24 @@ impl Broker {
 }
 
 impl Broker {
-    /// Runs `f` on partition `topic`-`index`; a missing partition or an error from `f` is
+    /// Runs `f` on partition `topic`-`index` once the principal may do `operation` on the
+    /// topic (else TOPIC_AUTHORIZATION_FAILED; `None`: the caller authorized the request
+    /// otherwise); a missing partition or an error from `f` is
     /// logged once, with the client, API and partition (debug when it is the client's doing,
     /// error when it is the broker's), and returned as the Kafka error for the response.
     pub fn on_partition<T>(
         &self,
         request: &Request,
-        topic: &str,
+        (operation, topic): (Option<crate::acl::Operation>, &str),
         index: i32,
         f: impl FnOnce(&Partition) -> Result<T, ReplicaError>,
     ) -> Result<T, ResponseError> {
+        let resource = (crate::acl::ResourceType::Topic, topic);
+        if operation.is_some_and(|op| !self.authorize(request, op, resource)) {
+            return Err(errors::refusal_error(
+                refusal::Refusal::TopicAuthorizationFailed,
+            ));
+        }
         let result = self
             .replicas
             .leader_partition(topic, index)
@@ -427,6 +435,9 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
             api_key: request.api_key,
             version: request.version(),
         });
+    }
+    if let Some(refusal) = broker.refusal_of_whole_request(request)? {
+        return injected::answer(request, refusal.code());
     }
     match request.api_key {
         ApiKey::Produce => produce::handle(broker, request).await,

@@ -14,15 +14,26 @@ use super::{Broker, HandlerError, Outcome, Request};
 /// Answers OffsetForLeaderEpoch.
 pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
     let body: OffsetForLeaderEpochRequest = request.decode()?;
+    // A replica asks as the cluster (CLUSTER_ACTION), a client as a describer of the topic;
+    // a replica refused is refused on every partition.
+    let replica = request.version() >= 3 && body.replica_id.0 >= 0;
+    let replica_refused =
+        replica && !broker.authorize_cluster(request, crate::acl::Operation::ClusterAction);
+    let operation = (!replica).then_some(crate::acl::Operation::Describe);
     let answer = |topic: &str, p: &OffsetForLeaderPartition| {
         let base = EpochEndOffset::default().with_partition(p.partition);
-        let found = broker.on_partition(request, topic, p.partition, |partition| {
-            partition.check_leader_epoch(p.current_leader_epoch)?;
-            let log = partition.log();
-            Ok(log
-                .epoch_cache()
-                .end_offset_for(p.leader_epoch, log.log_end_offset()))
-        });
+        let found = match replica_refused {
+            true => Err(super::errors::refusal_error(
+                super::refusal::Refusal::TopicAuthorizationFailed,
+            )),
+            false => broker.on_partition(request, (operation, topic), p.partition, |partition| {
+                partition.check_leader_epoch(p.current_leader_epoch)?;
+                let log = partition.log();
+                Ok(log
+                    .epoch_cache()
+                    .end_offset_for(p.leader_epoch, log.log_end_offset()))
+            }),
+        };
         match found {
             Ok((epoch, end_offset)) => base.with_leader_epoch(epoch).with_end_offset(end_offset),
             Err(code) => base

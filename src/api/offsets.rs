@@ -22,6 +22,7 @@ use super::errors::refusal_error;
 use super::groups::log_group_error;
 use super::refusal::Refusal;
 use super::{str_bytes, topic_name, Broker, HandlerError, Outcome, Request};
+use crate::acl::{Operation, ResourceType};
 use crate::group::{CommittedOffset, Committer, GroupError, OffsetCommit, PartitionResults};
 use crate::metadata::MetadataImage;
 
@@ -54,13 +55,13 @@ fn partition_exists(image: &MetadataImage, topic: &str, partition: i32) -> bool 
 }
 
 /// Per-topic error codes of a commit or delete: each partition's own, or the group-level
-/// refusal (logged once) for every partition asked for; unknown partitions last.
+/// refusal (logged once) for every partition asked for; refused partitions last.
 fn by_topic(
     request: &Request,
     group: &str,
     results: Result<PartitionResults, GroupError>,
     wanted: Partitions,
-    unknown: Partitions,
+    refused: Vec<(String, i32, i16)>,
 ) -> ByTopic<i16> {
     let mut codes: Vec<(String, i32, i16)> = match results {
         Ok(results) => results
@@ -78,42 +79,59 @@ fn by_topic(
             wanted.into_iter().map(|(t, p)| (t, p, code)).collect()
         }
     };
-    let unknown_code = refusal_error(Refusal::UnknownTopic).code();
-    codes.extend(unknown.into_iter().map(|(t, p)| (t, p, unknown_code)));
+    codes.extend(refused);
     group_by_topic(codes)
 }
 
-/// Splits the partitions of a request into those of existing topics and unknown ones.
+/// Splits the partitions of a request into those the principal may use with `operation`
+/// (READ for a commit or delete) that exist, and the others with their refusal: topics
+/// it may not use TOPIC_AUTHORIZATION_FAILED, unknown ones UNKNOWN_TOPIC_OR_PARTITION.
 fn known_partitions<'a>(
-    image: &MetadataImage,
+    broker: &Broker,
+    request: &Request,
+    operation: Operation,
     partitions: impl Iterator<Item = (String, i32)> + 'a,
-) -> (Partitions, Partitions) {
-    partitions.partition(|(topic, partition)| partition_exists(image, topic, *partition))
+) -> (Partitions, Vec<(String, i32, i16)>) {
+    let image = broker.image();
+    let mut known = Vec::new();
+    let mut refused = Vec::new();
+    for (topic, partition) in partitions {
+        let code = if !broker.authorize(request, operation, (ResourceType::Topic, &topic)) {
+            refusal_error(Refusal::TopicAuthorizationFailed).code()
+        } else if !partition_exists(&image, &topic, partition) {
+            refusal_error(Refusal::UnknownTopic).code()
+        } else {
+            known.push((topic, partition));
+            continue;
+        };
+        refused.push((topic, partition, code));
+    }
+    (known, refused)
 }
 
 /// Answers OffsetCommit.
 pub async fn offset_commit(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
     let body: OffsetCommitRequest = request.decode()?;
     let group = body.group_id.0.to_string();
-    let image = broker.image();
-    let mut commits = Vec::new();
-    let mut unknown = Vec::new();
-    for topic in &body.topics {
-        let name = topic.name.0.to_string();
-        for p in &topic.partitions {
-            if !partition_exists(&image, &name, p.partition_index) {
-                unknown.push((name.clone(), p.partition_index));
-                continue;
-            }
-            commits.push(OffsetCommit {
-                topic: name.clone(),
-                partition: p.partition_index,
-                offset: p.committed_offset,
-                leader_epoch: p.committed_leader_epoch,
-                metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
-            });
-        }
-    }
+    let asked = body.topics.iter().flat_map(|t| {
+        t.partitions
+            .iter()
+            .map(|p| (t.name.0.to_string(), p.partition_index))
+    });
+    let (known, refused) = known_partitions(broker, request, Operation::Read, asked);
+    let commits: Vec<OffsetCommit> = body
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.to_string(), p)))
+        .filter(|(name, p)| known.contains(&(name.clone(), p.partition_index)))
+        .map(|(name, p)| OffsetCommit {
+            topic: name,
+            partition: p.partition_index,
+            offset: p.committed_offset,
+            leader_epoch: p.committed_leader_epoch,
+            metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
+        })
+        .collect();
     let committer = Committer {
         member_id: body.member_id.to_string(),
         group_instance_id: body.group_instance_id.as_ref().map(|i| i.to_string()),
@@ -134,7 +152,7 @@ pub async fn offset_commit(broker: &Broker, request: &Request) -> Result<Outcome
                 .await
         }
     };
-    let topics = by_topic(request, &group, result, wanted, unknown)
+    let topics = by_topic(request, &group, result, wanted, refused)
         .into_iter()
         .map(|(topic, partitions)| {
             let partitions = partitions
@@ -157,13 +175,16 @@ pub async fn offset_commit(broker: &Broker, request: &Request) -> Result<Outcome
 pub async fn offset_delete(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
     let body: OffsetDeleteRequest = request.decode()?;
     let group = body.group_id.0.to_string();
-    let image = broker.image();
+    if !broker.authorize(request, Operation::Delete, (ResourceType::Group, &group)) {
+        let code = refusal_error(Refusal::GroupAuthorizationFailed).code();
+        return request.respond(&OffsetDeleteResponse::default().with_error_code(code));
+    }
     let asked = body.topics.iter().flat_map(|t| {
         t.partitions
             .iter()
             .map(|p| (t.name.0.to_string(), p.partition_index))
     });
-    let (known, unknown) = known_partitions(&image, asked);
+    let (known, unknown) = known_partitions(broker, request, Operation::Read, asked);
     let result = broker
         .groups
         .delete_offsets(&broker.replicas, &group, known.clone())
@@ -209,19 +230,31 @@ fn fetch_group(
     (member, require_stable): (Option<(&str, i32)>, bool),
     wanted: Option<Partitions>,
 ) -> FetchedGroup {
+    if !broker.authorize(request, Operation::Describe, (ResourceType::Group, group)) {
+        return Err(refusal_error(Refusal::GroupAuthorizationFailed));
+    }
+    // Topics the principal may not describe: refused where asked for, left out of "all".
+    let all = wanted.is_none();
     let fetched = broker
         .groups
         .fetch_offsets(group, member, wanted)
         .map_err(|error| log_group_error(request, group, &error))?;
-    Ok(group_by_topic(fetched.into_iter().map(
+    let described =
+        |topic: &str| broker.authorize(request, Operation::Describe, (ResourceType::Topic, topic));
+    Ok(group_by_topic(fetched.into_iter().filter_map(
         |((topic, partition), offset)| {
+            let allowed = described(&topic);
+            if all && !allowed {
+                return None;
+            }
             let unstable =
                 require_stable && broker.groups.has_pending_offset(group, &topic, partition);
-            let offset = match unstable {
-                true => Err(refusal_error(Refusal::UnstableOffsetCommit)),
-                false => Ok(offset),
+            let offset = match (allowed, unstable) {
+                (false, _) => Err(refusal_error(Refusal::TopicAuthorizationFailed)),
+                (true, true) => Err(refusal_error(Refusal::UnstableOffsetCommit)),
+                (true, false) => Ok(offset),
             };
-            (topic, partition, offset)
+            Some((topic, partition, offset))
         },
     )))
 }

@@ -69,4 +69,7 @@ pub enum AdminError {
     Controller(#[from] ControllerError),
     #[error(transparent)]
     Replica(#[from] ReplicaError),
+    /// Refused by the handler itself (the authorizer, most often).
+    #[error("{0}")]
+    Refused(Refusal),
 }

@@ -21,6 +21,7 @@ use super::errors::refusal_error;
 pub use super::refusal::AdminError;
 use super::refusal::Refusal;
 use super::{str_bytes, topic_name, Broker, HandlerError, Outcome, Request};
+use crate::acl::{Operation, ResourceType};
 use crate::config::ConfigMap;
 use crate::controller::{ControllerError, ErrorKind, NewTopic};
 
@@ -153,6 +154,18 @@ pub async fn create_topics(broker: &Broker, request: &Request) -> Result<Outcome
             );
             continue;
         }
+        let name = topic.name.0.as_str();
+        let may_create = broker.authorize_cluster(request, Operation::Create)
+            || broker.authorize(request, Operation::Create, (ResourceType::Topic, name));
+        if !may_create {
+            results.push(
+                CreatableTopicResult::default()
+                    .with_name(topic.name.clone())
+                    .with_error_code(refusal_error(Refusal::TopicAuthorizationFailed).code())
+                    .with_error_message(Some(str_bytes("Authorization failed."))),
+            );
+            continue;
+        }
         results.push(created_result(broker, request, topic, body.validate_only).await);
     }
     request.respond(&CreateTopicsResponse::default().with_topics(results))
@@ -181,7 +194,18 @@ pub async fn delete_topics(broker: &Broker, request: &Request) -> Result<Outcome
                     .topic_by_id(topic_id)
                     .map(|t| (t.name.clone(), t.topic_id)),
             };
+            let denied = |name: &str| {
+                !broker.authorize(request, Operation::Delete, (ResourceType::Topic, name))
+            };
             let result = match found {
+                // Kafka checks DELETE by name: an unknown name the principal may not delete
+                // is refused as not authorized, telling nothing of the topic.
+                Some((found_name, _)) if denied(&found_name) => {
+                    Err(AdminError::Refused(Refusal::TopicAuthorizationFailed))
+                }
+                None if name.as_deref().is_some_and(denied) => {
+                    Err(AdminError::Refused(Refusal::TopicAuthorizationFailed))
+                }
                 None if name.is_none() => Err(ControllerError::UnknownTopicId { topic_id }.into()),
                 None => Err(ControllerError::UnknownTopic {
                     topic: name.clone().unwrap_or_default(),
@@ -227,12 +251,16 @@ pub async fn create_partitions(
     let mut results = Vec::with_capacity(body.topics.len());
     for topic in &body.topics {
         let name = topic.name.0.as_str();
-        let result = broker
-            .controller
-            .create_partitions(name, topic.count, body.validate_only)
-            .await
-            .map_err(AdminError::from)
-            .and_then(|()| publish(broker));
+        let result = match broker.authorize(request, Operation::Alter, (ResourceType::Topic, name))
+        {
+            false => Err(AdminError::Refused(Refusal::TopicAuthorizationFailed)),
+            true => broker
+                .controller
+                .create_partitions(name, topic.count, body.validate_only)
+                .await
+                .map_err(AdminError::from)
+                .and_then(|()| publish(broker)),
+        };
         let base = CreatePartitionsTopicResult::default().with_name(topic.name.clone());
         results.push(match result {
             Ok(()) => base,

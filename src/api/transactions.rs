@@ -653,9 +653,12 @@ pub fn describe_producers(broker: &Broker, request: &Request) -> Result<Outcome,
                 .partition_indexes
                 .iter()
                 .map(|index| {
-                    let found = broker.on_partition(request, &topic.name.0, *index, |partition| {
-                        Ok(partition.log().producers().describe())
-                    });
+                    let found = broker.on_partition(
+                        request,
+                        (Some(crate::acl::Operation::Read), &topic.name.0),
+                        *index,
+                        |partition| Ok(partition.log().producers().describe()),
+                    );
                     let response = PartitionResponse::default().with_partition_index(*index);
                     match found {
                         Ok(producers) => response.with_active_producers(
