@@ -3,7 +3,7 @@ CONFIG ?= config/server.toml
 BOOTSTRAP ?= 127.0.0.1:9092
 CARGO ?= cargo
 
-.PHONY: build run cluster cluster-split test lint unit examples bench-dev compat compat-cluster compat-cluster-kafka-ref compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref compat-tls conformance conformance-fast fmt clippy fuzz simulate chaos
+.PHONY: build run cluster cluster-split test lint unit examples bench-dev compat compat-cluster compat-cluster-kafka-ref compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref compat-tls compat-acl conformance conformance-fast fmt clippy fuzz simulate chaos
 
 build:
 	$(CARGO) build --release
@@ -14,7 +14,7 @@ run: build
 # The style gate, unit and integration tests, then every compat suite against a freshly started highwater,
 # then Apache Kafka's DumpLogSegments over segments highwater wrote, then a one-minute run
 # of the benchmark machinery against both brokers.
-test: lint unit examples compat compat-cluster compat-storage compat-tls conformance-fast bench-smoke
+test: lint unit examples compat compat-cluster compat-storage compat-tls compat-acl conformance-fast bench-smoke
 
 # The style gate (issue 17): formatting, every clippy and rustc lint of Cargo.toml, and
 # the API docs (no broken intra-doc link), warnings as errors.
@@ -88,11 +88,12 @@ kafka-ref-stop:
 	./compat/kafka-ref/stop.sh
 
 # Runs every compat suite against the reference Apache Kafka; the restart tests restart it
-# through compat/kafka-ref/restart.sh. Then the TLS suite and the reassignment suite (below).
+# through compat/kafka-ref/restart.sh. Then the TLS, ACL and reassignment suites (below).
 compat-kafka-ref: compat-deps
 	./compat/kafka-ref/start.sh
 	COMPAT_RESTART_BROKER=$(CURDIR)/compat/kafka-ref/restart.sh ./compat/run-all.sh $$(cat .kafka-ref/bootstrap); rc=$$?; ./compat/kafka-ref/stop.sh; exit $$rc
 	./compat/tls/run.sh kafka
+	./compat/acl/run.sh kafka
 	./compat/kafka-ref/cluster.sh run ./compat/cluster/reassign.sh
 
 # Kafka's kafka-reassign-partitions (compat/cluster/reassign.sh, all six tests) against a
@@ -105,6 +106,11 @@ compat-cluster-kafka-ref: compat-deps
 # PLAINTEXT, SSL and client-authenticating SSL listeners of its own (compat/tls/run.sh, ~70 s).
 compat-tls: build compat-deps
 	./compat/tls/run.sh highwater
+
+# kafka-acls, confluent-kafka and kcat with Kafka's StandardAuthorizer: SASL users and mTLS
+# certificate subjects as principals (compat/acl/run.sh).
+compat-acl: build compat-deps
+	./compat/acl/run.sh highwater
 
 # The clients' own integration suites, franz-go's pkg/kgo tests and librdkafka's tests/
 # (Debian's 2.0.2 source, fetched on first use), against Apache Kafka 4.1.1 and then a

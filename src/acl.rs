@@ -103,6 +103,9 @@ from_code!(Permission, Any, Deny, Allow);
 
 /// The one cluster resource's name, as Kafka names it.
 pub const CLUSTER_NAME: &str = "kafka-cluster";
+
+/// The cluster resource (the only one of its type).
+pub const CLUSTER: (ResourceType, &str) = (ResourceType::Cluster, CLUSTER_NAME);
 /// A literal resource name or principal that matches every one.
 pub const WILDCARD: &str = "*";
 

@@ -30,3 +30,4 @@ pub mod server;
 pub mod testkit;
 pub mod txn;
 pub mod wire;
+pub mod x500;

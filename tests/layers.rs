@@ -17,6 +17,7 @@ const LEVELS: &[&[&str]] = &[
         "sasl",
         "acl",
         "wire",
+        "x500",
     ],
     &["log"],
     &["metadata"],

@@ -56,6 +56,25 @@ impl Pki {
         (cert.pem(), key.serialize_pem())
     }
 
+    /// A client certificate whose subject is `O=<organization>` then `CN=<common_name>`
+    /// (written `CN=..,O=..` as RFC 2253 orders it), and its key, both PEM.
+    fn issue_person(&self, organization: &str, common_name: &str) -> (String, String) {
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+        // rcgen starts with a CN, which would stay first.
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, organization);
+        params
+            .distinguished_name
+            .push(DnType::CommonName, common_name);
+        let key = KeyPair::generate().expect("key");
+        let cert = params
+            .signed_by(&key, &self.ca, &self.ca_key)
+            .expect("sign");
+        (cert.pem(), key.serialize_pem())
+    }
+
     fn ca_pem(&self) -> String {
         self.ca.pem()
     }
@@ -72,6 +91,28 @@ async fn broker_with_ssl(
     tokio::sync::oneshot::Sender<()>,
 ) {
     two_listeners(dir, ["PLAINTEXT", "SSL"], ["127.0.0.1", "localhost"], ssl).await
+}
+
+/// A broker whose SSL listener requires a client certificate issued by `pki`, with `extra`
+/// keys; files and data under `dir`.
+async fn broker_with_mtls(
+    dir: &std::path::Path,
+    pki: &Pki,
+    extra: &[(&str, &str)],
+) -> (
+    Arc<Broker>,
+    [SocketAddr; 2],
+    tokio::sync::oneshot::Sender<()>,
+) {
+    let chain = keystore(dir, pki);
+    let trust = write(dir, "ca.pem", &pki.ca_pem());
+    let mut ssl = vec![
+        ("listener.name.ssl.ssl.keystore.location", chain.as_str()),
+        ("ssl.truststore.location", trust.as_str()),
+        ("ssl.client.auth", "required"),
+    ];
+    ssl.extend_from_slice(extra);
+    broker_with_ssl(&dir.join("data"), &ssl).await
 }
 
 /// A broker with two listeners named `names`, advertised as `hosts` on their ports, with
@@ -233,14 +274,7 @@ async fn an_ssl_listener_serves_kafka_over_tls_beside_a_plaintext_one() {
 async fn ssl_client_auth_required_admits_only_clients_with_a_trusted_certificate() {
     let dir = tempfile::tempdir().expect("tempdir");
     let pki = Pki::new();
-    let chain = keystore(dir.path(), &pki);
-    let trust = write(dir.path(), "ca.pem", &pki.ca_pem());
-    let ssl = [
-        ("listener.name.ssl.ssl.keystore.location", chain.as_str()),
-        ("ssl.truststore.location", trust.as_str()),
-        ("ssl.client.auth", "required"),
-    ];
-    let (_broker, [_, secure], stop) = broker_with_ssl(&dir.path().join("data"), &ssl).await;
+    let (_broker, [_, secure], stop) = broker_with_mtls(dir.path(), &pki, &[]).await;
 
     let identity = pki.issue(&["client"], "client");
     let mut trusted = tls_client(secure, &connector(&pki.ca_pem(), Some(&identity)))
@@ -260,6 +294,66 @@ async fn ssl_client_auth_required_admits_only_clients_with_a_trusted_certificate
             "an untrusted certificate is refused"
         );
     }
+    let _ = stop.send(());
+}
+
+#[tokio::test]
+async fn a_client_certificate_subject_is_the_principal_acls_name() {
+    // As Kafka's default principal builder: `User:` and the subject in RFC 2253 form.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pki = Pki::new();
+    let authorizer = [
+        (
+            "authorizer.class.name",
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        ),
+        ("super.users", "User:ANONYMOUS"),
+    ];
+    let (_broker, [plain, secure], stop) = broker_with_mtls(dir.path(), &pki, &authorizer).await;
+    let mut admin = Client::connect(plain).await;
+    assert_eq!(common::create_topic(&mut admin, "certs", 1).await, 0);
+    let allow = kafka_protocol::messages::create_acls_request::AclCreation::default()
+        .with_resource_type(2)
+        .with_resource_name(StrBytes::from_static_str("certs"))
+        .with_resource_pattern_type(3)
+        .with_principal(StrBytes::from_static_str("User:CN=alice,O=highwater"))
+        .with_host(StrBytes::from_static_str("*"))
+        .with_operation(8)
+        .with_permission_type(3);
+    let created = admin
+        .call(
+            &kafka_protocol::messages::CreateAclsRequest::default().with_creations(vec![allow]),
+            3,
+        )
+        .await;
+    assert_eq!(created.results[0].error_code, 0);
+
+    let topics_seen_by = |identity: (String, String)| {
+        let connector = connector(&pki.ca_pem(), Some(&identity));
+        async move {
+            let mut client = tls_client(secure, &connector).await.expect("handshake");
+            let all = MetadataRequest::default().with_topics(None);
+            let answer = client.call(&all, 12).await;
+            let names: Vec<String> = answer
+                .topics
+                .iter()
+                .filter_map(|t| t.name.as_ref().map(|n| n.to_string()))
+                .collect();
+            names
+        }
+    };
+    let alice = pki.issue_person("highwater", "alice");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while topics_seen_by(alice.clone()).await.is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "User:CN=alice,O=highwater is allowed to describe certs"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(topics_seen_by(alice).await, ["certs"]);
+    let bob = pki.issue_person("highwater", "bob");
+    assert!(topics_seen_by(bob).await.is_empty(), "no ACL names bob");
     let _ = stop.send(());
 }
 

@@ -120,7 +120,8 @@ async fn the_binary_keeps_data_across_sigterm_and_sigkill() {
 #[test]
 fn security_settings_that_are_not_enforced_stop_the_start_with_the_key_named() {
     // Goal (issue 15, fail closed): a SASL listener offering a mechanism highwater does not
-    // serve (Kafka's default GSSAPI), a SASL or authorizer key it does not enforce, or a TLS
+    // serve (Kafka's default GSSAPI), a SASL key or authorizer it does not enforce (the
+    // ZooKeeper-era AclAuthorizer; Kafka's StandardAuthorizer is served), or a TLS
     // setting it cannot honour (a JKS keystore) is never served with less protection: the
     // process exits non-zero at once with one line naming the key, and nothing listens.
     // Method: the real binary with a Kafka-style config file.
@@ -141,8 +142,7 @@ fn security_settings_that_are_not_enforced_stop_the_start_with_the_key_named() {
         (
             format!(
                 "listeners = \"PLAINTEXT://127.0.0.1:{port}\"\n\
-                 authorizer.class.name = \
-                 \"org.apache.kafka.metadata.authorizer.StandardAuthorizer\"\n\
+                 authorizer.class.name = \"kafka.security.authorizer.AclAuthorizer\"\n\
                  super.users = \"User:admin\"\n"
             ),
             "authorizer.class.name",

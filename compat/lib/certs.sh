@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Sourced by the compat suites that need TLS certificates (compat/tls/run.sh,
-# compat/sasl/run.sh): made with openssl in $certs, never committed.
+# Sourced by compat/lib/secured_broker.sh for the compat suites that need TLS certificates
+# (compat/tls, compat/acl): made with openssl in $certs, never committed.
 
 # make_cert NAME CA SUBJECT [SAN]: NAME.key (PKCS#8, unencrypted), NAME.crt signed by CA,
 # and NAME.pem (key then certificate), which is what a PEM keystore file holds.

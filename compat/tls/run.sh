@@ -17,21 +17,11 @@ set -euo pipefail
 broker="${1:?usage: compat/tls/run.sh highwater|kafka}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-py="$root/compat/.venv/bin/python"
 test_suite_name="tls-$broker"
 # shellcheck source=../lib/testlib.sh source-path=SCRIPTDIR
 source "$root/compat/lib/testlib.sh"
-command -v kcat >/dev/null || fail "kcat is not installed; run compat/install-deps.sh"
-[[ -x "$py" ]] || fail "no $py; run compat/install-deps.sh"
-
-free_port() {
-    "$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-certs="$test_tmp/certs"
-mkdir -p "$certs"
-# shellcheck source=../lib/certs.sh source-path=SCRIPTDIR
-source "$root/compat/lib/certs.sh"
+# shellcheck source=../lib/secured_broker.sh source-path=SCRIPTDIR
+source "$root/compat/lib/secured_broker.sh"
 for ca in ca stranger-ca; do
     make_ca "$ca"
 done
@@ -64,40 +54,7 @@ for l in sasl_plaintext sasl_ssl; do
 done
 secured="SSL://127.0.0.1:$ssl_port,MTLS://127.0.0.1:$mtls_port"
 secured+=",SASL_PLAINTEXT://127.0.0.1:$sasl_port,SASL_SSL://127.0.0.1:$sasl_ssl_port"
-case "$broker" in
-    highwater)
-        plain_port="$(free_port)"
-        bin="${HIGHWATER_BIN:-$root/target/release/highwater}"
-        sets=()
-        for kv in "${keys[@]}"; do sets+=(--set "$kv"); done
-        listeners="PLAINTEXT://127.0.0.1:$plain_port,$secured"
-        "$bin" serve --config "$root/config/server.toml" --listeners "$listeners" \
-            --log-dirs "$test_tmp/data" --set http.listeners= "${sets[@]}" \
-            >"$test_tmp/broker.log" 2>&1 </dev/null &
-        broker_pid=$!
-        trap 'kill -TERM $broker_pid 2>/dev/null; wait $broker_pid 2>/dev/null; rm -rf "$test_tmp"' EXIT
-        ;;
-    kafka)
-        plain_port="${KAFKA_REF_PORT:-19092}"
-        controller_port="${KAFKA_REF_CONTROLLER_PORT:-19093}"
-        extra="listeners=PLAINTEXT://127.0.0.1:$plain_port,CONTROLLER://127.0.0.1:$controller_port"
-        extra+=",$secured"
-        extra+=$'\n'"advertised.listeners=PLAINTEXT://127.0.0.1:$plain_port,$secured"
-        for kv in "${keys[@]}"; do extra+=$'\n'"$kv"; done
-        KAFKA_REF_EXTRA_CONFIG="$extra" "$root/compat/kafka-ref/start.sh"
-        trap '"$root/compat/kafka-ref/stop.sh"; rm -rf "$test_tmp"' EXIT
-        ;;
-    *) fail "unknown broker $broker (highwater or kafka)" ;;
-esac
-plain="127.0.0.1:$plain_port"
-for _ in $(seq 1 150); do
-    kcat -L -b "$plain" -m 2 >/dev/null 2>&1 && break
-    sleep 0.2
-done
-kcat -L -b "$plain" -m 5 >/dev/null 2>&1 || {
-    [[ -f "$test_tmp/broker.log" ]] && tail -n 30 "$test_tmp/broker.log" >&2
-    fail "the broker does not answer on $plain"
-}
+start_secured_broker "$broker" "$secured" "${keys[@]}"
 
 ssl=(-X security.protocol=ssl -X "ssl.ca.location=$certs/ca.crt")
 client_cert=(-X "ssl.certificate.location=$certs/client.crt" -X "ssl.key.location=$certs/client.key")
@@ -161,12 +118,6 @@ mtls_admits_only_trusted_certificates() {
         -X "ssl.key.location=$certs/stranger.key" -L -m 5 >"$test_tmp/out" 2>&1; then
         fail "a client with an untrusted certificate got metadata: $(cat "$test_tmp/out")"
     fi
-}
-
-kafka_tool() {
-    timeout 120 java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
-        "-Dlog4j2.configurationFile=$root/compat/java/tools-log4j2.properties" \
-        -cp "$root/.kafka-ref/libs/*" "$@"
 }
 
 # Kafka's console producer over SSL (PEM truststore) and console consumer over MTLS (PEM
@@ -316,8 +267,5 @@ for tool in kcat rdkafka216; do
 done
 run_test "java: console producer over SSL, console consumer over mTLS" \
     java_console_tools_over_ssl_and_mtls
-if ((tests_failed > 0)) && [[ -f "$test_tmp/broker.log" ]]; then
-    echo "---------- end of the highwater log ----------"
-    tail -n 40 "$test_tmp/broker.log"
-fi
+broker_log_tail
 suite_summary

@@ -9,17 +9,16 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, ApiKey, ConsumerGroupHeartbeatRequest, EndTxnRequest, HeartbeatRequest,
     InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest, OffsetCommitRequest,
-    SyncGroupRequest,
+    SyncGroupRequest, TxnOffsetCommitRequest,
 };
 
 use super::errors::refusal_error;
 use super::refusal::Refusal;
+use super::transactions::ADD_PARTITIONS_BATCHED_VERSION;
 use super::{Broker, HandlerError, Request};
-use crate::acl::{Authorizer, Operation, Requester, ResourceType, CLUSTER_NAME};
+use crate::acl::{Authorizer, Operation, Requester, ResourceType, CLUSTER};
+use crate::config::security::STANDARD_AUTHORIZER;
 use crate::config::BrokerConfig;
-
-/// The class name of Kafka's KRaft authorizer, the one `authorizer.class.name` may name.
-pub const STANDARD_AUTHORIZER: &str = "org.apache.kafka.metadata.authorizer.StandardAuthorizer";
 
 /// The authorizer `config` asks for (`None`: no authorizer, everything is allowed).
 pub fn from_config(config: &BrokerConfig) -> Option<Authorizer> {
@@ -44,6 +43,23 @@ pub fn from_config(config: &BrokerConfig) -> Option<Authorizer> {
         allow_if_no_acl,
     })
 }
+
+/// The APIs Kafka authorizes with one operation on the cluster, and that operation.
+const CLUSTER_CHECKS: &[(ApiKey, Operation)] = &[
+    (ApiKey::WriteTxnMarkers, Operation::ClusterAction),
+    (ApiKey::AddPartitionsToTxn, Operation::ClusterAction),
+    (ApiKey::ElectLeaders, Operation::Alter),
+    (ApiKey::AlterPartitionReassignments, Operation::Alter),
+    (ApiKey::ListPartitionReassignments, Operation::Describe),
+    (ApiKey::UpdateFeatures, Operation::Alter),
+    (ApiKey::DescribeQuorum, Operation::Describe),
+    (ApiKey::DescribeLogDirs, Operation::Describe),
+    (ApiKey::AlterReplicaLogDirs, Operation::Alter),
+    (ApiKey::DescribeUserScramCredentials, Operation::Describe),
+    (ApiKey::AlterUserScramCredentials, Operation::Alter),
+    (ApiKey::DescribeClientQuotas, Operation::DescribeConfigs),
+    (ApiKey::ListConfigResources, Operation::DescribeConfigs),
+];
 
 impl Broker {
     /// The refusal of a request Kafka authorizes as a whole (one group or transactional id,
@@ -83,6 +99,16 @@ impl Broker {
                 let body: AddOffsetsToTxnRequest = request.decode()?;
                 transaction(&body.transactional_id).or_else(|| group(&body.group_id))
             }
+            ApiKey::TxnOffsetCommit => {
+                let body: TxnOffsetCommitRequest = request.decode()?;
+                transaction(&body.transactional_id).or_else(|| group(&body.group_id))
+            }
+            // Sent by brokers: Kafka asks cluster ALTER (without logging its denial), then
+            // CLUSTER_ACTION.
+            ApiKey::WriteTxnMarkers if self.permits(request, Operation::Alter, CLUSTER) => None,
+            ApiKey::AddPartitionsToTxn if request.version() < ADD_PARTITIONS_BATCHED_VERSION => {
+                None
+            }
             ApiKey::InitProducerId => {
                 let body: InitProducerIdRequest = request.decode()?;
                 match body.transactional_id.as_deref().filter(|id| !id.is_empty()) {
@@ -92,7 +118,10 @@ impl Broker {
                     .then(|| refusal_error(Refusal::ClusterAuthorizationFailed)),
                 }
             }
-            _ => None,
+            api_key => CLUSTER_CHECKS
+                .iter()
+                .find(|(key, _)| *key == api_key)
+                .and_then(|(_, operation)| self.check_cluster(request, *operation).err()),
         })
     }
 
@@ -129,10 +158,7 @@ impl Broker {
                 (ResourceType::Group, name),
                 Refusal::GroupAuthorizationFailed,
             ),
-            _ => (
-                (ResourceType::Cluster, CLUSTER_NAME),
-                Refusal::ClusterAuthorizationFailed,
-            ),
+            _ => (CLUSTER, Refusal::ClusterAuthorizationFailed),
         };
         (!self.authorize(request, operation, resource)).then(|| refusal_error(refusal))
     }
@@ -143,12 +169,34 @@ impl Broker {
     }
 
     /// Whether the request's principal may do `operation` on resource `name` of
-    /// `resource_type`; a denial is logged.
+    /// `resource_type`; a denial is logged at INFO (Kafka's authorizer log).
     pub fn authorize(
         &self,
         request: &Request,
         operation: Operation,
+        resource: (ResourceType, &str),
+    ) -> bool {
+        self.decide(request, operation, resource, true)
+    }
+
+    /// As [`Broker::authorize`], for a check that only filters what is shown (all topics,
+    /// listed groups and transactions, authorized operations): a denial is logged at
+    /// DEBUG, as Kafka does not log those.
+    pub fn permits(
+        &self,
+        request: &Request,
+        operation: Operation,
+        resource: (ResourceType, &str),
+    ) -> bool {
+        self.decide(request, operation, resource, false)
+    }
+
+    fn decide(
+        &self,
+        request: &Request,
+        operation: Operation,
         (resource_type, name): (ResourceType, &str),
+        log_denied: bool,
     ) -> bool {
         let Some(authorizer) = &self.authorizer else {
             return true;
@@ -160,16 +208,19 @@ impl Broker {
         };
         let acls = self.image().acls.clone();
         let allowed = authorizer.authorize(&acls, who, operation, (resource_type, name));
-        if !allowed {
+        if !allowed && log_denied {
             tracing::info!(principal = %request.principal, %host, ?operation, ?resource_type,
                 resource = name, api = ?request.api_key, "authorization denied");
+        } else if !allowed {
+            tracing::debug!(principal = %request.principal, %host, ?operation, ?resource_type,
+                resource = name, api = ?request.api_key, "not shown: authorization denied");
         }
         allowed
     }
 
     /// Whether the principal may do `operation` on the cluster.
     pub fn authorize_cluster(&self, request: &Request, operation: Operation) -> bool {
-        self.authorize(request, operation, (ResourceType::Cluster, CLUSTER_NAME))
+        self.authorize(request, operation, CLUSTER)
     }
 
     /// Whether some ALLOW binding lets the principal do `operation` on some resource of
@@ -217,7 +268,7 @@ impl Broker {
             .filter(|bit| all & (1 << bit) != 0)
             .filter(|bit| {
                 Operation::from_code(*bit as i8)
-                    .is_some_and(|op| self.authorize(request, op, resource))
+                    .is_some_and(|op| self.permits(request, op, resource))
             })
             .fold(0, |field, bit| field | (1 << bit))
     }

@@ -54,14 +54,6 @@ pub const CLUSTER: i32 = bits(&[
 /// Every operation on a group (its configs too, KIP-848).
 pub const GROUP: i32 = bits(&[READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS]);
 
-/// `operations` when `asked`, else [`NOT_ASKED`].
-pub fn when(asked: bool, operations: i32) -> i32 {
-    match asked {
-        true => operations,
-        false => NOT_ASKED,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,6 +64,6 @@ mod tests {
         assert_eq!(TOPIC, 3576);
         assert_eq!(CLUSTER, 8096);
         assert_eq!(GROUP, 3400);
-        assert_eq!(when(false, TOPIC), -2_147_483_648);
+        assert_eq!(NOT_ASKED, -2_147_483_648);
     }
 }

@@ -63,6 +63,7 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
         return request.respond(&response);
     }
     let image = broker.image();
+    let cluster_operations = cluster_operations(broker, request, &body);
     if on_controller {
         let (voters, active) = controllers(broker);
         let response = DescribeClusterResponse::default()
@@ -70,10 +71,7 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
             .with_cluster_id(str_bytes(&image.cluster_id))
             .with_controller_id(BrokerId(active))
             .with_brokers(voters)
-            .with_cluster_authorized_operations(authorized_operations::when(
-                body.include_cluster_authorized_operations,
-                authorized_operations::CLUSTER,
-            ));
+            .with_cluster_authorized_operations(cluster_operations);
         return request.respond(&response);
     }
     // v2 (KIP-1073) can ask for fenced brokers too, marked as such.
@@ -98,9 +96,18 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
         .with_cluster_id(str_bytes(&image.cluster_id))
         .with_controller_id(BrokerId(image.controller_for_clients()))
         .with_brokers(brokers)
-        .with_cluster_authorized_operations(authorized_operations::when(
-            body.include_cluster_authorized_operations,
-            authorized_operations::CLUSTER,
-        ));
+        .with_cluster_authorized_operations(cluster_operations);
     request.respond(&response)
+}
+
+/// The cluster's authorized operations for the principal, if asked for.
+fn cluster_operations(broker: &Broker, request: &Request, body: &DescribeClusterRequest) -> i32 {
+    match body.include_cluster_authorized_operations {
+        true => broker.authorized_operations(
+            request,
+            crate::acl::CLUSTER,
+            authorized_operations::CLUSTER,
+        ),
+        false => authorized_operations::NOT_ASKED,
+    }
 }

@@ -15,7 +15,8 @@ use super::errors::refusal_error;
 use super::metadata::describe_topic;
 use super::refusal::Refusal;
 use super::{topic_name, Broker, HandlerError, Outcome, Request};
-use crate::metadata::TopicImage;
+use crate::acl::{Operation, ResourceType};
+use crate::metadata::{MetadataImage, TopicImage};
 
 /// The Metadata version whose fields this API carries (topic ids, leader epochs).
 const METADATA_VERSION: i16 = 12;
@@ -23,6 +24,7 @@ const METADATA_VERSION: i16 = 12;
 /// One topic's partitions from `first` on, at most `limit` of them.
 fn topic_partitions(
     broker: &Broker,
+    request: &Request,
     topic: &TopicImage,
     first: i32,
     limit: usize,
@@ -55,8 +57,26 @@ fn topic_partitions(
         .with_name(Some(topic_name(&topic.name)))
         .with_topic_id(topic.topic_id)
         .with_is_internal(described.is_internal)
-        .with_topic_authorized_operations(super::authorized_operations::TOPIC)
+        .with_topic_authorized_operations(broker.authorized_operations(
+            request,
+            (ResourceType::Topic, &topic.name),
+            super::authorized_operations::TOPIC,
+        ))
         .with_partitions(partitions)
+}
+
+/// The topic `name`, or why it is not described: a topic the principal may not describe
+/// is refused whether it exists or not (Kafka), then an unknown one.
+fn described_or_refused<'a>(
+    broker: &Broker,
+    request: &Request,
+    image: &'a MetadataImage,
+    name: &str,
+) -> Result<&'a TopicImage, Refusal> {
+    if !broker.authorize(request, Operation::Describe, (ResourceType::Topic, name)) {
+        return Err(Refusal::TopicAuthorizationFailed);
+    }
+    image.topic(name).map(|t| &**t).ok_or(Refusal::UnknownTopic)
 }
 
 /// Answers DescribeTopicPartitions.
@@ -70,7 +90,8 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
     let mut left = usize::try_from(body.response_partition_limit)
         .unwrap_or(0)
         .clamp(1, cap.max(1));
-    let mut names: Vec<String> = match body.topics.is_empty() {
+    let all_topics = body.topics.is_empty();
+    let mut names: Vec<String> = match all_topics {
         true => image.topics.keys().cloned().collect(),
         false => body.topics.iter().map(|t| t.name.0.to_string()).collect(),
     };
@@ -87,13 +108,18 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
         } else {
             0
         };
-        let Some(topic) = image.topic(&name) else {
-            topics.push(
-                DescribeTopicPartitionsResponseTopic::default()
-                    .with_name(Some(topic_name(&name)))
-                    .with_error_code(refusal_error(Refusal::UnknownTopic).code()),
-            );
-            continue;
+        let topic = match described_or_refused(broker, request, &image, &name) {
+            Ok(topic) => topic,
+            // As Kafka: a topic the principal may not describe is left out of "all topics".
+            Err(refused) if all_topics && refused != Refusal::UnknownTopic => continue,
+            Err(refused) => {
+                topics.push(
+                    DescribeTopicPartitionsResponseTopic::default()
+                        .with_name(Some(topic_name(&name)))
+                        .with_error_code(refusal_error(refused).code()),
+                );
+                continue;
+            }
         };
         if left == 0 {
             next_cursor = Some(
@@ -103,7 +129,7 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
             );
             break;
         }
-        let described = topic_partitions(broker, topic, first, left);
+        let described = topic_partitions(broker, request, topic, first, left);
         left -= described.partitions.len();
         let last = described
             .partitions

@@ -17,7 +17,7 @@ use kafka_protocol::messages::{
 
 use super::errors::group_error;
 use super::{str_bytes, Broker, HandlerError, Outcome, Request};
-use crate::acl::{Operation, ResourceType};
+use crate::acl::{Operation, ResourceType, CLUSTER};
 use crate::group::{GroupError, JoinRequest, LeavingMember, SyncRequest};
 
 /// JoinGroup from v7 and SyncGroup from v5 carry the protocol type; JoinGroup's protocol
@@ -212,13 +212,13 @@ pub fn list_groups(broker: &Broker, request: &Request) -> Result<Outcome, Handle
     let states: Vec<String> = body.states_filter.iter().map(|s| s.to_string()).collect();
     let types: Vec<String> = body.types_filter.iter().map(|s| s.to_string()).collect();
     // Every group with cluster DESCRIBE, else those the principal may describe (Kafka).
-    let all = broker.authorize_cluster(request, Operation::Describe);
+    let all = broker.permits(request, Operation::Describe, CLUSTER);
     let groups = broker
         .groups
         .list_groups(&states, &types)
         .into_iter()
         .filter(|g| {
-            all || broker.authorize(
+            all || broker.permits(
                 request,
                 Operation::Describe,
                 (ResourceType::Group, &g.group_id),

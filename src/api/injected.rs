@@ -1,8 +1,11 @@
 //! The answer to a request a test asked to fail (`crate::faults`, `Injected::Error`), or
 //! one the authorizer refuses as a whole (`authorization`): the request's own API, at its
-//! version, with the error code in every place a client reads one — each partition of a Produce, Fetch, ListOffsets or OffsetCommit,
-//! each key of a batched FindCoordinator, the top-level code of the group and
-//! transaction APIs. Other APIs can only be dropped ([`supports`] says which).
+//! version, with the error code in every place a client reads one — each partition of a
+//! Produce, Fetch, ListOffsets or OffsetCommit, each key of a batched FindCoordinator, the
+//! top-level code of the group and transaction APIs; the cluster administration APIs in
+//! `admin`. Other APIs can only be dropped ([`supports`] says which).
+
+mod admin;
 
 use kafka_protocol::messages::{
     add_offsets_to_txn_response::AddOffsetsToTxnResponse,
@@ -22,8 +25,10 @@ use kafka_protocol::messages::{
     },
     produce_response::{PartitionProduceResponse, ProduceResponse, TopicProduceResponse},
     sync_group_response::SyncGroupResponse,
-    ApiKey, FetchRequest, FindCoordinatorRequest, ListOffsetsRequest, OffsetCommitRequest,
-    ProduceRequest,
+    AddPartitionsToTxnResponse, ApiKey, DescribeClientQuotasResponse, DescribeLogDirsResponse,
+    DescribeQuorumResponse, FetchRequest, FindCoordinatorRequest, ListConfigResourcesResponse,
+    ListOffsetsRequest, ListPartitionReassignmentsResponse, OffsetCommitRequest, ProduceRequest,
+    UpdateFeaturesResponse,
 };
 
 use super::{HandlerError, Outcome, Request};
@@ -43,6 +48,20 @@ pub const ERROR_APIS: &[ApiKey] = &[
     ApiKey::AddOffsetsToTxn,
     ApiKey::EndTxn,
     ApiKey::ConsumerGroupHeartbeat,
+    ApiKey::TxnOffsetCommit,
+    ApiKey::WriteTxnMarkers,
+    ApiKey::AddPartitionsToTxn,
+    ApiKey::ElectLeaders,
+    ApiKey::AlterPartitionReassignments,
+    ApiKey::ListPartitionReassignments,
+    ApiKey::UpdateFeatures,
+    ApiKey::DescribeQuorum,
+    ApiKey::DescribeLogDirs,
+    ApiKey::AlterReplicaLogDirs,
+    ApiKey::DescribeUserScramCredentials,
+    ApiKey::AlterUserScramCredentials,
+    ApiKey::DescribeClientQuotas,
+    ApiKey::ListConfigResources,
 ];
 
 /// Whether [`answer`] can answer `api_key` with an error code.
@@ -72,6 +91,37 @@ pub fn answer(request: &Request, code: i16) -> Result<Outcome, HandlerError> {
         ApiKey::EndTxn => request.respond(&EndTxnResponse::default().with_error_code(code)),
         ApiKey::ConsumerGroupHeartbeat => {
             request.respond(&ConsumerGroupHeartbeatResponse::default().with_error_code(code))
+        }
+        ApiKey::TxnOffsetCommit => admin::txn_offset_commit(request, code),
+        ApiKey::WriteTxnMarkers => admin::write_txn_markers(request, code),
+        // Only the batched versions (v4+, from brokers) are refused as a whole.
+        ApiKey::AddPartitionsToTxn => {
+            request.respond(&AddPartitionsToTxnResponse::default().with_error_code(code))
+        }
+        ApiKey::ElectLeaders => admin::elect_leaders(request, code),
+        ApiKey::AlterPartitionReassignments => admin::alter_reassignments(request, code),
+        ApiKey::ListPartitionReassignments => {
+            request.respond(&ListPartitionReassignmentsResponse::default().with_error_code(code))
+        }
+        ApiKey::UpdateFeatures => {
+            request.respond(&UpdateFeaturesResponse::default().with_error_code(code))
+        }
+        ApiKey::DescribeQuorum => {
+            request.respond(&DescribeQuorumResponse::default().with_error_code(code))
+        }
+        // v0-2 have no code: no log directory is described.
+        ApiKey::DescribeLogDirs => {
+            let top = if request.version() >= 3 { code } else { 0 };
+            request.respond(&DescribeLogDirsResponse::default().with_error_code(top))
+        }
+        ApiKey::AlterReplicaLogDirs => admin::alter_replica_log_dirs(request, code),
+        ApiKey::DescribeUserScramCredentials => admin::describe_scram(request, code),
+        ApiKey::AlterUserScramCredentials => admin::alter_scram(request, code),
+        ApiKey::DescribeClientQuotas => {
+            request.respond(&DescribeClientQuotasResponse::default().with_error_code(code))
+        }
+        ApiKey::ListConfigResources => {
+            request.respond(&ListConfigResourcesResponse::default().with_error_code(code))
         }
         api_key => Err(HandlerError::Decode(format!(
             "{api_key:?} cannot be answered with an injected error code"
@@ -215,6 +265,17 @@ mod tests {
             Heartbeat => HeartbeatRequest, LeaveGroup => LeaveGroupRequest,
             InitProducerId => InitProducerIdRequest, AddOffsetsToTxn => AddOffsetsToTxnRequest,
             EndTxn => EndTxnRequest, ConsumerGroupHeartbeat => ConsumerGroupHeartbeatRequest,
+            TxnOffsetCommit => TxnOffsetCommitRequest, WriteTxnMarkers => WriteTxnMarkersRequest,
+            AddPartitionsToTxn => AddPartitionsToTxnRequest, ElectLeaders => ElectLeadersRequest,
+            AlterPartitionReassignments => AlterPartitionReassignmentsRequest,
+            ListPartitionReassignments => ListPartitionReassignmentsRequest,
+            UpdateFeatures => UpdateFeaturesRequest, DescribeQuorum => DescribeQuorumRequest,
+            DescribeLogDirs => DescribeLogDirsRequest,
+            AlterReplicaLogDirs => AlterReplicaLogDirsRequest,
+            DescribeUserScramCredentials => DescribeUserScramCredentialsRequest,
+            AlterUserScramCredentials => AlterUserScramCredentialsRequest,
+            DescribeClientQuotas => DescribeClientQuotasRequest,
+            ListConfigResources => ListConfigResourcesRequest,
         )
         .expect("a default request encodes");
         let header = RequestHeader::default()

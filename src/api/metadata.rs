@@ -217,7 +217,7 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
                 .topics
                 .values()
                 .filter(|t| {
-                    broker.authorize(request, Operation::Describe, (ResourceType::Topic, &t.name))
+                    broker.permits(request, Operation::Describe, (ResourceType::Topic, &t.name))
                 })
                 .map(|t| describe_topic(request.version(), &image, t))
                 .collect()
@@ -265,7 +265,7 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         .with_cluster_authorized_operations(match cluster_asked {
             true => broker.authorized_operations(
                 request,
-                (ResourceType::Cluster, crate::acl::CLUSTER_NAME),
+                crate::acl::CLUSTER,
                 authorized_operations::CLUSTER,
             ),
             false => authorized_operations::NOT_ASKED,

@@ -29,6 +29,8 @@ use super::errors::{controller_error, group_error, txn_error, txn_error_at};
 use super::refusal::Refusal;
 use super::txn_verification::{add_offsets_partition, TXN_OFFSET_COMMIT_ADDS_VERSION};
 use super::{str_bytes, topic_name, Broker, HandlerError, Outcome, Request};
+use crate::acl::Operation;
+use crate::acl::ResourceType::{Topic, TransactionalId};
 use crate::clock::system_now_ms as now_ms;
 use crate::group::{Committer, OffsetCommit, OFFSETS_TOPIC};
 use crate::replica::journal::TxnProducer;
@@ -36,7 +38,7 @@ use crate::txn::state::EPOCH_PER_TRANSACTION_VERSION;
 use crate::txn::{EndPlan, InitPlan, TransactionMetadata, TxnError, TxnPartition};
 
 /// AddPartitionsToTxn v4+ batches transactions (sent by brokers, KIP-890).
-const ADD_PARTITIONS_BATCHED_VERSION: i16 = 4;
+pub const ADD_PARTITIONS_BATCHED_VERSION: i16 = 4;
 
 /// The code of a refusal at this request's API and version.
 fn txn_code(request: &Request, error: &TxnError) -> ResponseError {
@@ -197,6 +199,36 @@ fn partition_exists(broker: &Broker, topic: &str, partition: i32) -> bool {
         .is_some_and(|t| partition >= 0 && partition < t.partition_count())
 }
 
+/// Why some of `wanted` cannot join a transaction (a topic a client may not write to, an
+/// unknown partition), with OPERATION_NOT_ATTEMPTED for the others; `None` if all can.
+fn refused_partitions(
+    broker: &Broker,
+    request: &Request,
+    wanted: &[(TopicName, i32)],
+) -> Option<Vec<ResponseError>> {
+    let from_client = request.version() < ADD_PARTITIONS_BATCHED_VERSION;
+    let refused: Vec<Option<Refusal>> = wanted
+        .iter()
+        .map(|(t, p)| {
+            let may_write = || {
+                !crate::metadata::is_internal_topic(t)
+                    && broker.authorize(request, Operation::Write, (Topic, t))
+            };
+            match () {
+                _ if from_client && !may_write() => Some(Refusal::TopicAuthorizationFailed),
+                _ if !partition_exists(broker, t, *p) => Some(Refusal::UnknownTopic),
+                _ => None,
+            }
+        })
+        .collect();
+    refused.iter().any(Option::is_some).then(|| {
+        refused
+            .into_iter()
+            .map(|r| refusal_error(r.unwrap_or(Refusal::NotAttempted)))
+            .collect()
+    })
+}
+
 /// The per-partition answer of one transaction's AddPartitionsToTxn.
 async fn add_partitions_result(
     broker: &Broker,
@@ -210,41 +242,39 @@ async fn add_partitions_result(
         .iter()
         .flat_map(|t| t.partitions.iter().map(move |p| (t.name.clone(), *p)))
         .collect();
-    let unknown: Vec<bool> = wanted
-        .iter()
-        .map(|(t, p)| !partition_exists(broker, t, *p))
-        .collect();
-    let codes: Vec<ResponseError> = if unknown.iter().any(|u| *u) {
-        unknown
-            .iter()
-            .map(|u| match u {
-                true => refusal_error(Refusal::UnknownTopic),
-                false => refusal_error(Refusal::NotAttempted),
-            })
-            .collect()
-    } else {
-        let partitions: Vec<TxnPartition> =
-            wanted.iter().map(|(t, p)| (t.0.to_string(), *p)).collect();
-        let result = match verify_only {
-            true => verify(broker, id, producer, &partitions),
-            // A broker adding partitions (v4+, not verify-only) does so for a transaction
-            // version 2 client (KIP-890 part 2); clients (v0-3) add them themselves.
-            false => {
-                let client_version = match request.version() >= ADD_PARTITIONS_BATCHED_VERSION {
-                    true => EPOCH_PER_TRANSACTION_VERSION,
-                    false => 0,
-                };
-                add_partitions(broker, id, producer, partitions.clone(), client_version).await
+    // Clients (v0-3) need WRITE on the transactional id and on each topic (never an
+    // internal one); brokers (v4+) were authorized for the whole request.
+    let from_client = request.version() < ADD_PARTITIONS_BATCHED_VERSION;
+    let codes: Vec<ResponseError> =
+        if from_client && !broker.authorize(request, Operation::Write, (TransactionalId, id)) {
+            let code = refusal_error(Refusal::TransactionalIdAuthorizationFailed);
+            vec![code; wanted.len()]
+        } else if let Some(refused) = refused_partitions(broker, request, &wanted) {
+            // One refused partition fails the whole transaction's request (Kafka).
+            refused
+        } else {
+            let partitions: Vec<TxnPartition> =
+                wanted.iter().map(|(t, p)| (t.0.to_string(), *p)).collect();
+            let result = match verify_only {
+                true => verify(broker, id, producer, &partitions),
+                // A broker adding partitions (v4+, not verify-only) does so for a transaction
+                // version 2 client (KIP-890 part 2); clients (v0-3) add them themselves.
+                false => {
+                    let client_version = match request.version() >= ADD_PARTITIONS_BATCHED_VERSION {
+                        true => EPOCH_PER_TRANSACTION_VERSION,
+                        false => 0,
+                    };
+                    add_partitions(broker, id, producer, partitions.clone(), client_version).await
+                }
+            };
+            match result {
+                Ok(()) => Vec::new(),
+                Err(error) => {
+                    log_refusal(request, "AddPartitionsToTxn", id, &error);
+                    vec![txn_code(request, &error); partitions.len()]
+                }
             }
         };
-        match result {
-            Ok(()) => Vec::new(),
-            Err(error) => {
-                log_refusal(request, "AddPartitionsToTxn", id, &error);
-                vec![txn_code(request, &error); partitions.len()]
-            }
-        }
-    };
     let mut by_topic: BTreeMap<String, Vec<AddPartitionsToTxnPartitionResult>> = BTreeMap::new();
     for (i, (topic, partition)) in wanted.iter().enumerate() {
         let code = codes.get(i).map_or(0, |c| c.code());
@@ -438,6 +468,19 @@ fn end_txn_failed(code: i16) -> EndTxnResponse {
         .with_producer_epoch(-1)
 }
 
+/// The offsets a TxnOffsetCommit asks to commit.
+fn offset_commits(body: &TxnOffsetCommitRequest) -> impl Iterator<Item = OffsetCommit> + '_ {
+    body.topics.iter().flat_map(|t| {
+        t.partitions.iter().map(move |p| OffsetCommit {
+            topic: t.name.0.to_string(),
+            partition: p.partition_index,
+            offset: p.committed_offset,
+            leader_epoch: p.committed_leader_epoch,
+            metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
+        })
+    })
+}
+
 /// Answers TxnOffsetCommit (group coordinator, KIP-447): offsets written in the
 /// producer's transaction, checked against the group's generation and member like a
 /// commit, and pending until the transaction's marker.
@@ -454,19 +497,14 @@ pub async fn txn_offset_commit(
         api_version: request.version(),
         transactional: true,
     };
-    let commits: Vec<OffsetCommit> = body
-        .topics
-        .iter()
-        .flat_map(|t| {
-            t.partitions.iter().map(move |p| OffsetCommit {
-                topic: t.name.0.to_string(),
-                partition: p.partition_index,
-                offset: p.committed_offset,
-                leader_epoch: p.committed_leader_epoch,
-                metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
-            })
-        })
-        .collect();
+    // The transactional id and the group were authorized for the whole request; each
+    // topic needs READ (Kafka), and its refusal is the answer of its partitions.
+    let (commits, refused): (Vec<OffsetCommit>, Vec<OffsetCommit>) = offset_commits(&body)
+        .partition(|c| broker.authorize(request, Operation::Read, (Topic, &c.topic)));
+    let refused_code = refusal_error(Refusal::TopicAuthorizationFailed).code();
+    let refused = refused
+        .into_iter()
+        .map(|c| (c.topic, c.partition, refused_code));
     let producer = TxnProducer {
         producer_id: body.producer_id.0,
         producer_epoch: body.producer_epoch,
@@ -482,7 +520,7 @@ pub async fn txn_offset_commit(
             let codes = commits
                 .into_iter()
                 .map(|c| (c.topic, c.partition, code.code()));
-            return request.respond(&txn_offset_commit_response(codes.collect()));
+            return request.respond(&txn_offset_commit_response(codes.chain(refused).collect()));
         }
     }
     let outcome = broker
@@ -495,7 +533,7 @@ pub async fn txn_offset_commit(
             Some(producer),
         )
         .await;
-    let codes: Vec<(String, i32, i16)> = match outcome {
+    let mut codes: Vec<(String, i32, i16)> = match outcome {
         Ok(results) => results
             .into_iter()
             .map(|(t, p, r)| (t, p, r.err().map_or(0, |e| group_error(&e).code())))
@@ -509,6 +547,7 @@ pub async fn txn_offset_commit(
                 .collect()
         }
     };
+    codes.extend(refused);
     request.respond(&txn_offset_commit_response(codes))
 }
 
@@ -545,6 +584,10 @@ pub fn describe_transactions(broker: &Broker, request: &Request) -> Result<Outco
                 .with_producer_id(ProducerId(-1))
                 .with_producer_epoch(-1)
                 .with_transaction_start_time_ms(-1);
+            if !broker.authorize(request, Operation::Describe, (TransactionalId, &id.0)) {
+                let code = refusal_error(Refusal::TransactionalIdAuthorizationFailed);
+                return state.with_error_code(code.code());
+            }
             let found = broker.transactions.get(&id.0).and_then(|(m, _)| {
                 m.ok_or_else(|| TxnError::TransactionalIdNotFound {
                     transactional_id: id.0.to_string(),
@@ -552,9 +595,12 @@ pub fn describe_transactions(broker: &Broker, request: &Request) -> Result<Outco
             });
             match found {
                 Ok(m) => {
+                    // Only the topics the principal may describe are shown (Kafka).
                     let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
                     for (t, p) in &m.partitions {
-                        topics.entry(t).or_default().push(*p);
+                        if broker.permits(request, Operation::Describe, (Topic, t)) {
+                            topics.entry(t).or_default().push(*p);
+                        }
                     }
                     state
                         .with_transaction_state(str_bytes(m.state.name()))
@@ -622,6 +668,10 @@ pub fn list_transactions(broker: &Broker, request: &Request) -> Result<Outcome, 
             body.duration_filter < 0
                 || (m.start_ms >= 0 && now - m.start_ms >= body.duration_filter)
         })
+        .filter(|m| {
+            let id = (TransactionalId, m.transactional_id.as_str());
+            broker.permits(request, Operation::Describe, id)
+        })
         .map(|m| {
             list_transactions_response::TransactionState::default()
                 .with_transactional_id(kafka_protocol::messages::TransactionalId(str_bytes(
@@ -655,7 +705,7 @@ pub fn describe_producers(broker: &Broker, request: &Request) -> Result<Outcome,
                 .map(|index| {
                     let found = broker.on_partition(
                         request,
-                        (Some(crate::acl::Operation::Read), &topic.name.0),
+                        (Some(Operation::Read), &topic.name.0),
                         *index,
                         |partition| Ok(partition.log().producers().describe()),
                     );

@@ -54,6 +54,8 @@ pub const BROKER_DEFAULTS: &[(&str, &str)] = &[
     ("num.partitions", "1"),
     ("default.replication.factor", "1"),
     ("auto.create.topics.enable", "true"),
+    // An ACL authorizer (`config::security` accepts Kafka's StandardAuthorizer only).
+    ("authorizer.class.name", ""),
     ("delete.topic.enable", "true"),
     ("socket.request.max.bytes", "104857600"),
     ("queued.max.requests", "500"),
@@ -577,6 +579,7 @@ pub fn unknown_keys(explicit: &ConfigMap) -> Vec<ConfigError> {
             .chain(units)
             .chain(tls::TLS_DEFAULTS.iter().map(|(k, _)| *k))
             .chain(topic::TOPIC_KEYS.iter().map(|k| k.name))
+            .chain(security::AUTHORIZER_KEYS.iter().copied())
     };
     explicit
         .keys()

@@ -3,7 +3,8 @@
 //! read, or a TLS key it does not read stops start-up with the key named, instead of being
 //! served with less protection than it asks for. TLS (SSL listeners, `ssl.*` keys) is
 //! enforced by `config::tls` and the server, SASL (PLAIN and SCRAM, `config::sasl`) by the
-//! server.
+//! server, ACLs (Kafka's StandardAuthorizer, `super.users`,
+//! `allow.everyone.if.no.acl.found`) by `api::authorization`.
 //!
 //! Must not: accept a security setting it cannot honour. Each key is let through here
 //! only once the broker enforces it.
@@ -14,12 +15,18 @@ use super::{sasl, tls, ConfigError, ConfigMap};
 /// Key prefixes that configure SASL or delegation tokens.
 const SECURITY_PREFIXES: &[&str] = &["sasl.", "delegation.token."];
 
-/// Security keys that are harmless at these values (Kafka's defaults: no authorizer, a
-/// plaintext or TLS inter-broker protocol); any other value is refused.
+/// The class name of Kafka's KRaft authorizer, the one `authorizer.class.name` may name.
+pub const STANDARD_AUTHORIZER: &str = "org.apache.kafka.metadata.authorizer.StandardAuthorizer";
+
+/// The StandardAuthorizer's own keys (read by it, not broker configs DescribeConfigs lists,
+/// as in Kafka).
+pub const AUTHORIZER_KEYS: &[&str] = &["super.users", "allow.everyone.if.no.acl.found"];
+
+/// Security keys enforced at these values only (no authorizer or Kafka's
+/// StandardAuthorizer, the inter-broker protocols); any other value is refused.
 const SECURITY_KEYS: &[(&str, &[&str])] = &[
-    ("authorizer.class.name", &[""]),
-    ("super.users", &[""]),
-    ("allow.everyone.if.no.acl.found", &[]),
+    ("authorizer.class.name", &["", STANDARD_AUTHORIZER]),
+    ("allow.everyone.if.no.acl.found", &["true", "false"]),
     (
         "security.inter.broker.protocol",
         &["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"],
@@ -83,11 +90,12 @@ fn check_key(key: &str, value: &str) -> Result<(), ConfigError> {
     if harmless.contains(&value.trim()) {
         return Ok(());
     }
-    Err(unenforced(
-        key,
-        value,
-        "authorization and authentication are not enforced yet".into(),
-    ))
+    let served: Vec<&str> = harmless.iter().filter(|v| !v.is_empty()).copied().collect();
+    let reason = match served.is_empty() {
+        true => "highwater does not enforce this setting".to_string(),
+        false => format!("highwater enforces only {}", served.join(", ")),
+    };
+    Err(unenforced(key, value, reason))
 }
 
 /// The listener names of a `listeners`-style value (a bare `host:port` is PLAINTEXT).
@@ -179,7 +187,7 @@ mod tests {
     }
 
     #[test]
-    fn sasl_authorizer_and_unread_tls_keys_are_refused_by_name() {
+    fn unread_sasl_authorizer_and_tls_keys_are_refused_by_name() {
         let plain = ("listeners", "PLAINTEXT://127.0.0.1:9092");
         for key in [
             "ssl.engine.factory.class",
@@ -187,8 +195,8 @@ mod tests {
             "sasl.server.callback.handler.class",
             "listener.name.external.gssapi.sasl.jaas.config",
             "listener.name.external.oauthbearer.sasl.jaas.config",
-            "super.users",
             "allow.everyone.if.no.acl.found",
+            "authorizer.class.name",
         ] {
             assert_eq!(refused_key(&[plain, (key, "x")]), key);
         }
@@ -205,7 +213,17 @@ mod tests {
             "authorizer.class.name",
             "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         );
-        assert_eq!(refused_key(&[plain, authorizer]), "authorizer.class.name");
+        let acl_keys = [
+            authorizer,
+            ("super.users", "User:admin;User:CN=broker,O=example"),
+            ("allow.everyone.if.no.acl.found", "false"),
+        ];
+        assert!(check(&[&[plain][..], &acl_keys].concat()).is_ok());
+        let zk = (
+            "authorizer.class.name",
+            "kafka.security.authorizer.AclAuthorizer",
+        );
+        assert_eq!(refused_key(&[plain, zk]), "authorizer.class.name");
         let inter = ("security.inter.broker.protocol", "KERBEROS");
         assert_eq!(
             refused_key(&[plain, inter]),

@@ -150,7 +150,7 @@ pub fn settings(values: &ConfigMap, listener: &str) -> Result<TlsSettings, Confi
     if keys.value("ssl.principal.mapping.rules") != "DEFAULT" {
         return Err(keys.refuse(
             "ssl.principal.mapping.rules",
-            "principals are not mapped yet (no authorizer)",
+            "only DEFAULT is read (the certificate's subject is the principal)",
         ));
     }
     let (certificates, key) = keystore(&keys, listener)?;

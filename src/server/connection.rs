@@ -248,6 +248,9 @@ pub struct Peer {
     pub listener: Arc<str>,
     /// The listener's SASL settings, when clients must authenticate with SASL first.
     pub sasl: Option<Arc<SaslSettings>>,
+    /// Who the client is before any SASL exchange: `User:ANONYMOUS`, or on an SSL
+    /// listener `User:` and the subject of the certificate the client presented.
+    pub principal: Arc<str>,
 }
 
 /// Serves a connection given as its two halves (a TCP stream's, or a TLS session's).
@@ -266,8 +269,9 @@ pub async fn serve_halves<R, W>(
         client,
         listener,
         sasl,
+        principal,
     } = peer;
-    let auth = Authentication::new(sasl, ANONYMOUS.into(), limits.frame_bytes_max);
+    let auth = Authentication::new(sasl, principal, limits.frame_bytes_max);
     let metrics = Arc::clone(&broker.metrics);
     metrics.connections_accepted.inc();
     metrics.connections.inc();
@@ -300,6 +304,19 @@ pub async fn serve_halves<R, W>(
     let _ = writer.shutdown().await;
 }
 
+/// Writes the response of `outcome`, if it has one.
+async fn write_outcome<W: tokio::io::AsyncWrite + Unpin>(
+    writer: &mut W,
+    outcome: &Outcome,
+) -> std::io::Result<()> {
+    if let Outcome::Respond(frame) = outcome {
+        for chunk in &frame.chunks {
+            writer.write_all(chunk).await?;
+        }
+    }
+    Ok(())
+}
+
 async fn answer_all<W: tokio::io::AsyncWrite + Unpin>(
     broker: &Broker,
     queue: &mut mpsc::Receiver<Result<QueuedFrame, CloseReason>>,
@@ -326,7 +343,7 @@ async fn answer_all<W: tokio::io::AsyncWrite + Unpin>(
             writer.flush().await?;
             continue;
         }
-        let request = parse_request(frame, client, listener)?;
+        let mut request = parse_request(frame, client, listener)?;
         let intercepted =
             auth.intercept(broker, &request)
                 .await
@@ -336,16 +353,15 @@ async fn answer_all<W: tokio::io::AsyncWrite + Unpin>(
                     source,
                 })?;
         if let Some(answer) = intercepted {
-            if let Outcome::Respond(frame) = answer.outcome {
-                for chunk in &frame.chunks {
-                    writer.write_all(chunk).await?;
-                }
-            }
+            write_outcome(writer, &answer.outcome).await?;
             writer.flush().await?;
             if let Some(reason) = answer.close {
                 return Err(CloseReason::Authentication(reason));
             }
             continue;
+        }
+        if let Some(principal) = auth.principal() {
+            request.principal = Arc::clone(principal);
         }
         let outcome = handle(broker, &request)
             .await
@@ -360,11 +376,7 @@ async fn answer_all<W: tokio::io::AsyncWrite + Unpin>(
                 request.api_key
             )));
         };
-        if let Outcome::Respond(frame) = outcome {
-            for chunk in &frame.chunks {
-                writer.write_all(chunk).await?;
-            }
-        }
+        write_outcome(writer, &outcome).await?;
         let api = format!("{:?}", request.api_key);
         broker.metrics.answered(&api, request.version(), read_at);
         // Answered: its bytes go back to both budgets.

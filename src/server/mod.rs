@@ -128,6 +128,7 @@ pub fn serve_controller_clients(broker: &Arc<Broker>) {
             client,
             listener: Arc::clone(&listener),
             sasl: None,
+            principal: connection::ANONYMOUS.into(),
         };
         tokio::spawn(connection::serve(broker, stream, peer, limits, Arc::clone(&pool)));
     });
@@ -224,6 +225,7 @@ fn admit(
         client,
         listener: Arc::clone(listener),
         sasl: bound.sasl.clone(),
+        principal: connection::ANONYMOUS.into(),
     };
     let Some(tls) = bound.tls.clone() else {
         connections.spawn(async move {
@@ -247,6 +249,11 @@ fn admit(
                 return;
             }
         };
+        let mut peer = peer;
+        if let Some(principal) = tls::client_principal(&session) {
+            tracing::debug!(%client, %principal, "TLS client authenticated by certificate");
+            peer.principal = principal.into();
+        }
         let (read_half, write_half) = tokio::io::split(session);
         connection::serve_halves(broker, read_half, write_half, peer, limits, pool).await;
     });

@@ -113,6 +113,22 @@ pub fn acceptor(settings: &TlsSettings) -> Result<TlsAcceptor, TlsError> {
 }
 
 /// The ring provider with only the suites of `ssl.cipher.suites` when it names some.
+/// The principal of a client that presented a certificate (verified against the
+/// truststore during the handshake): `User:` and its subject, as Kafka's default principal
+/// builder names it. `None` without a client certificate (the client is `User:ANONYMOUS`).
+pub fn client_principal<S>(session: &tokio_rustls::server::TlsStream<S>) -> Option<String> {
+    let certificate = session.get_ref().1.peer_certificates()?.first()?;
+    match crate::x500::subject_name(certificate) {
+        Some(name) => Some(format!("User:{name}")),
+        None => {
+            tracing::warn!(
+                "a client certificate's subject cannot be read: the client is anonymous"
+            );
+            None
+        }
+    }
+}
+
 fn provider(settings: &TlsSettings) -> Result<CryptoProvider, TlsError> {
     let mut provider = rustls::crypto::ring::default_provider();
     if settings.cipher_suites.is_empty() {
