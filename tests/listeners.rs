@@ -49,6 +49,11 @@ impl Pki {
         params
             .distinguished_name
             .push(DnType::CommonName, common_name);
+        self.sign(params)
+    }
+
+    /// The certificate `params` describe, signed by this CA, and its key, both PEM.
+    fn sign(&self, params: CertificateParams) -> (String, String) {
         let key = KeyPair::generate().expect("key");
         let cert = params
             .signed_by(&key, &self.ca, &self.ca_key)
@@ -68,11 +73,7 @@ impl Pki {
         params
             .distinguished_name
             .push(DnType::CommonName, common_name);
-        let key = KeyPair::generate().expect("key");
-        let cert = params
-            .signed_by(&key, &self.ca, &self.ca_key)
-            .expect("sign");
-        (cert.pem(), key.serialize_pem())
+        self.sign(params)
     }
 
     fn ca_pem(&self) -> String {
