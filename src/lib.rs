@@ -24,6 +24,7 @@ pub mod log_levels;
 pub mod metadata;
 pub mod metrics;
 pub mod node;
+pub mod quota;
 pub mod replica;
 pub mod sasl;
 pub mod server;

@@ -21,7 +21,7 @@ const LEVELS: &[&[&str]] = &[
     ],
     &["log"],
     &["metadata"],
-    &["controller", "replica"],
+    &["controller", "replica", "quota"],
     &["group"],
     &["txn"],
     &["api"],

@@ -58,6 +58,7 @@ const CLUSTER_CHECKS: &[(ApiKey, Operation)] = &[
     (ApiKey::DescribeUserScramCredentials, Operation::Describe),
     (ApiKey::AlterUserScramCredentials, Operation::Alter),
     (ApiKey::DescribeClientQuotas, Operation::DescribeConfigs),
+    (ApiKey::AlterClientQuotas, Operation::AlterConfigs),
     (ApiKey::ListConfigResources, Operation::DescribeConfigs),
 ];
 

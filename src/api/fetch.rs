@@ -251,6 +251,26 @@ fn read_partition(
         .with_records(Some(records)))
 }
 
+/// The most a response may carry: what the request asks, and for a consumer no more than
+/// its byte-rate quota lets through at once.
+fn response_max_bytes(
+    broker: &Broker,
+    request: &Request,
+    body: &FetchRequest,
+    follower: bool,
+) -> usize {
+    let asked = body.max_bytes.max(0) as usize;
+    if follower {
+        return asked;
+    }
+    let quotas = &broker.image().client_quotas;
+    let quota = broker
+        .quotas
+        .fetch
+        .max_value_in_window(quotas, request.quota_client());
+    quota.map_or(asked, |q| asked.min(q as usize))
+}
+
 fn read_all(
     broker: &Broker,
     request: &Request,
@@ -273,7 +293,7 @@ fn read_all(
         throttled_bytes: 0,
     };
     let follower = replica_id(request, body);
-    let response_max_bytes = body.max_bytes.max(0) as usize;
+    let response_max_bytes = response_max_bytes(broker, request, body, follower >= 0);
     let throttle_exceeded = follower >= 0 && broker.replicas.throttle_exceeded(THROTTLED_AS_LEADER);
     for target in targets {
         let index = target.request.partition;
@@ -332,6 +352,21 @@ async fn wait_for_data(receivers: &mut [watch::Receiver<i64>], deadline: Instant
     let _ = tokio::time::timeout_at(deadline, changed).await;
 }
 
+/// Counts a consumer's fetched bytes against its byte-rate quota; when that throttles it,
+/// takes them back (Kafka sends a throttled consumer nothing) and says so.
+fn over_quota(broker: &Broker, request: &Request, reading: &Reading) -> bool {
+    let image = broker.image();
+    let (quotas, client) = (&image.client_quotas, request.quota_client());
+    let fetched = reading.bytes as f64;
+    let throttle = broker.quotas.fetch.record(quotas, client, fetched);
+    if throttle == 0 {
+        return false;
+    }
+    broker.quotas.fetch.unrecord(quotas, client, fetched);
+    request.throttle.raise(throttle);
+    true
+}
+
 /// Answers Fetch, parking it until data, an error or the deadline.
 pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
     let body: FetchRequest = request.decode()?;
@@ -369,6 +404,10 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         }
         wait_for_data(&mut receivers, deadline).await;
     };
+    if !follower && over_quota(broker, request, &reading) {
+        let id = session.id_sending_nothing();
+        return request.respond(&FetchResponse::default().with_session_id(id));
+    }
     for ((name, _), topic) in topics.iter().zip(&reading.topics) {
         let records = topic.partitions.iter().filter_map(|p| p.records.as_ref());
         broker
@@ -392,6 +431,7 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         response.node_endpoints =
             node_endpoints!(NodeEndpoint, &broker.image(), &leaders, &request.listener);
     }
+    response.throttle_time_ms = i32::try_from(request.throttle.ms()).unwrap_or(i32::MAX);
     let header_version = Response::header_version(request.version());
     let frame = encode_with_sources(request, &response, header_version, reading.sources)?;
     Ok(Outcome::Respond(frame))

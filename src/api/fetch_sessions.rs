@@ -115,6 +115,16 @@ impl SessionUse {
             SessionUse::None | SessionUse::Open => &body.topics,
         }
     }
+
+    /// The session id of an answer that sends nothing (a throttled consumer's, as Kafka's
+    /// `getThrottledResponse`): a full request opens no session, an incremental one keeps
+    /// its session unchanged.
+    pub fn id_sending_nothing(&self) -> i32 {
+        match self {
+            SessionUse::Incremental { id, .. } => *id,
+            SessionUse::None | SessionUse::Open => 0,
+        }
+    }
 }
 
 impl FetchSessions {

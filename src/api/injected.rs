@@ -61,6 +61,7 @@ pub const ERROR_APIS: &[ApiKey] = &[
     ApiKey::DescribeUserScramCredentials,
     ApiKey::AlterUserScramCredentials,
     ApiKey::DescribeClientQuotas,
+    ApiKey::AlterClientQuotas,
     ApiKey::ListConfigResources,
 ];
 
@@ -117,6 +118,7 @@ pub fn answer(request: &Request, code: i16) -> Result<Outcome, HandlerError> {
         ApiKey::AlterReplicaLogDirs => admin::alter_replica_log_dirs(request, code),
         ApiKey::DescribeUserScramCredentials => admin::describe_scram(request, code),
         ApiKey::AlterUserScramCredentials => admin::alter_scram(request, code),
+        ApiKey::AlterClientQuotas => admin::alter_client_quotas(request, code),
         ApiKey::DescribeClientQuotas => {
             request.respond(&DescribeClientQuotasResponse::default().with_error_code(code))
         }
@@ -275,6 +277,7 @@ mod tests {
             DescribeUserScramCredentials => DescribeUserScramCredentialsRequest,
             AlterUserScramCredentials => AlterUserScramCredentialsRequest,
             DescribeClientQuotas => DescribeClientQuotasRequest,
+            AlterClientQuotas => AlterClientQuotasRequest,
             ListConfigResources => ListConfigResourcesRequest,
         )
         .expect("a default request encodes");
@@ -288,6 +291,7 @@ mod tests {
             client: "127.0.0.1:1".parse().expect("addr"),
             listener: "PLAINTEXT".into(),
             principal: "User:ANONYMOUS".into(),
+            throttle: Default::default(),
         }
     }
 

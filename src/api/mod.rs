@@ -35,6 +35,7 @@ pub mod reassignments;
 pub mod refusal;
 pub mod response;
 pub mod scram_credentials;
+pub mod throttle;
 pub mod topics;
 pub mod transactions;
 pub mod txn_markers;
@@ -62,6 +63,7 @@ use crate::txn::{TransactionCoordinator, TxnConfig};
 use fetch_sessions::FetchSessions;
 use kafka_protocol::error::ResponseError;
 pub use response::ResponseFrame;
+use throttle::ThrottleTime;
 
 /// Everything a handler needs, shared by all connections.
 #[derive(Debug)]
@@ -79,6 +81,8 @@ pub struct Broker {
     pub fetch_sessions: FetchSessions,
     /// Kafka's StandardAuthorizer when `authorizer.class.name` names it (`authorization`).
     pub authorizer: Option<crate::acl::Authorizer>,
+    /// Client quota usage (`crate::quota`).
+    pub quotas: crate::quota::Quotas,
 }
 
 impl Broker {
@@ -150,6 +154,7 @@ impl Broker {
             metrics,
             faults,
             fetch_sessions,
+            quotas: crate::quota::Quotas::default(),
         })
     }
 
@@ -377,6 +382,8 @@ pub struct Request {
     /// Who sent it (`User:name`; `User:ANONYMOUS` without authentication): what the ACLs
     /// are checked against.
     pub principal: Arc<str>,
+    /// How long the client must back off under its quotas (`crate::quota`).
+    pub throttle: throttle::Throttle,
 }
 
 impl Request {
@@ -391,13 +398,28 @@ impl Request {
         T::decode(&mut body, self.version()).map_err(|e| HandlerError::Decode(e.to_string()))
     }
 
-    /// Encodes `response` as this request's answer.
-    pub fn respond<R: Encodable + HeaderVersion>(
+    /// Encodes `response` as this request's answer, with the request's throttle time
+    /// where its version has the field.
+    pub fn respond<R: Encodable + HeaderVersion + ThrottleTime + Clone>(
         &self,
         response: &R,
     ) -> Result<Outcome, HandlerError> {
-        let frame = response::encode(self, response, R::header_version(self.version()))?;
+        let header_version = R::header_version(self.version());
+        let throttle = self.throttle.ms();
+        if throttle > 0 {
+            let mut throttled = response.clone();
+            throttled.set_throttle_time_ms(i32::try_from(throttle).unwrap_or(i32::MAX));
+            if let Ok(frame) = response::encode(self, &throttled, header_version) {
+                return Ok(Outcome::Respond(frame));
+            }
+        }
+        let frame = response::encode(self, response, header_version)?;
         Ok(Outcome::Respond(frame))
+    }
+
+    /// The client its usage counts for under the quotas.
+    pub fn quota_client(&self) -> crate::quota::Client<'_> {
+        crate::quota::Client::new(&self.principal, self.header.client_id.as_deref())
     }
 }
 
@@ -496,6 +518,7 @@ async fn handle_admin(broker: &Broker, request: &Request) -> Result<Outcome, Han
         ApiKey::AlterPartitionReassignments => reassignments::alter(broker, request).await,
         ApiKey::ListPartitionReassignments => reassignments::list(broker, request),
         ApiKey::DescribeClientQuotas => client_quotas::describe(broker, request),
+        ApiKey::AlterClientQuotas => client_quotas::alter(broker, request).await,
         ApiKey::DescribeUserScramCredentials => scram_credentials::describe(broker, request),
         ApiKey::AlterUserScramCredentials => scram_credentials::alter(broker, request).await,
         // SaslHandshake and SaslAuthenticate are answered by the connection (`server::sasl`).

@@ -248,6 +248,10 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
     let body: ProduceRequest = request.decode()?;
     let acks_valid = matches!(body.acks, -1..=1);
     let image = broker.image();
+    // The produce byte rate counts the request's size, as Kafka's does.
+    let (quotas, client) = (&image.client_quotas, request.quota_client());
+    let produced = request.body.len() as f64;
+    (request.throttle).raise(broker.quotas.produce.record(quotas, client, produced));
     let mut responses = Vec::with_capacity(body.topic_data.len());
     let mut pending = Vec::new();
     let mut leaders = Vec::new();

@@ -40,7 +40,8 @@ pub enum ControllerError {
     /// A broker or group config refused (Kafka's words in `reason`).
     #[error("{reason}")]
     InvalidResourceConfig { reason: String },
-    /// A broker config Kafka reads only at start, or a resource name that cannot be.
+    /// A broker config Kafka reads only at start, a resource name that cannot be, or a
+    /// client quota change refused (Kafka's words).
     #[error("{reason}")]
     InvalidConfigRequest { reason: String },
     /// A reassignment target or cancel refused (Kafka's words).

@@ -43,8 +43,8 @@ use crate::metadata::uuid_text::base64url;
 use crate::metadata::{MetadataImage, PartitionImage, TopicImage};
 use active::ActiveController;
 pub use active::{
-    AlterPartition, ControllerReply, ControllerRequest, CredentialOutcome, Reassignment,
-    ReassignmentOutcome, ScramUpsertion, PARTITIONS_PER_TOPIC_MAX,
+    AlterPartition, ControllerReply, ControllerRequest, CredentialOutcome, QuotaAlteration,
+    QuotaOutcome, Reassignment, ReassignmentOutcome, ScramUpsertion, PARTITIONS_PER_TOPIC_MAX,
 };
 pub use error::{ControllerError, ErrorKind};
 pub use placement::ElectionOutcome;

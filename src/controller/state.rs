@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use crate::acl::AclBinding;
 use crate::config::ConfigMap;
+use crate::metadata::client_quotas::{ClientQuotas, QuotaChange};
 use crate::metadata::{
     features, BrokerImage, Endpoint, MetadataImage, PartitionImage, ScramCredentials, TopicImage,
     NO_LEADER,
@@ -189,6 +190,10 @@ pub enum Record {
     AlterScramCredentials {
         changes: Vec<(String, String, Option<ScramCredential>)>,
     },
+    /// Sets and removes client quotas (AlterClientQuotas; Kafka's ClientQuotaRecord).
+    AlterClientQuotas {
+        changes: Vec<QuotaChange>,
+    },
     /// Adds ACL bindings (CreateAcls; Kafka's AccessControlEntryRecord).
     CreateAcls {
         bindings: Vec<AclBinding>,
@@ -254,6 +259,9 @@ pub struct ClusterState {
     /// The ACL bindings in force, each once.
     #[serde(default)]
     pub acls: std::collections::BTreeSet<AclBinding>,
+    /// Client quotas by entity (Kafka's ClientQuotaRecord).
+    #[serde(default)]
+    pub client_quotas: ClientQuotas,
 }
 
 impl ClusterState {
@@ -321,13 +329,7 @@ impl ClusterState {
             Record::CreateTopic(topic) => self.create_topic(topic),
             Record::DeleteTopic { name, topic_id } => self.delete_topic(name, *topic_id),
             Record::CreatePartitions { name, replicas } => self.create_partitions(name, replicas),
-            Record::AlterTopicConfigs { name, configs } => match self.topics.get_mut(name) {
-                Some(topic) => {
-                    topic.configs = configs.clone();
-                    RecordResult::Applied
-                }
-                None => rejected(format!("unknown topic {name}")),
-            },
+            Record::AlterTopicConfigs { name, configs } => self.alter_topic_configs(name, configs),
             Record::ChangePartitions(changes) => self.change_partitions(changes),
             Record::AllocateProducerIds { .. } => {
                 let first = self.next_producer_id;
@@ -340,11 +342,27 @@ impl ClusterState {
             }
             Record::AlterConfigs { resource, configs } => self.alter_configs(resource, configs),
             Record::AlterScramCredentials { changes } => self.alter_scram_credentials(changes),
+            Record::AlterClientQuotas { changes } => self.alter_client_quotas(changes),
             Record::CreateAcls { bindings } => self.change_acls(bindings, true),
             Record::DeleteAcls { bindings } => self.change_acls(bindings, false),
         };
         self.check_invariants();
         result
+    }
+
+    fn alter_topic_configs(&mut self, name: &str, configs: &ConfigMap) -> RecordResult {
+        match self.topics.get_mut(name) {
+            Some(topic) => {
+                topic.configs = configs.clone();
+                RecordResult::Applied
+            }
+            None => rejected(format!("unknown topic {name}")),
+        }
+    }
+
+    fn alter_client_quotas(&mut self, changes: &[QuotaChange]) -> RecordResult {
+        changes.iter().for_each(|c| self.client_quotas.apply(c));
+        RecordResult::Applied
     }
 
     fn change_acls(&mut self, bindings: &[AclBinding], add: bool) -> RecordResult {
@@ -567,6 +585,7 @@ impl ClusterState {
             group_configs: Arc::new(self.group_configs.clone()),
             scram_credentials: Arc::new(self.scram_credentials.clone()),
             acls: Arc::new(self.acls.iter().cloned().collect()),
+            client_quotas: Arc::new(self.client_quotas.clone()),
             offset,
         }
     }

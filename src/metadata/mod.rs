@@ -18,6 +18,7 @@ pub type ScramCredentials = BTreeMap<String, BTreeMap<String, ScramCredential>>;
 /// The configs of a resource that sets none.
 static NO_CONFIGS: ConfigMap = ConfigMap::new();
 
+pub mod client_quotas;
 pub mod features;
 pub mod uuid_text;
 
@@ -170,6 +171,8 @@ pub struct MetadataImage {
     pub scram_credentials: Arc<ScramCredentials>,
     /// The ACL bindings in force.
     pub acls: Arc<Vec<crate::acl::AclBinding>>,
+    /// Client quotas by entity.
+    pub client_quotas: Arc<client_quotas::ClientQuotas>,
     /// The Raft log index of the last record applied to this image.
     pub offset: u64,
 }

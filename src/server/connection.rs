@@ -28,6 +28,7 @@ use tokio::sync::mpsc;
 
 use super::memory_pool::{MemoryPool, PoolPermit};
 use super::sasl::{Authentication, Gate};
+use crate::api::throttle::PollTimed;
 use crate::api::{self, Broker, Outcome, Request};
 use crate::config::sasl::SaslSettings;
 use crate::faults::{is_broker_client_id, Injected};
@@ -224,6 +225,7 @@ pub fn parse_request(
         client,
         listener: Arc::clone(listener),
         principal: ANONYMOUS.into(),
+        throttle: Default::default(),
     })
 }
 
@@ -363,7 +365,7 @@ async fn answer_all<W: tokio::io::AsyncWrite + Unpin>(
         if let Some(principal) = auth.principal() {
             request.principal = Arc::clone(principal);
         }
-        let outcome = handle(broker, &request)
+        let outcome = handle_within_quota(broker, &request)
             .await
             .map_err(|source| CloseReason::Handler {
                 api_key: request.api_key,
@@ -381,12 +383,45 @@ async fn answer_all<W: tokio::io::AsyncWrite + Unpin>(
         broker.metrics.answered(&api, request.version(), read_at);
         // Answered: its bytes go back to both budgets.
         drop(held);
-        if queue.is_empty() {
+        let throttle = request.throttle.ms();
+        if throttle > 0 {
+            // Kafka mutes the channel: nothing more is read from this client for as long.
+            writer.flush().await?;
+            tracing::debug!(%client, api, client_id = ?request.header.client_id, throttle_ms = throttle, "quota exceeded; throttling the client");
+            tokio::time::sleep(std::time::Duration::from_millis(u64::from(throttle))).await;
+        } else if queue.is_empty() {
             writer.flush().await?;
         }
     }
     writer.flush().await?;
     Ok(())
+}
+
+/// Handles `request` ([`handle`]) under the request quota (`request_percentage`): a
+/// client over it is throttled before its request is handled, and the time handling takes
+/// counts against it. Inter-broker requests, the controller listener, ApiVersions and the
+/// SASL exchange are exempt, as in Kafka.
+async fn handle_within_quota(
+    broker: &Broker,
+    request: &Request,
+) -> Result<Option<Outcome>, api::HandlerError> {
+    let exempt = matches!(
+        request.api_key,
+        ApiKey::ApiVersions | ApiKey::SaslHandshake | ApiKey::SaslAuthenticate
+    ) || is_broker_client_id(request.header.client_id.as_deref())
+        || broker.is_controller_listener(&request.listener);
+    let quotas = Arc::clone(&broker.image().client_quotas);
+    if exempt || !broker.quotas.request.enabled(&quotas) {
+        return handle(broker, request).await;
+    }
+    let client = request.quota_client();
+    request
+        .throttle
+        .raise(broker.quotas.request.record(&quotas, client, 0.0));
+    let (outcome, spent) = PollTimed::new(handle(broker, request)).await;
+    let used = crate::quota::request_percentage(spent);
+    broker.quotas.request.record(&quotas, client, used);
+    outcome
 }
 
 /// Handles `request`, or applies the fault a test injected for it (a client's request

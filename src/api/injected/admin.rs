@@ -167,6 +167,28 @@ pub(super) fn describe_scram(request: &Request, code: i16) -> Result<Outcome, Ha
     )
 }
 
+/// Every entity of an AlterClientQuotas, refused with `code`.
+pub(super) fn alter_client_quotas(request: &Request, code: i16) -> Result<Outcome, HandlerError> {
+    use kafka_protocol::messages::alter_client_quotas_response::{EntityData, EntryData};
+    let body: kafka_protocol::messages::AlterClientQuotasRequest = request.decode()?;
+    let entries = body
+        .entries
+        .iter()
+        .map(|entry| {
+            let entity = entry.entity.iter().map(|e| {
+                EntityData::default()
+                    .with_entity_type(e.entity_type.clone())
+                    .with_entity_name(e.entity_name.clone())
+            });
+            EntryData::default()
+                .with_entity(entity.collect())
+                .with_error_code(code)
+        })
+        .collect();
+    let response = kafka_protocol::messages::AlterClientQuotasResponse::default();
+    request.respond(&response.with_entries(entries))
+}
+
 pub(super) fn alter_scram(request: &Request, code: i16) -> Result<Outcome, HandlerError> {
     let body: AlterUserScramCredentialsRequest = request.decode()?;
     let users = body

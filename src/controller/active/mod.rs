@@ -33,6 +33,7 @@ use crate::metadata::{PartitionImage, TopicImage};
 
 mod acls;
 mod brokers;
+mod client_quotas;
 mod configs;
 mod features;
 mod reassignments;
@@ -44,6 +45,7 @@ use sessions::Sessions;
 
 pub use acls::AclOutcome;
 pub use brokers::AlterPartition;
+pub use client_quotas::{QuotaAlteration, QuotaOutcome};
 pub use reassignments::{Reassignment, ReassignmentOutcome};
 pub use scram::{CredentialOutcome, ScramUpsertion};
 pub use topics::PARTITIONS_PER_TOPIC_MAX;
@@ -127,6 +129,11 @@ pub enum ControllerRequest {
         deletions: Vec<(String, i8)>,
         upsertions: Vec<ScramUpsertion>,
     },
+    /// Sets and removes client quotas (AlterClientQuotas).
+    AlterClientQuotas {
+        alterations: Vec<QuotaAlteration>,
+        validate_only: bool,
+    },
     /// Adds ACL bindings (CreateAcls).
     CreateAcls {
         bindings: Vec<crate::acl::AclBinding>,
@@ -166,6 +173,8 @@ pub enum ControllerReply {
     Reassignments(Vec<ReassignmentOutcome>),
     /// Per user asked for: its credentials changed, or why not.
     Credentials(Vec<CredentialOutcome>),
+    /// Per entity asked for: its quotas changed, or why not.
+    ClientQuotas(Vec<QuotaOutcome>),
     /// Per binding asked for: created, or why not.
     AclsCreated(Vec<AclOutcome>),
     /// Per filter: the bindings it removed.
@@ -334,6 +343,10 @@ impl ActiveController {
                 self.alter_reassignments(reassignments, allow_replication_factor_change)
                     .await
             }
+            ControllerRequest::AlterClientQuotas {
+                alterations,
+                validate_only,
+            } => self.alter_client_quotas(alterations, validate_only).await,
             ControllerRequest::CreateAcls { bindings } => self.create_acls(bindings).await,
             ControllerRequest::DeleteAcls { filters } => self.delete_acls(filters).await,
             other => self.handle_topic_or_cluster_request(other).await,
