@@ -3,13 +3,13 @@
 # going on after a failure. Prints a table of suites with their times, then one closing line
 # "N passed, N failed" counting suites; exits non-zero if any suite failed.
 # Usage: compat/run-all.sh HOST:PORT
-# Environment: COMPAT_SUITES="kcat java python go node" (the default) picks and orders the
+# Environment: COMPAT_SUITES="kcat java python go node quota" (the default) picks and orders the
 # suites.
 set -euo pipefail
 
 bootstrap="${1:?usage: compat/run-all.sh HOST:PORT}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-read -r -a suites <<<"${COMPAT_SUITES:-kcat java python go node}"
+read -r -a suites <<<"${COMPAT_SUITES:-kcat java python go node quota}"
 
 passed=0
 failed=0

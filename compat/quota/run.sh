@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Compat suite (issue 15): client quotas as Kafka's tools set them and Kafka's Java producer
+# feels them. kafka-configs --alter / --describe / --delete-config on --entity-type clients
+# (named and --entity-default) and users with clients; then kafka-producer-perf-test, its
+# client id given a producer_byte_rate, sends as fast as it can and is held to that rate.
+# Usage: compat/quota/run.sh HOST:PORT
+set -euo pipefail
+
+bootstrap="${1:?usage: compat/quota/run.sh HOST:PORT}"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+test_suite_name=quota
+# shellcheck source=../lib/testlib.sh source-path=SCRIPTDIR
+source "$root/compat/lib/testlib.sh"
+
+# java_tool CLASS ARGS...: one of Kafka's tools from .kafka-ref/libs, bounded to 180 s.
+java_tool() {
+    timeout 180 java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+        "-Dlog4j2.configurationFile=$root/compat/java/tools-log4j2.properties" \
+        -cp "$root/.kafka-ref/libs/*" "$@"
+}
+
+configs() {
+    java_tool kafka.admin.ConfigCommand --bootstrap-server "$bootstrap" "$@"
+}
+
+# KEY=VALUE pairs of a --describe line, sorted, one per line.
+described() {
+    configs --describe "$@" | sed -n 's/.* are //p' | tr ',' '\n' | sed 's/^ *//' | sort
+}
+
+# Named, default and user-with-client quotas are set, described and deleted.
+configs_set_describe_and_delete_quotas() {
+    local client="quota-client-$RANDOM" user="quota-user-$RANDOM" got
+    configs --alter --add-config 'producer_byte_rate=102400,consumer_byte_rate=204800' \
+        --entity-type clients --entity-name "$client" >/dev/null
+    got="$(described --entity-type clients --entity-name "$client")"
+    assert_eq $'consumer_byte_rate=204800.0\nproducer_byte_rate=102400.0' "$got" \
+        "the client's quotas"
+    configs --alter --add-config 'request_percentage=25.5' \
+        --entity-type users --entity-name "$user" --entity-type clients --entity-default >/dev/null
+    got="$(described --entity-type users --entity-name "$user" --entity-type clients \
+        --entity-default)"
+    assert_eq "request_percentage=25.5" "$got" "the user's quota for every client id"
+    configs --alter --delete-config producer_byte_rate \
+        --entity-type clients --entity-name "$client" >/dev/null
+    got="$(described --entity-type clients --entity-name "$client")"
+    assert_eq "consumer_byte_rate=204800.0" "$got" "what is left once one key is deleted"
+    configs --alter --delete-config consumer_byte_rate \
+        --entity-type clients --entity-name "$client" >/dev/null
+    configs --alter --delete-config request_percentage \
+        --entity-type users --entity-name "$user" --entity-type clients --entity-default >/dev/null
+    got="$(described --entity-type clients --entity-name "$client")"
+    assert_eq "" "$got" "no quota once all are deleted"
+    if configs --alter --add-config 'producer_byte_rate=1.5' --entity-type clients \
+        --entity-name "$client" >"$test_tmp/out" 2>&1; then
+        fail "a fractional byte rate was accepted"
+    fi
+    grep -q "cannot be a fractional value" "$test_tmp/out" ||
+        fail "no reason for the refusal: $(cat "$test_tmp/out")"
+}
+
+# A producer given 500 KiB/s sends 15 MB as fast as it may. After its first burst (Kafka
+# counts a rate over at least 10 s, so about 5 MB go at once) it is held to the quota: over
+# the 10 s from ProducerPerformance's first 5-second report to its third, it sends within
+# 10 % of 512,000 B/s (Kafka 4.1.1 and highwater both send 5,568 records of 1,000 B then).
+a_producer_is_held_to_its_byte_rate() {
+    local client="quota-perf-$RANDOM" topic rate=512000 records=15000 size=1000 counts
+    topic="$(unique_topic quota)"
+    java_tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --create \
+        --topic "$topic" --partitions 1 >/dev/null
+    configs --alter --add-config "producer_byte_rate=$rate" \
+        --entity-type clients --entity-name "$client" >/dev/null
+    sleep 1
+    java_tool org.apache.kafka.tools.ProducerPerformance --topic "$topic" \
+        --num-records "$records" --record-size "$size" --throughput -1 \
+        --producer-props "bootstrap.servers=$bootstrap" "client.id=$client" acks=1 \
+        >"$test_tmp/perf" 2>&1 || fail "perf test failed: $(tail -5 "$test_tmp/perf")"
+    configs --alter --delete-config producer_byte_rate \
+        --entity-type clients --entity-name "$client" >/dev/null
+    # The 5-second reports (not the final line, which has percentiles).
+    counts="$(grep 'records sent' "$test_tmp/perf" | grep -v '50th' | awk '{print $1}' | tr '\n' ' ')"
+    python3 - "$rate" "$size" $counts <<'PY' || fail "not held to the quota: $(cat "$test_tmp/perf")"
+import sys
+rate, size, *counts = map(int, sys.argv[1:])
+assert len(counts) >= 3, f"fewer than 3 reports: {counts}"
+sent = sum(counts[1:3]) * size / 10
+print(f"    held to {sent:.0f} B/s over 10 s, {sent / rate:.3f}x the quota")
+assert 0.9 <= sent / rate <= 1.1, sent / rate
+PY
+}
+
+run_test "kafka-configs: client and user quotas set, described, deleted" \
+    configs_set_describe_and_delete_quotas
+run_test "kafka-producer-perf-test: held to producer_byte_rate within 10 %" \
+    a_producer_is_held_to_its_byte_rate
+suite_summary
