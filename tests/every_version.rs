@@ -645,6 +645,7 @@ async fn exercise_admin(client: &mut Client, key: ApiKey, version: i16) {
         ApiKey::SaslHandshake
         | ApiKey::SaslAuthenticate
         | ApiKey::DescribeClientQuotas
+        | ApiKey::AlterClientQuotas
         | ApiKey::DescribeUserScramCredentials
         | ApiKey::AlterUserScramCredentials => exercise_security(client, key, version).await,
         ApiKey::CreatePartitions => {
@@ -663,8 +664,8 @@ async fn exercise_admin(client: &mut Client, key: ApiKey, version: i16) {
 }
 
 /// Security APIs on a PLAINTEXT listener: the SASL requests are out of turn there
-/// (ILLEGAL_SASL_STATE, as Kafka answers), no quota is set, and a SCRAM credential is set
-/// and described.
+/// (ILLEGAL_SASL_STATE, as Kafka answers), no quota is set (a quota change is only
+/// validated), and a SCRAM credential is set and described.
 async fn exercise_security(client: &mut Client, key: ApiKey, version: i16) {
     let illegal = ResponseError::IllegalSaslState.code();
     match key {
@@ -689,6 +690,24 @@ async fn exercise_security(client: &mut Client, key: ApiKey, version: i16) {
                 .await;
             assert_eq!(response.error_code, 0, "v{version}");
             assert_eq!(response.entries.map(|e| e.len()), Some(0));
+        }
+        ApiKey::AlterClientQuotas => {
+            use alter_client_quotas_request::{EntityData, EntryData, OpData};
+            let entity = EntityData::default()
+                .with_entity_type(StrBytes::from_static_str("client-id"))
+                .with_entity_name(Some(StrBytes::from(format!("quota-v{version}"))));
+            let op = OpData::default()
+                .with_key(StrBytes::from_static_str("producer_byte_rate"))
+                .with_value(1024.0);
+            let entry = EntryData::default()
+                .with_entity(vec![entity])
+                .with_ops(vec![op]);
+            let request = AlterClientQuotasRequest::default()
+                .with_entries(vec![entry])
+                .with_validate_only(true);
+            let response = client.call(&request, version).await;
+            assert_eq!(response.entries.len(), 1, "v{version}");
+            assert_eq!(response.entries[0].error_code, 0, "v{version}");
         }
         ApiKey::AlterUserScramCredentials => {
             let upsertion =
