@@ -529,6 +529,18 @@ async fn handle_admin(broker: &Broker, request: &Request) -> Result<Outcome, Han
     }
 }
 
+/// Why a request to the controller failed: its error, or a reply of the wrong kind.
+pub fn failed_controller_request(
+    failed: Result<ControllerReply, ControllerError>,
+) -> ControllerError {
+    match failed {
+        Err(error) => error,
+        Ok(other) => ControllerError::Conflict {
+            reason: format!("unexpected controller reply {other:?}"),
+        },
+    }
+}
+
 /// The leader a NOT_LEADER_OR_FOLLOWER refusal points to (KIP-951: Produce v10+ and Fetch
 /// v12+ tell the client the current leader and epoch, so it need not refresh metadata).
 pub fn leader_hint(error: &ReplicaError) -> Option<(i32, i32)> {

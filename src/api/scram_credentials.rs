@@ -118,12 +118,7 @@ pub async fn alter(broker: &Broker, request: &Request) -> Result<Outcome, Handle
             })
             .collect(),
         failed => {
-            let error = match failed {
-                Err(error) => error,
-                Ok(other) => ControllerError::Conflict {
-                    reason: format!("unexpected controller reply {other:?}"),
-                },
-            };
+            let error = super::failed_controller_request(failed);
             tracing::warn!(client = %request.client, api = "AlterUserScramCredentials", %error, "refused");
             let mut users = asked;
             users.dedup();
