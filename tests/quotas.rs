@@ -299,3 +299,76 @@ async fn a_throttled_consumer_is_sent_nothing_and_told_to_back_off() {
         "a throttled consumer is sent nothing"
     );
 }
+
+fn creatable(name: &str, partitions: i32) -> create_topics_request::CreatableTopic {
+    create_topics_request::CreatableTopic::default()
+        .with_name(TopicName(s(name)))
+        .with_num_partitions(partitions)
+        .with_replication_factor(1)
+}
+
+async fn create(client: &mut Client, version: i16, name: &str, partitions: i32) -> (i16, i32) {
+    let request = CreateTopicsRequest::default()
+        .with_topics(vec![creatable(name, partitions)])
+        .with_timeout_ms(10_000);
+    let response = client.call(&request, version).await;
+    (response.topics[0].error_code, response.throttle_time_ms)
+}
+
+/// KIP-599: topic creations and deletions take one token per partition from a bucket
+/// holding 11 s of the rate; a client in debt is refused THROTTLING_QUOTA_EXCEEDED (89) from
+/// CreateTopics v6, DeleteTopics v5 and CreatePartitions v3, older versions are served and
+/// only throttled.
+#[tokio::test]
+async fn a_client_over_its_controller_mutation_rate_is_refused_then_let_through() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    assert_eq!(create_topic(&mut client, "before", 1).await, 0);
+    // 2 partitions per second: 22 tokens.
+    default_client_quota(&mut client, "controller_mutation_rate", 2.0).await;
+    let mut admin = broker.client().await;
+    // 24 partitions go through and leave the client 2 tokens in debt (~1 s).
+    assert_eq!(create(&mut admin, 7, "wide", 24).await, (0, 0));
+    let (code, throttle) = create(&mut admin, 7, "refused", 1).await;
+    assert_eq!(code, 89, "in debt: refused");
+    assert!(
+        (500..=1_000).contains(&throttle),
+        "~1 s to pay 2 tokens back at 2/s: {throttle}"
+    );
+    // Kafka mutes the refused connection for the back-off; others of the client are not.
+    let mut admin = broker.client().await;
+    let deleted = admin
+        .call(
+            &DeleteTopicsRequest::default()
+                .with_topic_names(vec![TopicName(s("before"))])
+                .with_timeout_ms(10_000),
+            5,
+        )
+        .await;
+    assert_eq!(deleted.responses[0].error_code, 89);
+    let mut admin = broker.client().await;
+    let grown = admin
+        .call(
+            &CreatePartitionsRequest::default()
+                .with_topics(vec![
+                    create_partitions_request::CreatePartitionsTopic::default()
+                        .with_name(TopicName(s("before")))
+                        .with_count(2),
+                ])
+                .with_timeout_ms(10_000),
+            3,
+        )
+        .await;
+    assert_eq!(grown.results[0].error_code, 89);
+    // An older client does not know the error: it is served, and told to back off.
+    let mut admin = broker.client().await;
+    let (code, throttle) = create(&mut admin, 5, "served", 1).await;
+    assert_eq!(code, 0, "v5 is served");
+    assert!(throttle > 0, "and throttled: {throttle}");
+    // Once the debt is paid back, the client may create again.
+    tokio::time::sleep(Duration::from_millis(throttle as u64 + 100)).await;
+    assert_eq!(create(&mut admin, 7, "later", 1).await.0, 0);
+    // Another client's bucket is its own (the default applies per client id).
+    let mut other = broker.client().await.with_client_id("other");
+    assert_eq!(create(&mut other, 7, "others", 1).await.0, 0);
+}

@@ -2,7 +2,9 @@
 # Compat suite (issue 15): client quotas as Kafka's tools set them and Kafka's Java producer
 # feels them. kafka-configs --alter / --describe / --delete-config on --entity-type clients
 # (named and --entity-default) and users with clients; then kafka-producer-perf-test, its
-# client id given a producer_byte_rate, sends as fast as it can and is held to that rate.
+# client id given a producer_byte_rate, sends as fast as it can and is held to that rate;
+# kafka-topics, its client id given a controller_mutation_rate, is refused until its tokens
+# are back.
 # Usage: compat/quota/run.sh HOST:PORT
 set -euo pipefail
 
@@ -90,8 +92,44 @@ assert 0.9 <= sent / rate <= 1.1, sent / rate
 PY
 }
 
+# A client given controller_mutation_rate=2 (a bucket of 22 partitions) creates a topic of
+# 30 partitions at once, which leaves it 8 in debt (4 s at 2/s): its next kafka-topics
+# --create and --alter --partitions are refused with THROTTLING_QUOTA_EXCEEDED (kafka-topics
+# asks its admin client not to retry), and once the debt is paid back it may create again
+# (KIP-599).
+topic_changes_are_held_to_the_controller_mutation_rate() {
+    local client="quota-admin-$RANDOM" first second
+    first="$(unique_topic mutations)" second="$(unique_topic mutations)"
+    printf 'client.id=%s\n' "$client" >"$test_tmp/admin.properties"
+    configs --alter --add-config 'controller_mutation_rate=2' \
+        --entity-type clients --entity-name "$client" >/dev/null
+    sleep 1
+    topics() {
+        java_tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" \
+            --command-config "$test_tmp/admin.properties" "$@"
+    }
+    topics --create --topic "$first" --partitions 30 >/dev/null
+    if topics --create --topic "$second" --partitions 1 >"$test_tmp/second" 2>&1; then
+        fail "a client 8 partitions in debt created a topic"
+    fi
+    grep -q "The throttling quota has been exceeded" "$test_tmp/second" ||
+        fail "not refused for the quota: $(cat "$test_tmp/second")"
+    if topics --alter --topic "$first" --partitions 31 >"$test_tmp/grow" 2>&1; then
+        fail "a client in debt added a partition"
+    fi
+    grep -q "The throttling quota has been exceeded" "$test_tmp/grow" ||
+        fail "not refused for the quota: $(cat "$test_tmp/grow")"
+    sleep 5
+    topics --create --topic "$second" --partitions 1 >"$test_tmp/second" 2>&1 ||
+        fail "still refused once the debt is paid: $(cat "$test_tmp/second")"
+    configs --alter --delete-config controller_mutation_rate \
+        --entity-type clients --entity-name "$client" >/dev/null
+}
+
 run_test "kafka-configs: client and user quotas set, described, deleted" \
     configs_set_describe_and_delete_quotas
 run_test "kafka-producer-perf-test: held to producer_byte_rate within 10 %" \
     a_producer_is_held_to_its_byte_rate
+run_test "kafka-topics: refused over controller_mutation_rate, served once paid back" \
+    topic_changes_are_held_to_the_controller_mutation_rate
 suite_summary

@@ -142,6 +142,7 @@ pub fn refusal_error(refusal: Refusal) -> ResponseError {
             ResponseError::TransactionalIdAuthorizationFailed
         }
         Refusal::UnsupportedEndpointType => ResponseError::UnsupportedEndpointType,
+        Refusal::ThrottlingQuotaExceeded => ResponseError::ThrottlingQuotaExceeded,
     }
 }
 

@@ -27,6 +27,7 @@ pub mod injected;
 pub mod list_offsets;
 pub mod log_dirs;
 pub mod metadata;
+mod mutation_quota;
 pub mod offline_replicas;
 pub mod offset_for_leader_epoch;
 pub mod offsets;

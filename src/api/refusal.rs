@@ -60,6 +60,8 @@ pub enum Refusal {
     MismatchedEndpointType,
     #[error("no such endpoint type")]
     UnsupportedEndpointType,
+    #[error("The throttling quota has been exceeded.")]
+    ThrottlingQuotaExceeded,
 }
 
 /// A failed topic change: refused by the controller, or committed but not applied here.

@@ -18,6 +18,7 @@ use uuid::Uuid;
 
 use super::errors::admin_error;
 use super::errors::refusal_error;
+use super::mutation_quota::MutationQuota;
 pub use super::refusal::AdminError;
 use super::refusal::Refusal;
 use super::{str_bytes, topic_name, Broker, HandlerError, Outcome, Request};
@@ -87,17 +88,24 @@ fn new_topic(topic: &CreatableTopic) -> NewTopic {
 async fn created_result(
     broker: &Broker,
     request: &Request,
+    quota: &MutationQuota<'_>,
     topic: &CreatableTopic,
     validate_only: bool,
 ) -> CreatableTopicResult {
     let base = CreatableTopicResult::default().with_name(topic.name.clone());
     let wanted = new_topic(topic);
-    let created = broker.controller.create_topic(&wanted, validate_only).await;
-    let created = created
-        .map_err(AdminError::from)
-        .and_then(|image| publish(broker).map(|()| image));
+    let created = match quota.check(&wanted.name) {
+        Ok(()) => broker
+            .controller
+            .create_topic(&wanted, validate_only)
+            .await
+            .map_err(AdminError::from)
+            .and_then(|image| publish(broker).map(|()| image)),
+        Err(error) => Err(error),
+    };
     match created {
         Ok(image) => {
+            quota.record(image.partitions.len());
             let configs = broker
                 .topic_configs(&image.configs)
                 .into_iter()
@@ -143,6 +151,7 @@ pub async fn create_topics(broker: &Broker, request: &Request) -> Result<Outcome
     for topic in &body.topics {
         *seen.entry(topic.name.0.as_str()).or_default() += 1;
     }
+    let quota = MutationQuota::new(broker, request, 6);
     let mut results = Vec::with_capacity(body.topics.len());
     for topic in &body.topics {
         if seen[topic.name.0.as_str()] > 1 {
@@ -166,7 +175,8 @@ pub async fn create_topics(broker: &Broker, request: &Request) -> Result<Outcome
             );
             continue;
         }
-        results.push(created_result(broker, request, topic, body.validate_only).await);
+        let created = created_result(broker, request, &quota, topic, body.validate_only);
+        results.push(created.await);
     }
     request.respond(&CreateTopicsResponse::default().with_topics(results))
 }
@@ -184,6 +194,7 @@ pub async fn delete_topics(broker: &Broker, request: &Request) -> Result<Outcome
             .iter()
             .map(|t| (t.name.as_ref().map(|n| n.0.to_string()), t.topic_id)),
     );
+    let quota = MutationQuota::new(broker, request, 5);
     let mut responses = Vec::with_capacity(wanted.len());
     for (name, topic_id) in wanted {
         {
@@ -211,12 +222,8 @@ pub async fn delete_topics(broker: &Broker, request: &Request) -> Result<Outcome
                     topic: name.clone().unwrap_or_default(),
                 }
                 .into()),
-                Some((found_name, found_id)) => broker
-                    .controller
-                    .delete_topic(&found_name)
+                Some((found_name, found_id)) => deleted(broker, &quota, &found_name)
                     .await
-                    .map_err(AdminError::from)
-                    .and_then(|_| publish(broker))
                     .map(|()| (found_name, found_id)),
             };
             let version = request.version();
@@ -242,24 +249,28 @@ pub async fn delete_topics(broker: &Broker, request: &Request) -> Result<Outcome
     request.respond(&DeleteTopicsResponse::default().with_responses(responses))
 }
 
+/// Deletes `name` under the controller mutation quota.
+async fn deleted(broker: &Broker, quota: &MutationQuota<'_>, name: &str) -> Result<(), AdminError> {
+    quota.check(name)?;
+    let deleted = broker.controller.delete_topic(name).await?;
+    quota.record(deleted.partitions.len());
+    publish(broker)
+}
+
 /// Answers CreatePartitions.
 pub async fn create_partitions(
     broker: &Broker,
     request: &Request,
 ) -> Result<Outcome, HandlerError> {
     let body: CreatePartitionsRequest = request.decode()?;
+    let quota = MutationQuota::new(broker, request, 3);
     let mut results = Vec::with_capacity(body.topics.len());
     for topic in &body.topics {
         let name = topic.name.0.as_str();
         let result = match broker.authorize(request, Operation::Alter, (ResourceType::Topic, name))
         {
             false => Err(AdminError::Refused(Refusal::TopicAuthorizationFailed)),
-            true => broker
-                .controller
-                .create_partitions(name, topic.count, body.validate_only)
-                .await
-                .map_err(AdminError::from)
-                .and_then(|()| publish(broker)),
+            true => added_partitions(broker, &quota, name, topic.count, body.validate_only).await,
         };
         let base = CreatePartitionsTopicResult::default().with_name(topic.name.clone());
         results.push(match result {
@@ -270,4 +281,22 @@ pub async fn create_partitions(
         });
     }
     request.respond(&CreatePartitionsResponse::default().with_results(results))
+}
+
+/// Grows `name` to `count` partitions under the controller mutation quota.
+async fn added_partitions(
+    broker: &Broker,
+    quota: &MutationQuota<'_>,
+    name: &str,
+    count: i32,
+    validate_only: bool,
+) -> Result<(), AdminError> {
+    quota.check(name)?;
+    let before = broker.image().topic(name).map_or(0, |t| t.partitions.len());
+    broker
+        .controller
+        .create_partitions(name, count, validate_only)
+        .await?;
+    quota.record(usize::try_from(count).unwrap_or(0).saturating_sub(before));
+    publish(broker)
 }

@@ -73,7 +73,8 @@ fn check_key(key: &str, value: &str) -> Result<(), ConfigError> {
         return Ok(());
     }
     if SECURITY_PREFIXES.iter().any(|p| key.starts_with(p)) {
-        let reason = "a SASL or delegation-token setting highwater does not enforce                       (it serves PLAIN and SCRAM)";
+        let reason = "a SASL or delegation-token setting highwater does not enforce \
+                      (it serves PLAIN and SCRAM)";
         return Err(unenforced(key, value, reason.into()));
     }
     let tls_like = key.starts_with("ssl.") || key.starts_with("listener.name.");

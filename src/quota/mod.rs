@@ -3,18 +3,23 @@
 //! request handling time are counted per user and/or client id — whichever the quota that
 //! applies names (`ClientQuotas::tags`) — over sliding windows ([`rate::Rate`]); a client
 //! over its bound is told how long to back off (`throttle_time_ms`) and its connection is
-//! not read for that long. Nothing is counted while no quota of the kind is set.
+//! not read for that long. Nothing is counted while no quota of the kind is set. Topic and
+//! partition creations and deletions are counted against the controller mutation quota
+//! (KIP-599) in a [`token_bucket::TokenBucket`] instead.
 
 pub mod rate;
+pub mod token_bucket;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Instant;
 
 use crate::metadata::client_quotas::{
-    ClientQuotas, QuotaTags, CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE,
+    ClientQuotas, QuotaTags, CONSUMER_BYTE_RATE, CONTROLLER_MUTATION_RATE, PRODUCER_BYTE_RATE,
+    REQUEST_PERCENTAGE,
 };
 use rate::{Rate, Windows, DEFAULT_WINDOWS};
+use token_bucket::TokenBucket;
 
 /// Rates kept before idle ones are forgotten.
 const RATES_BEFORE_SWEEP: usize = 1024;
@@ -38,19 +43,44 @@ impl<'a> Client<'a> {
     }
 }
 
+/// How one client's usage of a quota is measured.
+pub trait Usage {
+    fn new(windows: Windows) -> Self;
+    /// Whether the usage no longer counts (it can be forgotten).
+    fn is_idle(&mut self, now_ms: u64) -> bool;
+}
+
+impl Usage for Rate {
+    fn new(windows: Windows) -> Self {
+        Rate::new(windows)
+    }
+    fn is_idle(&mut self, now_ms: u64) -> bool {
+        Rate::is_idle(self, now_ms)
+    }
+}
+
+impl Usage for TokenBucket {
+    fn new(windows: Windows) -> Self {
+        TokenBucket::new(windows)
+    }
+    fn is_idle(&mut self, now_ms: u64) -> bool {
+        TokenBucket::is_idle(self, now_ms)
+    }
+}
+
 /// The usage of one quota key by every client.
 #[derive(Debug)]
-pub struct QuotaManager {
+pub struct QuotaManager<U = Rate> {
     key: &'static str,
     windows: Windows,
     /// Longest throttle answered (the request quota's is one window, as Kafka's).
     max_throttle_ms: Option<u64>,
     started: Instant,
-    rates: Mutex<HashMap<QuotaTags, Rate>>,
+    rates: Mutex<HashMap<QuotaTags, U>>,
 }
 
-impl QuotaManager {
-    fn new(key: &'static str, max_throttle_ms: Option<u64>) -> QuotaManager {
+impl<U: Usage> QuotaManager<U> {
+    fn new(key: &'static str, max_throttle_ms: Option<u64>) -> QuotaManager<U> {
         QuotaManager {
             key,
             windows: DEFAULT_WINDOWS,
@@ -74,7 +104,7 @@ impl QuotaManager {
         &self,
         quotas: &ClientQuotas,
         client: Client<'_>,
-        f: impl FnOnce(&mut Rate, f64, u64) -> T,
+        f: impl FnOnce(&mut U, f64, u64) -> T,
     ) -> Option<T> {
         if !quotas.any(self.key) {
             return None;
@@ -86,10 +116,12 @@ impl QuotaManager {
         if rates.len() >= RATES_BEFORE_SWEEP && !rates.contains_key(&tags) {
             rates.retain(|_, rate| !rate.is_idle(now));
         }
-        let rate = rates.entry(tags).or_insert_with(|| Rate::new(self.windows));
+        let rate = rates.entry(tags).or_insert_with(|| U::new(self.windows));
         Some(f(rate, bound, now))
     }
+}
 
+impl QuotaManager<Rate> {
     /// Counts `value` for `client` and answers how long it must back off (0 within quota).
     pub fn record(&self, quotas: &ClientQuotas, client: Client<'_>, value: f64) -> u64 {
         let throttle = self.with_rate(quotas, client, |rate, bound, now| {
@@ -116,6 +148,26 @@ impl QuotaManager {
     }
 }
 
+impl QuotaManager<TokenBucket> {
+    /// How long `client` must wait before it may mutate again (0: it may now).
+    pub fn exceeded_ms(&self, quotas: &ClientQuotas, client: Client<'_>) -> u64 {
+        let throttle = self.with_rate(quotas, client, |bucket, rate, now| {
+            bucket.throttle_ms(rate, now)
+        });
+        throttle.unwrap_or(0)
+    }
+
+    /// Takes `permits` (partitions created or deleted) from `client`'s tokens and answers
+    /// how long it must now wait (0 while tokens are left).
+    pub fn take(&self, quotas: &ClientQuotas, client: Client<'_>, permits: f64) -> u64 {
+        let throttle = self.with_rate(quotas, client, |bucket, rate, now| {
+            bucket.record(permits, rate, now);
+            bucket.throttle_ms(rate, now)
+        });
+        throttle.unwrap_or(0)
+    }
+}
+
 /// Every client quota a broker enforces.
 #[derive(Debug)]
 pub struct Quotas {
@@ -125,6 +177,8 @@ pub struct Quotas {
     pub fetch: QuotaManager,
     /// Time handling requests, in percent of one thread (`request_percentage`).
     pub request: QuotaManager,
+    /// Partitions created or deleted (`controller_mutation_rate`).
+    pub controller_mutation: QuotaManager<TokenBucket>,
 }
 
 impl Default for Quotas {
@@ -133,6 +187,7 @@ impl Default for Quotas {
             produce: QuotaManager::new(PRODUCER_BYTE_RATE, None),
             fetch: QuotaManager::new(CONSUMER_BYTE_RATE, None),
             request: QuotaManager::new(REQUEST_PERCENTAGE, Some(DEFAULT_WINDOWS.window_ms)),
+            controller_mutation: QuotaManager::new(CONTROLLER_MUTATION_RATE, None),
         }
     }
 }
@@ -162,7 +217,7 @@ mod tests {
 
     #[test]
     fn a_client_over_its_byte_rate_is_throttled_and_others_are_not() {
-        let manager = QuotaManager::new(PRODUCER_BYTE_RATE, None);
+        let manager: QuotaManager = QuotaManager::new(PRODUCER_BYTE_RATE, None);
         let quotas = quotas(PRODUCER_BYTE_RATE, 1000.0);
         let app = Client::new("User:ANONYMOUS", Some("app"));
         assert_eq!(manager.record(&quotas, app, 5_000.0), 0);
@@ -175,7 +230,7 @@ mod tests {
 
     #[test]
     fn nothing_is_counted_without_a_quota_and_request_throttles_are_capped() {
-        let manager = QuotaManager::new(REQUEST_PERCENTAGE, Some(1000));
+        let manager: QuotaManager = QuotaManager::new(REQUEST_PERCENTAGE, Some(1000));
         let none = ClientQuotas::default();
         let app = Client::new("User:alice", Some("app"));
         assert_eq!(manager.record(&none, app, 1e9), 0);

@@ -171,6 +171,8 @@ pub struct Client {
     /// The broker's address.
     pub peer: SocketAddr,
     correlation_id: i32,
+    /// The client id every request carries.
+    client_id: StrBytes,
 }
 
 impl Client {
@@ -185,7 +187,14 @@ impl Client {
             stream,
             peer,
             correlation_id: 0,
+            client_id: StrBytes::from_static_str("highwater-test"),
         }
+    }
+
+    /// The same client, naming itself `client_id` from now on.
+    pub fn with_client_id(mut self, client_id: &str) -> Client {
+        self.client_id = StrBytes::from_string(client_id.to_string());
+        self
     }
 
     /// Encodes a request frame.
@@ -196,7 +205,7 @@ impl Client {
             .with_request_api_key(R::KEY)
             .with_request_api_version(version)
             .with_correlation_id(self.correlation_id)
-            .with_client_id(Some(StrBytes::from_static_str("highwater-test")));
+            .with_client_id(Some(self.client_id.clone()));
         let mut buf = BytesMut::new();
         header
             .encode(&mut buf, key.request_header_version(version))

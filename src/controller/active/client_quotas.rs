@@ -8,12 +8,12 @@ use super::{conflict, ActiveController, ControllerReply};
 use crate::controller::error::{ControllerError, RemoteError};
 use crate::controller::state::Record;
 use crate::metadata::client_quotas::{
-    EntityName, KeyType, QuotaChange, QuotaEntity, CLIENT_ID, CONNECTION_CREATION_RATE,
-    CONTROLLER_MUTATION_RATE, IP, IP_KEYS, USER, USER_CLIENT_KEYS,
+    EntityName, KeyType, QuotaChange, QuotaEntity, CLIENT_ID, CONNECTION_CREATION_RATE, IP,
+    IP_KEYS, USER, USER_CLIENT_KEYS,
 };
 
 /// Quota keys Kafka has and highwater does not enforce yet: refused, never silently kept.
-const UNENFORCED_KEYS: &[&str] = &[CONTROLLER_MUTATION_RATE, CONNECTION_CREATION_RATE];
+const UNENFORCED_KEYS: &[&str] = &[CONNECTION_CREATION_RATE];
 
 /// An entity as a client names it: its parts, each a type and a name (none: the default).
 pub type EntityParts = Vec<(String, Option<String>)>;
