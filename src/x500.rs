@@ -9,6 +9,8 @@
 //! are written by name (CN, C, L, ST, O, OU, STREET, DC, UID), others as a dotted OID with
 //! the value as `#` and the hex of its DER encoding.
 
+pub mod principal_rules;
+
 /// One DER element: its tag, and its content.
 struct Element<'a> {
     tag: u8,

@@ -298,26 +298,31 @@ async fn ssl_client_auth_required_admits_only_clients_with_a_trusted_certificate
     let _ = stop.send(());
 }
 
-#[tokio::test]
-async fn a_client_certificate_subject_is_the_principal_acls_name() {
-    // As Kafka's default principal builder: `User:` and the subject in RFC 2253 form.
-    let dir = tempfile::tempdir().expect("tempdir");
-    let pki = Pki::new();
-    let authorizer = [
+/// A broker requiring client certificates of `pki`, with Kafka's authorizer and `extra`
+/// keys, where `principal` alone may describe the topic `certs`; the SSL listener's
+/// address and the stop.
+async fn broker_allowing(
+    dir: &std::path::Path,
+    pki: &Pki,
+    principal: &'static str,
+    extra: &[(&str, &str)],
+) -> (SocketAddr, tokio::sync::oneshot::Sender<()>) {
+    let mut keys = vec![
         (
             "authorizer.class.name",
             "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         ),
         ("super.users", "User:ANONYMOUS"),
     ];
-    let (_broker, [plain, secure], stop) = broker_with_mtls(dir.path(), &pki, &authorizer).await;
+    keys.extend_from_slice(extra);
+    let (_broker, [plain, secure], stop) = broker_with_mtls(dir, pki, &keys).await;
     let mut admin = Client::connect(plain).await;
     assert_eq!(common::create_topic(&mut admin, "certs", 1).await, 0);
     let allow = kafka_protocol::messages::create_acls_request::AclCreation::default()
         .with_resource_type(2)
         .with_resource_name(StrBytes::from_static_str("certs"))
         .with_resource_pattern_type(3)
-        .with_principal(StrBytes::from_static_str("User:CN=alice,O=highwater"))
+        .with_principal(StrBytes::from_static_str(principal))
         .with_host(StrBytes::from_static_str("*"))
         .with_operation(8)
         .with_permission_type(3);
@@ -328,34 +333,95 @@ async fn a_client_certificate_subject_is_the_principal_acls_name() {
         )
         .await;
     assert_eq!(created.results[0].error_code, 0);
+    (secure, stop)
+}
 
-    let topics_seen_by = |identity: (String, String)| {
-        let connector = connector(&pki.ca_pem(), Some(&identity));
-        async move {
-            let mut client = tls_client(secure, &connector).await.expect("handshake");
-            let all = MetadataRequest::default().with_topics(None);
-            let answer = client.call(&all, 12).await;
-            let names: Vec<String> = answer
-                .topics
-                .iter()
-                .filter_map(|t| t.name.as_ref().map(|n| n.to_string()))
-                .collect();
-            names
-        }
-    };
-    let alice = pki.issue_person("highwater", "alice");
+/// The topics a client with `identity` sees on `secure`; `None` if the broker closed the
+/// connection.
+async fn topics_seen_by(
+    pki: &Pki,
+    secure: SocketAddr,
+    identity: (String, String),
+) -> Option<Vec<String>> {
+    let connector = connector(&pki.ca_pem(), Some(&identity));
+    let mut client = tls_client(secure, &connector).await.ok()?;
+    let all = MetadataRequest::default().with_topics(None);
+    let answer = client.try_call(&all, 12).await?;
+    let names = answer
+        .topics
+        .iter()
+        .filter_map(|t| t.name.as_ref().map(|n| n.to_string()));
+    Some(names.collect())
+}
+
+/// Waits until the ACL allowing `identity` reached the broker's metadata.
+async fn until_seen(pki: &Pki, secure: SocketAddr, identity: &(String, String)) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while topics_seen_by(alice.clone()).await.is_empty() {
+    while topics_seen_by(pki, secure, identity.clone()).await != Some(vec!["certs".to_string()]) {
         assert!(
             tokio::time::Instant::now() < deadline,
-            "User:CN=alice,O=highwater is allowed to describe certs"
+            "{identity:?} is allowed to describe certs"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(topics_seen_by(alice).await, ["certs"]);
+}
+
+#[tokio::test]
+async fn a_client_certificate_subject_is_the_principal_acls_name() {
+    // As Kafka's default principal builder: `User:` and the subject in RFC 2253 form.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pki = Pki::new();
+    let (secure, stop) = broker_allowing(dir.path(), &pki, "User:CN=alice,O=highwater", &[]).await;
+    until_seen(&pki, secure, &pki.issue_person("highwater", "alice")).await;
     let bob = pki.issue_person("highwater", "bob");
-    assert!(topics_seen_by(bob).await.is_empty(), "no ACL names bob");
+    let seen = topics_seen_by(&pki, secure, bob).await;
+    assert_eq!(seen, Some(vec![]), "no ACL names bob");
     let _ = stop.send(());
+}
+
+#[tokio::test]
+async fn ssl_principal_mapping_rules_name_the_principal_or_close_the_connection() {
+    // Kafka's SslPrincipalMapper: the first rule matching the whole subject names the
+    // principal; a subject no rule matches fails authentication.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pki = Pki::new();
+    let rules = [(
+        "listener.name.ssl.ssl.principal.mapping.rules",
+        "RULE:^CN=([^,]+),O=highwater$/$1/U, RULE:^CN=(.*),O=partners$/partner-$1/",
+    )];
+    let (secure, stop) = broker_allowing(dir.path(), &pki, "User:ALICE", &rules).await;
+    until_seen(&pki, secure, &pki.issue_person("highwater", "alice")).await;
+    let partner = pki.issue_person("partners", "alice");
+    let seen = topics_seen_by(&pki, secure, partner).await;
+    assert_eq!(seen, Some(vec![]), "User:partner-alice is not User:ALICE");
+    let stranger = pki.issue_person("elsewhere", "alice");
+    let seen = topics_seen_by(&pki, secure, stranger).await;
+    assert_eq!(
+        seen, None,
+        "no rule maps O=elsewhere: the connection is closed"
+    );
+    let _ = stop.send(());
+}
+
+#[tokio::test]
+async fn invalid_principal_mapping_rules_stop_start_up_with_the_reason() {
+    let pki = Pki::new();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let chain = keystore(dir.path(), &pki);
+    let config = common::config(
+        &dir.path().join("data"),
+        &[
+            ("listeners", "SSL://127.0.0.1:0"),
+            ("ssl.keystore.location", chain.as_str()),
+            ("ssl.principal.mapping.rules", "RULE:^CN=(.*$/$1/"),
+        ],
+    );
+    let error = highwater::server::tls::acceptors(&config.listeners).expect_err("refused");
+    let error = error.to_string();
+    assert!(
+        error.contains("ssl.principal.mapping.rules") && error.contains("does not compile"),
+        "{error}"
+    );
 }
 
 #[tokio::test]

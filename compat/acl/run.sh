@@ -9,7 +9,9 @@
 # produce and consume with confluent-kafka (librdkafka 2.16) and nothing else; a DENY
 # binding wins over an ALLOW; a removed binding no longer grants; a certificate subject
 # (User:CN=client) is granted by its own binding over mTLS with kcat, another subject is
-# refused; kafka-acls --list shows what was added. Certificates come from compat/lib/certs.sh.
+# refused; on a second mTLS listener (MAPPED) ssl.principal.mapping.rules map the subject
+# (User:cert-client) and a subject no rule maps is not served; kafka-acls --list shows what
+# was added. Certificates come from compat/lib/certs.sh.
 # Usage: compat/acl/run.sh highwater|kafka
 # Environment: HIGHWATER_BIN (default ./target/release/highwater).
 set -euo pipefail
@@ -28,8 +30,9 @@ make_cert client ca "/CN=client"
 make_cert other ca "/O=elsewhere/CN=other"
 
 mtls_port="$(free_port)"
+mapped_port="$(free_port)"
 sasl_port="$(free_port)"
-map="PLAINTEXT:PLAINTEXT,MTLS:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"
+map="PLAINTEXT:PLAINTEXT,MTLS:SSL,MAPPED:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"
 jaas='org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret" user_bob="bob-secret";'
 keys=(
     "listener.security.protocol.map=$map"
@@ -41,10 +44,13 @@ keys=(
     "ssl.truststore.type=PEM"
     "ssl.truststore.location=$certs/ca.crt"
     "listener.name.mtls.ssl.client.auth=required"
+    "listener.name.mapped.ssl.client.auth=required"
+    'listener.name.mapped.ssl.principal.mapping.rules=RULE:^CN=([^,]+)$/cert-$1/L'
     "sasl.enabled.mechanisms=PLAIN"
     "listener.name.sasl_plaintext.plain.sasl.jaas.config=$jaas"
 )
-secured="MTLS://127.0.0.1:$mtls_port,SASL_PLAINTEXT://127.0.0.1:$sasl_port"
+secured="MTLS://127.0.0.1:$mtls_port,MAPPED://127.0.0.1:$mapped_port"
+secured+=",SASL_PLAINTEXT://127.0.0.1:$sasl_port"
 start_secured_broker "$broker" "$secured" "${keys[@]}"
 
 acls() {
@@ -65,11 +71,12 @@ as() {
         -X "sasl.username=$user" -X "sasl.password=$user-secret" "$@"
 }
 
-# with_cert NAME ARGS...: kcat over the MTLS listener with certificate NAME, bounded to 20 s.
+# with_cert NAME ARGS...: kcat over the MTLS listener with certificate NAME, bounded to 20 s
+# (over the MAPPED listener when PORT=$mapped_port).
 with_cert() {
     local name="$1"
     shift
-    timeout 20 kcat -b "127.0.0.1:$mtls_port" -X security.protocol=ssl \
+    timeout 20 kcat -b "127.0.0.1:${PORT:-$mtls_port}" -X security.protocol=ssl \
         -X "ssl.ca.location=$certs/ca.crt" -X "ssl.certificate.location=$certs/$name.crt" \
         -X "ssl.key.location=$certs/$name.key" "$@"
 }
@@ -144,6 +151,21 @@ certificate_subjects_are_principals() {
     assert_eq "c" "$got" "User:CN=other,O=elsewhere reads once named"
 }
 
+# On the MAPPED listener, ssl.principal.mapping.rules name the principal: CN=client is
+# User:cert-client, granted by that name; CN=other,O=elsewhere matches no rule, so Kafka
+# fails its authentication and kcat gets no metadata at all.
+mapping_rules_name_certificate_principals() {
+    local topic="acl-mapped-$RANDOM" got
+    topics --create --topic "$topic" --partitions 1 >/dev/null
+    printf 'm\n' | kcat -b "$plain" -P -t "$topic"
+    acls --add --allow-principal "User:cert-client" --operation Read --topic "$topic" >/dev/null
+    got="$(PORT=$mapped_port with_cert client -C -t "$topic" -o beginning -e -q)"
+    assert_eq "m" "$got" "User:cert-client reads"
+    if PORT=$mapped_port with_cert other -L -m 5 >"$test_tmp/out" 2>&1; then
+        fail "a subject no rule maps was served: $(cat "$test_tmp/out")"
+    fi
+}
+
 run_test "kafka-acls --producer: alice produces to that topic only" producer_acls_grant_one_topic
 run_test "kafka-acls --consumer: alice consumes in that group only" \
     consumer_acls_grant_a_topic_and_a_group
@@ -151,5 +173,7 @@ run_test "kafka-acls: a DENY wins over an ALLOW, and --remove restores" \
     deny_wins_and_removal_restores
 run_test "kcat over mTLS: the certificate subject is the principal" \
     certificate_subjects_are_principals
+run_test "kcat over mTLS: ssl.principal.mapping.rules name the principal" \
+    mapping_rules_name_certificate_principals
 broker_log_tail
 suite_summary

@@ -75,6 +75,8 @@ pub struct TlsSettings {
     /// IANA names (`TLS_AES_128_GCM_SHA256`, `TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256`);
     /// empty for every suite the crypto provider has.
     pub cipher_suites: Vec<String>,
+    /// `ssl.principal.mapping.rules`, read by the server (`x500::principal_rules`).
+    pub principal_mapping_rules: String,
 }
 
 /// A listener's view of the config: `listener.name.<name>.<key>` before `<key>`.
@@ -147,12 +149,6 @@ pub fn settings(values: &ConfigMap, listener: &str) -> Result<TlsSettings, Confi
             return Err(keys.refuse(key, "only PEM stores are read (ssl.*.type=PEM)"));
         }
     }
-    if keys.value("ssl.principal.mapping.rules") != "DEFAULT" {
-        return Err(keys.refuse(
-            "ssl.principal.mapping.rules",
-            "only DEFAULT is read (the certificate's subject is the principal)",
-        ));
-    }
     let (certificates, key) = keystore(&keys, listener)?;
     let trust = match (
         keys.get("ssl.truststore.location"),
@@ -188,6 +184,10 @@ pub fn settings(values: &ConfigMap, listener: &str) -> Result<TlsSettings, Confi
         client_auth,
         versions: versions(&keys)?,
         cipher_suites: list(&keys.value("ssl.cipher.suites")),
+        principal_mapping_rules: keys
+            .get("ssl.principal.mapping.rules")
+            .map_or("DEFAULT", |(_, rules)| rules)
+            .to_string(),
     })
 }
 
@@ -308,10 +308,6 @@ mod tests {
             (
                 vec![file, ("ssl.client.auth", "required")],
                 "ssl.client.auth",
-            ),
-            (
-                vec![file, ("ssl.principal.mapping.rules", "RULE:^CN=(.*)$/$1/")],
-                "ssl.principal.mapping.rules",
             ),
         ] {
             match settings(&values(&pairs), "SSL") {

@@ -20,7 +20,6 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
-use tokio_rustls::TlsAcceptor;
 
 use crate::api::Broker;
 pub use connection::Limits;
@@ -44,13 +43,13 @@ struct Shared {
 struct Bound {
     name: Arc<str>,
     socket: TcpListener,
-    tls: Option<TlsAcceptor>,
+    tls: Option<tls::ListenerTls>,
     sasl: Option<Arc<crate::config::sasl::SaslSettings>>,
 }
 
 /// A listener's socket, bound beforehand, with its TLS acceptor for an SSL listener (see
 /// [`tls::acceptors`]).
-pub type Socket = (TcpListener, Option<TlsAcceptor>);
+pub type Socket = (TcpListener, Option<tls::ListenerTls>);
 
 /// Where the listeners are in a shutdown: accepting, draining (no new connection, the open
 /// ones still served while leaderships move away), or closing every connection.
@@ -237,7 +236,7 @@ fn admit(
     connections.spawn(async move {
         let _held = (slot, ip_slot);
         let _ = stream.set_nodelay(true);
-        let session = match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, tls.accept(stream)).await {
+        let session = match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, tls.acceptor.accept(stream)).await {
             Ok(Ok(session)) => session,
             Ok(Err(error)) => {
                 tracing::info!(%client, listener = %peer.listener, %error, "TLS handshake failed");
@@ -250,9 +249,18 @@ fn admit(
             }
         };
         let mut peer = peer;
-        if let Some(principal) = tls::client_principal(&session) {
-            tracing::debug!(%client, %principal, "TLS client authenticated by certificate");
-            peer.principal = principal.into();
+        match tls::client_principal(&session, &tls.principal_rules) {
+            Ok(Some(principal)) => {
+                tracing::debug!(%client, %principal, "TLS client authenticated by certificate");
+                peer.principal = principal.into();
+            }
+            Ok(None) => {}
+            Err(subject) => {
+                tracing::warn!(%client, listener = %peer.listener, %subject,
+                    rules = tls.principal_rules.text(),
+                    "no ssl.principal.mapping.rules rule maps the client certificate's subject; closing");
+                return;
+            }
         }
         let (read_half, write_half) = tokio::io::split(session);
         connection::serve_halves(broker, read_half, write_half, peer, limits, pool).await;

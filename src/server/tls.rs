@@ -20,6 +20,7 @@ use rustls::{RootCertStore, ServerConfig};
 use tokio_rustls::TlsAcceptor;
 
 use crate::config::tls::{ClientAuth, Pem, TlsSettings, TlsVersion};
+use crate::x500::principal_rules::PrincipalRules;
 
 /// How often a handshake may look at the keystore files' modification times.
 pub const RELOAD_CHECK: Duration = Duration::from_secs(1);
@@ -57,17 +58,48 @@ pub enum TlsError {
     },
     #[error("listener {listener}: the truststore cannot verify client certificates: {reason}")]
     Verifier { listener: String, reason: String },
+    #[error("listener {listener}: ssl.principal.mapping.rules: {reason}")]
+    PrincipalRules { listener: String, reason: String },
 }
 
-/// The TLS acceptor of every listener (by position in the config's `listeners`), `None`
-/// for a listener without TLS.
+/// An SSL listener's TLS: its acceptor, and how a client certificate names its principal.
+#[derive(Clone)]
+pub struct ListenerTls {
+    pub acceptor: TlsAcceptor,
+    pub principal_rules: Arc<PrincipalRules>,
+}
+
+impl std::fmt::Debug for ListenerTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ListenerTls")
+            .field("principal_rules", &self.principal_rules.text())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The TLS of every listener (by position in the config's `listeners`), `None` for a
+/// listener without TLS.
 pub fn acceptors(
     listeners: &[crate::config::Listener],
-) -> Result<Vec<Option<TlsAcceptor>>, TlsError> {
+) -> Result<Vec<Option<ListenerTls>>, TlsError> {
     listeners
         .iter()
-        .map(|l| l.tls.as_ref().map(acceptor).transpose())
+        .map(|l| l.tls.as_ref().map(listener_tls).transpose())
         .collect()
+}
+
+/// The TLS of the listener `settings` configure.
+pub fn listener_tls(settings: &TlsSettings) -> Result<ListenerTls, TlsError> {
+    let rules = PrincipalRules::parse(&settings.principal_mapping_rules).map_err(|reason| {
+        TlsError::PrincipalRules {
+            listener: settings.listener.clone(),
+            reason,
+        }
+    })?;
+    Ok(ListenerTls {
+        acceptor: acceptor(settings)?,
+        principal_rules: Arc::new(rules),
+    })
 }
 
 /// A TLS acceptor for `settings`.
@@ -114,18 +146,29 @@ pub fn acceptor(settings: &TlsSettings) -> Result<TlsAcceptor, TlsError> {
 
 /// The ring provider with only the suites of `ssl.cipher.suites` when it names some.
 /// The principal of a client that presented a certificate (verified against the
-/// truststore during the handshake): `User:` and its subject, as Kafka's default principal
-/// builder names it. `None` without a client certificate (the client is `User:ANONYMOUS`).
-pub fn client_principal<S>(session: &tokio_rustls::server::TlsStream<S>) -> Option<String> {
-    let certificate = session.get_ref().1.peer_certificates()?.first()?;
-    match crate::x500::subject_name(certificate) {
-        Some(name) => Some(format!("User:{name}")),
-        None => {
-            tracing::warn!(
-                "a client certificate's subject cannot be read: the client is anonymous"
-            );
-            None
-        }
+/// truststore during the handshake): `User:` and its subject as `rules` map it, as Kafka's
+/// default principal builder names it. `Ok(None)` without a client certificate (the client
+/// is `User:ANONYMOUS`); `Err` with the subject when no rule maps it (Kafka fails the
+/// authentication).
+pub fn client_principal<S>(
+    session: &tokio_rustls::server::TlsStream<S>,
+    rules: &PrincipalRules,
+) -> Result<Option<String>, String> {
+    let certificate = session
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|chain| chain.first());
+    let Some(certificate) = certificate else {
+        return Ok(None);
+    };
+    let Some(subject) = crate::x500::subject_name(certificate) else {
+        tracing::warn!("a client certificate's subject cannot be read: the client is anonymous");
+        return Ok(None);
+    };
+    match rules.name(&subject) {
+        Some(name) => Ok(Some(format!("User:{name}"))),
+        None => Err(subject),
     }
 }
 
