@@ -24,7 +24,7 @@ use kafka_protocol::protocol::StrBytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const JAAS: &str = "org.apache.kafka.common.security.plain.PlainLoginModule required \
-                    user_alice=\"alice-secret\";";
+                    user_alice=\"alice-secret\" user_bob=\"bob-secret\";";
 
 /// A broker with a PLAINTEXT and a SASL_PLAINTEXT listener; their addresses.
 async fn broker(dir: &std::path::Path, extra: &[(&str, &str)]) -> (SocketAddr, SocketAddr) {
@@ -171,11 +171,11 @@ async fn plain_logs_in_and_only_then_serves_requests() {
         .call(&MetadataRequest::default().with_topics(None), 12)
         .await;
     assert!(!metadata.brokers.is_empty(), "served once authenticated");
-    let again = client.call(&handshake("PLAIN"), 1).await;
+    let again = client.call(&handshake("PLAIN"), 0).await;
     assert_eq!(
         again.error_code,
         ResponseError::IllegalSaslState.code(),
-        "no re-authentication"
+        "re-authentication takes SaslHandshake v1"
     );
 
     // Before authentication, a request other than ApiVersions and SASL closes the connection.
@@ -189,6 +189,133 @@ async fn plain_logs_in_and_only_then_serves_requests() {
         large.is_closed().await,
         "a 1 MB frame before authentication"
     );
+}
+
+/// Logs in with PLAIN over SaslAuthenticate v2; the answer.
+async fn plain_login(client: &mut Client, user: &str) -> SaslAuthenticateResponse {
+    let shaken = client.call(&handshake("PLAIN"), 1).await;
+    assert_eq!(shaken.error_code, 0);
+    let message = format!("\0{user}\0{user}-secret").into_bytes();
+    client.call(&token(message), 2).await
+}
+
+#[tokio::test]
+async fn sessions_last_connections_max_reauth_ms_unless_the_client_re_authenticates() {
+    // KIP-368: the session's lifetime is told in SaslAuthenticate; the client may
+    // re-authenticate as the same principal; a request after the session ended closes the
+    // connection.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_, sasl) = broker(dir.path(), &[("connections.max.reauth.ms", "1500")]).await;
+    let metadata = MetadataRequest::default().with_topics(None);
+    let mut client = Client::connect(sasl).await;
+    let first = plain_login(&mut client, "alice").await;
+    assert_eq!((first.error_code, first.session_lifetime_ms), (0, 1500));
+    tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
+    let renewed = plain_login(&mut client, "alice").await;
+    assert_eq!((renewed.error_code, renewed.session_lifetime_ms), (0, 1500));
+    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    assert!(
+        client.try_call(&metadata, 12).await.is_some(),
+        "served 1.8 s after the first login: the session was renewed"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(900)).await;
+    assert!(
+        client.try_call(&metadata, 12).await.is_none(),
+        "closed once the renewed session ended"
+    );
+
+    // Re-authenticating as someone else is refused, and the connection closed.
+    let mut client = Client::connect(sasl).await;
+    assert_eq!(plain_login(&mut client, "alice").await.error_code, 0);
+    let other = plain_login(&mut client, "bob").await;
+    assert_eq!(
+        other.error_code,
+        ResponseError::SaslAuthenticationFailed.code()
+    );
+    let message = other.error_message.as_deref().unwrap_or_default();
+    assert!(
+        message.contains("Cannot change principals during re-authentication from User.alice"),
+        "{message}"
+    );
+    assert!(client.is_closed().await);
+}
+
+/// An unsecured JWT (`alg` none) with `claims`.
+fn unsecured_jwt(claims: &str) -> String {
+    let encode = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+    format!("{}.{}.", encode(r#"{"alg":"none"}"#), encode(claims))
+}
+
+fn oauth_message(jwt: &str) -> Vec<u8> {
+    format!("n,,\u{1}auth=Bearer {jwt}\u{1}\u{1}").into_bytes()
+}
+
+fn now_s() -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    now.expect("clock").as_secs()
+}
+
+#[tokio::test]
+async fn oauthbearer_unsecured_tokens_authenticate_until_they_expire() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mechanisms = ("sasl.enabled.mechanisms", "PLAIN,OAUTHBEARER");
+    let (_, sasl) = broker(dir.path(), &[mechanisms]).await;
+    let metadata = MetadataRequest::default().with_topics(None);
+    let mut client = Client::connect(sasl).await;
+    assert_eq!(
+        client.call(&handshake("OAUTHBEARER"), 1).await.error_code,
+        0
+    );
+    let claims = format!(
+        r#"{{"sub":"alice","iat":{},"exp":{}}}"#,
+        now_s(),
+        now_s() + 3
+    );
+    let done = client
+        .call(&token(oauth_message(&unsecured_jwt(&claims))), 2)
+        .await;
+    assert_eq!(done.error_code, 0, "{:?}", done.error_message);
+    assert!(
+        (1_000..=3_000).contains(&done.session_lifetime_ms),
+        "the session lasts until the token expires: {}",
+        done.session_lifetime_ms
+    );
+    assert!(client.try_call(&metadata, 12).await.is_some());
+    tokio::time::sleep(std::time::Duration::from_millis(
+        done.session_lifetime_ms as u64 + 100,
+    ))
+    .await;
+    assert!(
+        client.try_call(&metadata, 12).await.is_none(),
+        "closed once the token expired"
+    );
+
+    // An expired token is answered with RFC 7628's error as a challenge; once the client
+    // acknowledges it, it is refused with that error.
+    let mut client = Client::connect(sasl).await;
+    assert_eq!(
+        client.call(&handshake("OAUTHBEARER"), 1).await.error_code,
+        0
+    );
+    let stale = format!(r#"{{"sub":"alice","exp":{}}}"#, now_s() - 10);
+    let challenged = client
+        .call(&token(oauth_message(&unsecured_jwt(&stale))), 2)
+        .await;
+    assert_eq!(challenged.error_code, 0);
+    assert_eq!(
+        challenged.auth_bytes.as_ref(),
+        br#"{"status":"invalid_token"}"#
+    );
+    let refused = client.call(&token(vec![1]), 2).await;
+    assert_eq!(
+        refused.error_code,
+        ResponseError::SaslAuthenticationFailed.code()
+    );
+    assert_eq!(
+        refused.error_message.as_deref(),
+        Some(r#"{"status":"invalid_token"}"#)
+    );
+    assert!(client.is_closed().await);
 }
 
 #[tokio::test]

@@ -5,21 +5,28 @@
 //! first ones can be given here (`scram.bootstrap.credentials`, in the form of
 //! `kafka-storage format --add-scram`), written when the cluster is first formed.
 //!
-//! Must not: accept a mechanism the broker does not serve (GSSAPI, OAUTHBEARER): the start
-//! stops with the key named instead.
+//! OAUTHBEARER validates tokens with Kafka's unsecured-JWT validator, configured by the
+//! `unsecuredValidator*` options of `listener.name.<l>.oauthbearer.sasl.jaas.config`.
+//!
+//! Must not: accept a mechanism the broker does not serve (GSSAPI): the start stops with
+//! the key named instead.
 
 use std::collections::BTreeMap;
 
 use super::{ConfigError, ConfigMap};
 
 /// The mechanisms served, by name.
-pub const MECHANISMS: &[&str] = &["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"];
+pub const MECHANISMS: &[&str] = &["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"];
 
 /// The JAAS login module a PLAIN listener's users are read from.
 const PLAIN_LOGIN_MODULE: &str = "org.apache.kafka.common.security.plain.PlainLoginModule";
 /// The JAAS login module of a SCRAM listener (its options are the broker's own client
 /// credentials, for inter-broker SASL; accepted, not used).
 const SCRAM_LOGIN_MODULE: &str = "org.apache.kafka.common.security.scram.ScramLoginModule";
+/// The JAAS login module of an OAUTHBEARER listener (its `unsecuredValidator*` options
+/// configure the validator; the others are the broker's own client login, accepted).
+const OAUTHBEARER_LOGIN_MODULE: &str =
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule";
 
 /// The keys of SCRAM users to create with a new cluster (not a Kafka key: Kafka takes them
 /// from `kafka-storage format --add-scram`, in the same form).
@@ -39,6 +46,8 @@ pub struct SaslSettings {
     pub mechanisms: Vec<String>,
     /// PLAIN's users and passwords (empty when PLAIN is not offered).
     pub plain_users: BTreeMap<String, String>,
+    /// The options of the OAUTHBEARER login module (empty when not offered or not set).
+    pub oauthbearer_options: BTreeMap<String, String>,
 }
 
 /// Whether `key` is a SASL key this module reads, plain or per listener.
@@ -106,35 +115,57 @@ pub fn settings(values: &ConfigMap, name: &str) -> Result<SaslSettings, ConfigEr
         true => plain_users(values, &lower)?,
         false => BTreeMap::new(),
     };
-    for mechanism in mechanisms.iter().filter(|m| m.starts_with("SCRAM")) {
-        let jaas = format!(
-            "listener.name.{lower}.{}.sasl.jaas.config",
-            mechanism.to_ascii_lowercase()
-        );
-        if let Some(text) = values.get(&jaas) {
-            let entry = jaas_module(&jaas, text)?;
-            if entry != SCRAM_LOGIN_MODULE {
-                return Err(invalid(
-                    jaas,
-                    text,
-                    format!("the login module of {mechanism} is {SCRAM_LOGIN_MODULE}"),
-                ));
-            }
-        }
-    }
+    let oauthbearer_options = login_options(values, &lower, &mechanisms)?;
     Ok(SaslSettings {
         listener: name.to_string(),
         mechanisms,
         plain_users,
+        oauthbearer_options,
     })
 }
 
-/// The login module class of a JAAS config value (checked for its form).
-fn jaas_module(key: &str, text: &str) -> Result<String, ConfigError> {
-    parse_jaas(text)
-        .map(|(module, _)| module)
-        .map_err(|reason| invalid(key.to_string(), text, reason))
+/// Checks the JAAS configs of listener `lower`'s SCRAM and OAUTHBEARER mechanisms (each
+/// optional, naming its mechanism's login module); the OAUTHBEARER module's options.
+fn login_options(
+    values: &ConfigMap,
+    lower: &str,
+    mechanisms: &[String],
+) -> Result<BTreeMap<String, String>, ConfigError> {
+    let mut oauthbearer_options = BTreeMap::new();
+    for mechanism in mechanisms.iter().filter(|m| *m != "PLAIN") {
+        let jaas = format!(
+            "listener.name.{lower}.{}.sasl.jaas.config",
+            mechanism.to_ascii_lowercase()
+        );
+        let Some(text) = values.get(&jaas) else {
+            continue;
+        };
+        let (module, options) = parse_jaas(text).map_err(|r| invalid(jaas.clone(), text, r))?;
+        let wanted = match mechanism.as_str() {
+            "OAUTHBEARER" => OAUTHBEARER_LOGIN_MODULE,
+            _ => SCRAM_LOGIN_MODULE,
+        };
+        if module != wanted {
+            return Err(invalid(
+                jaas,
+                text,
+                format!("the login module of {mechanism} is {wanted}"),
+            ));
+        }
+        if mechanism == "OAUTHBEARER" {
+            let skew = options.get(CLOCK_SKEW_OPTION).map(|v| v.trim());
+            if skew.is_some_and(|v| !v.is_empty() && v.parse::<u32>().is_err()) {
+                let reason = format!("{CLOCK_SKEW_OPTION} is a number of ms, at least 0");
+                return Err(invalid(jaas, text, reason));
+            }
+            oauthbearer_options = options;
+        }
+    }
+    Ok(oauthbearer_options)
 }
+
+/// The unsecured validator's clock skew option, checked here (the others are free text).
+pub const CLOCK_SKEW_OPTION: &str = "unsecuredValidatorAllowableClockSkewMs";
 
 /// PLAIN's users of listener `lower`, from its JAAS config.
 fn plain_users(values: &ConfigMap, lower: &str) -> Result<BTreeMap<String, String>, ConfigError> {
@@ -330,8 +361,20 @@ mod tests {
             "Kafka's default is GSSAPI"
         );
         assert_eq!(
-            refused(&[("sasl.enabled.mechanisms", "OAUTHBEARER")]),
+            refused(&[("sasl.enabled.mechanisms", "GSSAPI")]),
             "sasl.enabled.mechanisms"
+        );
+        let skew = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule \
+                    required unsecuredValidatorAllowableClockSkewMs=\"-5\";";
+        assert_eq!(
+            refused(&[
+                ("sasl.enabled.mechanisms", "OAUTHBEARER"),
+                (
+                    "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config",
+                    skew
+                ),
+            ]),
+            "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config"
         );
         assert_eq!(
             refused(&[("sasl.enabled.mechanisms", "PLAIN")]),

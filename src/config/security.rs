@@ -33,8 +33,10 @@ const SECURITY_KEYS: &[(&str, &[&str])] = &[
     ),
     ("principal.builder.class", &[]),
     ("security.providers", &[]),
-    ("connections.max.reauth.ms", &["0"]),
 ];
+
+/// Security keys that take a number of ms, at least 0.
+const MS_KEYS: &[&str] = &["connections.max.reauth.ms"];
 
 /// Refuses the first security setting of `values` that highwater does not enforce.
 /// `controller_names` are the listeners of `controller.listener.names`.
@@ -74,7 +76,7 @@ fn check_key(key: &str, value: &str) -> Result<(), ConfigError> {
     }
     if SECURITY_PREFIXES.iter().any(|p| key.starts_with(p)) {
         let reason = "a SASL or delegation-token setting highwater does not enforce \
-                      (it serves PLAIN and SCRAM)";
+                      (it serves PLAIN, SCRAM and OAUTHBEARER with unsecured JWTs)";
         return Err(unenforced(key, value, reason.into()));
     }
     let tls_like = key.starts_with("ssl.") || key.starts_with("listener.name.");
@@ -84,6 +86,9 @@ fn check_key(key: &str, value: &str) -> Result<(), ConfigError> {
             false => "only ssl.* and SASL mechanism keys may be set per listener",
         };
         return Err(unenforced(key, value, reason.into()));
+    }
+    if MS_KEYS.contains(&key) && value.trim().parse::<u64>().is_err() {
+        return Err(unenforced(key, value, "a number of ms, at least 0".into()));
     }
     let Some((_, harmless)) = SECURITY_KEYS.iter().find(|(k, _)| *k == key) else {
         return Ok(());
@@ -195,9 +200,11 @@ mod tests {
             "sasl.kerberos.service.name",
             "sasl.server.callback.handler.class",
             "listener.name.external.gssapi.sasl.jaas.config",
-            "listener.name.external.oauthbearer.sasl.jaas.config",
+            "listener.name.external.oauthbearer.sasl.server.callback.handler.class",
+            "sasl.oauthbearer.jwks.endpoint.url",
             "allow.everyone.if.no.acl.found",
             "authorizer.class.name",
+            "connections.max.reauth.ms",
         ] {
             assert_eq!(refused_key(&[plain, (key, "x")]), key);
         }
@@ -207,9 +214,11 @@ mod tests {
             "sasl.enabled.mechanisms",
             "listener.name.external.plain.sasl.jaas.config",
             "listener.name.external.scram-sha-512.sasl.jaas.config",
+            "listener.name.external.oauthbearer.sasl.jaas.config",
         ] {
             assert!(check(&[plain, (key, "x")]).is_ok(), "{key} is read");
         }
+        assert!(check(&[plain, ("connections.max.reauth.ms", "60000")]).is_ok());
         let authorizer = (
             "authorizer.class.name",
             "org.apache.kafka.metadata.authorizer.StandardAuthorizer",

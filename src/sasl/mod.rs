@@ -1,11 +1,14 @@
-//! SASL authentication as Kafka's brokers serve it (KIP-43, KIP-84, KIP-152): the
+//! SASL authentication as Kafka's brokers serve it (KIP-43, KIP-84, KIP-152, KIP-255): the
 //! mechanisms highwater enforces — PLAIN against the listener's JAAS users, SCRAM-SHA-256
-//! and SCRAM-SHA-512 against credentials kept in the metadata log — and one exchange's
-//! steps, from the client's first token to an authenticated user or a refusal.
+//! and SCRAM-SHA-512 against credentials kept in the metadata log, OAUTHBEARER with
+//! Kafka's unsecured-JWT validator — and one exchange's steps, from the client's first
+//! token to an authenticated user (with the expiry of its credential, if it has one) or a
+//! refusal.
 //!
 //! Must not: know about sockets or Kafka requests; the server feeds the tokens of
 //! SaslAuthenticate to an [`Exchange`] and acts on its answer.
 
+pub mod oauthbearer;
 pub mod plain;
 pub mod scram;
 
@@ -24,6 +27,7 @@ fn equal_in_constant_time(a: &[u8], b: &[u8]) -> bool {
 pub enum Mechanism {
     Plain,
     Scram(ScramMechanism),
+    OAuthBearer,
 }
 
 impl Mechanism {
@@ -31,6 +35,7 @@ impl Mechanism {
     pub fn from_name(name: &str) -> Option<Self> {
         match name {
             "PLAIN" => Some(Mechanism::Plain),
+            "OAUTHBEARER" => Some(Mechanism::OAuthBearer),
             other => ScramMechanism::from_name(other).map(Mechanism::Scram),
         }
     }
@@ -40,6 +45,7 @@ impl Mechanism {
         match self {
             Mechanism::Plain => "PLAIN",
             Mechanism::Scram(m) => m.name(),
+            Mechanism::OAuthBearer => "OAUTHBEARER",
         }
     }
 }
@@ -51,6 +57,8 @@ pub enum SaslError {
     Plain(#[from] plain::PlainError),
     #[error(transparent)]
     Scram(#[from] scram::ScramError),
+    #[error(transparent)]
+    OAuth(#[from] oauthbearer::OAuthError),
     #[error("Authentication failed: SASL exchange already complete")]
     Complete,
 }
@@ -61,6 +69,10 @@ pub trait Credentials {
     fn plain_users(&self) -> &BTreeMap<String, String>;
     /// The SCRAM credential of `user` for `mechanism`, if it has one.
     fn scram(&self, user: &str, mechanism: ScramMechanism) -> Option<ScramCredential>;
+    /// How the listener validates OAUTHBEARER tokens.
+    fn oauth_validator(&self) -> &oauthbearer::UnsecuredValidator;
+    /// The time tokens are validated at, in ms since the epoch.
+    fn now_ms(&self) -> i64;
 }
 
 /// One exchange, between the client's tokens.
@@ -70,6 +82,9 @@ pub enum Exchange {
     Start(Mechanism),
     /// SCRAM: waiting for the client-final message.
     ScramFinal(Box<scram::ScramServer>),
+    /// OAUTHBEARER: the token was refused with this JSON error; waiting for the client's
+    /// acknowledgement.
+    OAuthRefused(String),
     /// Authenticated (or failed): nothing more is taken.
     Done,
 }
@@ -80,7 +95,12 @@ pub enum Step {
     /// Send this challenge; the exchange goes on.
     Challenge(Vec<u8>),
     /// `user` authenticated; send `response` (the server's last message, maybe empty).
-    Authenticated { user: String, response: Vec<u8> },
+    /// `expires_ms`: when its credential expires (ms since the epoch), if it does.
+    Authenticated {
+        user: String,
+        response: Vec<u8>,
+        expires_ms: Option<i64>,
+    },
 }
 
 impl Exchange {
@@ -92,6 +112,7 @@ impl Exchange {
                 Ok(Step::Authenticated {
                     user,
                     response: Vec::new(),
+                    expires_ms: None,
                 })
             }
             Exchange::Start(Mechanism::Scram(mechanism)) => {
@@ -105,8 +126,41 @@ impl Exchange {
             }
             Exchange::ScramFinal(server) => {
                 let (user, response) = server.finish(token)?;
-                Ok(Step::Authenticated { user, response })
+                Ok(Step::Authenticated {
+                    user,
+                    response,
+                    expires_ms: None,
+                })
             }
+            Exchange::Start(Mechanism::OAuthBearer) => {
+                let first = oauthbearer::first_message(token)?;
+                let validator = credentials.oauth_validator();
+                let valid = match validator.validate(&first.token, credentials.now_ms()) {
+                    Ok(valid) => valid,
+                    Err(invalid) => {
+                        tracing::debug!(reason = %invalid.reason, "OAUTHBEARER token refused");
+                        let json = invalid.json();
+                        *self = Exchange::OAuthRefused(json.clone());
+                        return Ok(Step::Challenge(json.into_bytes()));
+                    }
+                };
+                if !first.authzid.is_empty() && first.authzid != valid.principal {
+                    return Err(oauthbearer::OAuthError::AuthorizationId {
+                        authzid: first.authzid,
+                        principal: valid.principal,
+                    }
+                    .into());
+                }
+                Ok(Step::Authenticated {
+                    user: valid.principal,
+                    response: Vec::new(),
+                    expires_ms: Some(valid.expires_ms),
+                })
+            }
+            Exchange::OAuthRefused(json) => match oauthbearer::is_error_acknowledgement(token) {
+                true => Err(oauthbearer::OAuthError::Refused(json).into()),
+                false => Err(oauthbearer::OAuthError::Malformed("").into()),
+            },
             Exchange::Done => Err(SaslError::Complete),
         }
     }

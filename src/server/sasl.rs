@@ -8,12 +8,16 @@
 //! speed). On a listener without SASL, SaslHandshake and SaslAuthenticate are answered
 //! ILLEGAL_SASL_STATE, as Kafka answers them.
 //!
-//! Re-authentication (KIP-368) is not offered: `connections.max.reauth.ms` is refused at
-//! start unless 0, so the session lifetime told to clients is 0.
+//! Sessions end (KIP-368) when the credential expires (an OAUTHBEARER token) or after
+//! `connections.max.reauth.ms`, whichever comes first: SaslAuthenticate v1+ tells the
+//! client the session's lifetime, a client that authenticated with it may re-authenticate
+//! (SaslHandshake and SaslAuthenticate again, same mechanism, same principal) at any time,
+//! and any other request after the session expired closes the connection, as in Kafka.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::{
     ApiKey, SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
@@ -24,6 +28,7 @@ use kafka_protocol::protocol::StrBytes;
 use crate::api::{Broker, HandlerError, Outcome, Request};
 use crate::config::sasl::SaslSettings;
 use crate::metadata::MetadataImage;
+use crate::sasl::oauthbearer::UnsecuredValidator;
 use crate::sasl::{Credentials, Exchange, Mechanism, ScramCredential, ScramMechanism, Step};
 
 /// Kafka's error codes in these two answers.
@@ -31,16 +36,39 @@ const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
 const ILLEGAL_SASL_STATE: i16 = 34;
 const SASL_AUTHENTICATION_FAILED: i16 = 58;
 
+/// An authenticated client's session.
+#[derive(Debug, Clone)]
+struct Session {
+    principal: Arc<str>,
+    /// The SASL mechanism it authenticated with (none: not SASL).
+    mechanism: Option<Mechanism>,
+    /// When it ends, if it does.
+    expires: Option<Instant>,
+    /// Whether the client may re-authenticate (it used SaslAuthenticate v1 or later).
+    reauthenticable: bool,
+}
+
+impl Session {
+    fn expired(&self) -> bool {
+        self.expires.is_some_and(|at| Instant::now() >= at)
+    }
+}
+
 /// Where a connection is in its authentication.
 #[derive(Debug)]
 enum State {
     /// SASL listener: waiting for SaslHandshake.
     Handshake,
-    /// Exchanging tokens in SaslAuthenticate requests (`raw`: as bare frames, handshake v0).
-    Exchanging { exchange: Exchange, raw: bool },
-    /// Authenticated as this principal (or a listener without SASL: `User:ANONYMOUS`, or a
-    /// TLS client's).
-    Authenticated(Arc<str>),
+    /// Exchanging tokens in SaslAuthenticate requests (`raw`: as bare frames, handshake
+    /// v0); `previous` is the session being re-authenticated.
+    Exchanging {
+        exchange: Exchange,
+        mechanism: Mechanism,
+        raw: bool,
+        previous: Option<Session>,
+    },
+    /// Authenticated (or a listener without SASL: `User:ANONYMOUS`, or a TLS client's).
+    Authenticated(Session),
 }
 
 /// What the connection does with a frame, given its authentication.
@@ -75,10 +103,12 @@ pub struct Authentication {
     frame_bytes_max: usize,
 }
 
-/// A listener's PLAIN users and the metadata log's SCRAM credentials.
+/// A listener's PLAIN users, the metadata log's SCRAM credentials and the listener's
+/// OAUTHBEARER validator.
 struct ListenerCredentials<'a> {
     plain_users: &'a BTreeMap<String, String>,
     image: &'a MetadataImage,
+    oauth: UnsecuredValidator,
 }
 
 impl Credentials for ListenerCredentials<'_> {
@@ -88,6 +118,35 @@ impl Credentials for ListenerCredentials<'_> {
 
     fn scram(&self, user: &str, mechanism: ScramMechanism) -> Option<ScramCredential> {
         self.image.scram_credential(user, mechanism).cloned()
+    }
+
+    fn oauth_validator(&self) -> &UnsecuredValidator {
+        &self.oauth
+    }
+
+    fn now_ms(&self) -> i64 {
+        epoch_ms()
+    }
+}
+
+fn epoch_ms() -> i64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    since.map_or(0, |d| d.as_millis() as i64)
+}
+
+/// `connections.max.reauth.ms` (0 or unset: sessions last as long as their credential).
+fn max_reauth_ms(broker: &Broker) -> Option<i64> {
+    let value = broker.config.get("connections.max.reauth.ms")?;
+    value.trim().parse::<i64>().ok().filter(|ms| *ms > 0)
+}
+
+/// A session's lifetime in ms as Kafka computes it: the credential's remaining life and
+/// `connections.max.reauth.ms`, whichever is shorter; `None` when neither bounds it.
+fn session_lifetime_ms(expires_ms: Option<i64>, max_reauth_ms: Option<i64>) -> Option<i64> {
+    let credential = expires_ms.map(|at| (at - epoch_ms()).max(0));
+    match (credential, max_reauth_ms) {
+        (Some(c), Some(m)) => Some(c.min(m)),
+        (c, m) => c.or(m),
     }
 }
 
@@ -105,7 +164,15 @@ impl Authentication {
                 State::Handshake,
                 UNAUTHENTICATED_FRAME_BYTES_MAX.min(frame_bytes_max),
             ),
-            None => (State::Authenticated(principal), frame_bytes_max),
+            None => (
+                State::Authenticated(Session {
+                    principal,
+                    mechanism: None,
+                    expires: None,
+                    reauthenticable: false,
+                }),
+                frame_bytes_max,
+            ),
         };
         Authentication {
             settings,
@@ -124,7 +191,7 @@ impl Authentication {
     /// The authenticated principal (`User:name`), once there is one.
     pub fn principal(&self) -> Option<&Arc<str>> {
         match &self.state {
-            State::Authenticated(principal) => Some(principal),
+            State::Authenticated(session) => Some(&session.principal),
             _ => None,
         }
     }
@@ -145,10 +212,26 @@ impl Authentication {
         broker: &Broker,
         request: &Request,
     ) -> Result<Option<Answer>, HandlerError> {
-        let authenticated = matches!(self.state, State::Authenticated(_));
+        let session = match &self.state {
+            State::Authenticated(session) => Some(session),
+            _ => None,
+        };
+        let expired = session.is_some_and(Session::expired);
+        let close = |reason: String| {
+            Ok(Some(Answer {
+                outcome: Outcome::NoResponse,
+                close: Some(reason),
+            }))
+        };
         match request.api_key {
-            ApiKey::SaslHandshake if self.settings.is_some() && !authenticated => {
-                self.handshake(request).map(Some)
+            ApiKey::SaslHandshake if self.settings.is_some() && session.is_none() => {
+                self.handshake(request, None).map(Some)
+            }
+            ApiKey::SaslHandshake
+                if session.is_some_and(|s| s.reauthenticable) && request.version() >= 1 =>
+            {
+                let previous = session.cloned();
+                self.handshake(request, previous).map(Some)
             }
             ApiKey::SaslAuthenticate
                 if matches!(self.state, State::Exchanging { raw: false, .. }) =>
@@ -158,18 +241,25 @@ impl Authentication {
             ApiKey::SaslHandshake | ApiKey::SaslAuthenticate => {
                 illegal_state(request, &self.state).map(Some)
             }
+            _ if expired => close(format!(
+                "{:?} request after the SASL session expired (the client did not \
+                 re-authenticate)",
+                request.api_key
+            )),
             ApiKey::ApiVersions => Ok(None),
-            _ if authenticated => Ok(None),
-            other => Ok(Some(Answer {
-                outcome: Outcome::NoResponse,
-                close: Some(format!(
-                    "unexpected {other:?} request before SASL authentication"
-                )),
-            })),
+            _ if session.is_some() => Ok(None),
+            other => close(format!(
+                "unexpected {other:?} request before SASL authentication"
+            )),
         }
     }
 
-    fn handshake(&mut self, request: &Request) -> Result<Answer, HandlerError> {
+    /// Answers SaslHandshake; `previous` is the session a re-authentication replaces.
+    fn handshake(
+        &mut self,
+        request: &Request,
+        previous: Option<Session>,
+    ) -> Result<Answer, HandlerError> {
         let body: SaslHandshakeRequest = request.decode()?;
         let settings = self.settings.as_ref().map(Arc::clone);
         let offered = settings
@@ -191,9 +281,26 @@ impl Authentication {
                 close: Some(format!("SASL mechanism {wanted:?} is not offered here")),
             });
         };
+        if let Some(before) = previous.as_ref().and_then(|p| p.mechanism) {
+            if before != mechanism {
+                let response = SaslHandshakeResponse::default()
+                    .with_error_code(UNSUPPORTED_SASL_MECHANISM)
+                    .with_mechanisms(listed);
+                return Ok(Answer {
+                    outcome: request.respond(&response)?,
+                    close: Some(format!(
+                        "SASL mechanism '{wanted}' requested by client is not supported for \
+                         re-authentication of mechanism '{}'",
+                        before.name()
+                    )),
+                });
+            }
+        }
         self.state = State::Exchanging {
             exchange: Exchange::Start(mechanism),
+            mechanism,
             raw: request.version() == 0,
+            previous,
         };
         let response = SaslHandshakeResponse::default().with_mechanisms(listed);
         Ok(Answer {
@@ -202,10 +309,22 @@ impl Authentication {
         })
     }
 
-    /// One token through the exchange: the server's answer, the principal once
-    /// authenticated, or why it failed.
-    fn step(&mut self, broker: &Broker, token: &[u8]) -> Result<Vec<u8>, String> {
-        let State::Exchanging { exchange, .. } = &mut self.state else {
+    /// One token through the exchange (`version`: of the SaslAuthenticate carrying it,
+    /// none for a bare token): the server's answer and, once authenticated, the session's
+    /// lifetime in ms (0: unbounded); or why it failed.
+    fn step(
+        &mut self,
+        broker: &Broker,
+        token: &[u8],
+        version: Option<i16>,
+    ) -> Result<(Vec<u8>, i64), String> {
+        let State::Exchanging {
+            exchange,
+            mechanism,
+            previous,
+            ..
+        } = &mut self.state
+        else {
             return Err("no SASL exchange under way".into());
         };
         let image = broker.image();
@@ -213,20 +332,45 @@ impl Authentication {
         let credentials = ListenerCredentials {
             plain_users: self.settings.as_ref().map_or(&empty, |s| &s.plain_users),
             image: &image,
+            oauth: self
+                .settings
+                .as_ref()
+                .map_or_else(UnsecuredValidator::default, |s| {
+                    UnsecuredValidator::from_options(&s.oauthbearer_options)
+                }),
         };
-        match exchange.step(token, &credentials) {
-            Ok(Step::Challenge(challenge)) => Ok(challenge),
-            Ok(Step::Authenticated { user, response }) => {
-                self.state = State::Authenticated(format!("User:{user}").into());
-                self.frame_max
-                    .store(self.frame_bytes_max, Ordering::Relaxed);
-                Ok(response)
-            }
+        let (user, response, expires_ms) = match exchange.step(token, &credentials) {
+            Ok(Step::Challenge(challenge)) => return Ok((challenge, 0)),
+            Ok(Step::Authenticated {
+                user,
+                response,
+                expires_ms,
+            }) => (user, response, expires_ms),
             Err(error) => {
                 self.state = State::Handshake;
-                Err(error.to_string())
+                return Err(error.to_string());
             }
+        };
+        let principal: Arc<str> = format!("User:{user}").into();
+        if let Some(before) = previous.as_ref().filter(|p| p.principal != principal) {
+            let change = format!(
+                "Cannot change principals during re-authentication from {}: {}",
+                before.principal.replacen(':', ".", 1),
+                principal.replacen(':', ".", 1)
+            );
+            self.state = State::Handshake;
+            return Err(change);
         }
+        let lifetime_ms = session_lifetime_ms(expires_ms, max_reauth_ms(broker));
+        self.state = State::Authenticated(Session {
+            principal,
+            mechanism: Some(*mechanism),
+            expires: lifetime_ms.map(|ms| Instant::now() + Duration::from_millis(ms as u64)),
+            reauthenticable: version.is_some_and(|v| v >= 1),
+        });
+        self.frame_max
+            .store(self.frame_bytes_max, Ordering::Relaxed);
+        Ok((response, lifetime_ms.unwrap_or(0)))
     }
 
     async fn authenticate(
@@ -235,15 +379,29 @@ impl Authentication {
         request: &Request,
     ) -> Result<Answer, HandlerError> {
         let body: SaslAuthenticateRequest = request.decode()?;
-        match self.step(broker, &body.auth_bytes) {
-            Ok(auth_bytes) => {
+        let reauthenticating = matches!(
+            self.state,
+            State::Exchanging {
+                previous: Some(_),
+                ..
+            }
+        );
+        match self.step(broker, &body.auth_bytes, Some(request.version())) {
+            Ok((auth_bytes, lifetime_ms)) => {
                 if let Some(principal) = self.principal() {
+                    let what = match reauthenticating {
+                        true => "SASL re-authentication succeeded",
+                        false => "SASL authentication succeeded",
+                    };
                     tracing::info!(client = %request.client, listener = %request.listener,
-                        %principal, "SASL authentication succeeded");
+                        %principal, session_lifetime_ms = lifetime_ms, "{what}");
                 }
-                let response = SaslAuthenticateResponse::default()
-                    .with_auth_bytes(auth_bytes.into())
-                    .with_session_lifetime_ms(0);
+                let response =
+                    SaslAuthenticateResponse::default().with_auth_bytes(auth_bytes.into());
+                let response = match request.version() >= 1 {
+                    true => response.with_session_lifetime_ms(lifetime_ms),
+                    false => response,
+                };
                 Ok(Answer {
                     outcome: request.respond(&response)?,
                     close: None,
@@ -265,8 +423,8 @@ impl Authentication {
     /// Takes a bare token of a v0 exchange; the token to send back (length-prefixed), or
     /// why the connection closes.
     pub async fn raw_token(&mut self, broker: &Broker, token: &[u8]) -> Result<Vec<u8>, String> {
-        match self.step(broker, token) {
-            Ok(answer) => Ok(answer),
+        match self.step(broker, token, None) {
+            Ok((answer, _)) => Ok(answer),
             Err(message) => {
                 failed_delay(broker).await;
                 Err(format!("SASL authentication failed: {message}"))
@@ -279,7 +437,8 @@ impl Authentication {
 fn illegal_state(request: &Request, state: &State) -> Result<Answer, HandlerError> {
     let message = match state {
         State::Authenticated(_) => {
-            "the connection is already authenticated (re-authentication is not offered)"
+            "the connection is already authenticated (re-authentication needs SaslHandshake \
+             v1 after SaslAuthenticate v1)"
         }
         _ => "unexpected SASL request in this state of the handshake",
     };
