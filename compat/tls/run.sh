@@ -4,7 +4,8 @@
 # with Kafka's own keys: PLAINTEXT, SSL (a PEM keystore, ssl.keystore.type=PEM), MTLS (SSL
 # with listener.name.mtls.ssl.client.auth=required against a PEM truststore),
 # SASL_PLAINTEXT and SASL_SSL (PLAIN users from the listeners' JAAS configs, SCRAM-SHA-256
-# and SCRAM-SHA-512 users made with kafka-configs). Certificates are made here with openssl
+# and SCRAM-SHA-512 users made with kafka-configs, OAUTHBEARER with Kafka's unsecured-JWT
+# validator; OAUTHBEARER sessions on SASL_SSL last 5 s, so clients re-authenticate). Certificates are made here with openssl
 # (compat/lib/certs.sh): a CA, the broker's (SAN localhost and 127.0.0.1), a client's, and
 # a stranger CA's. Then kcat (librdkafka 2.0.2), confluent-kafka (librdkafka 2.16, through
 # compat/kcat/pykcat.py) and Kafka's console producer and consumer (Java, PEM stores,
@@ -37,6 +38,7 @@ map="PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL
 map+=",CONTROLLER:PLAINTEXT"
 plain_jaas='org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'
 scram_jaas='org.apache.kafka.common.security.scram.ScramLoginModule required;'
+oauth_jaas='org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;'
 keys=(
     "listener.security.protocol.map=$map"
     "inter.broker.listener.name=PLAINTEXT"
@@ -45,12 +47,14 @@ keys=(
     "ssl.truststore.type=PEM"
     "ssl.truststore.location=$certs/ca.crt"
     "listener.name.mtls.ssl.client.auth=required"
-    "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+    "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER"
+    "listener.name.sasl_ssl.oauthbearer.connections.max.reauth.ms=5000"
 )
 for l in sasl_plaintext sasl_ssl; do
     keys+=("listener.name.$l.plain.sasl.jaas.config=$plain_jaas"
         "listener.name.$l.scram-sha-256.sasl.jaas.config=$scram_jaas"
-        "listener.name.$l.scram-sha-512.sasl.jaas.config=$scram_jaas")
+        "listener.name.$l.scram-sha-512.sasl.jaas.config=$scram_jaas"
+        "listener.name.$l.oauthbearer.sasl.jaas.config=$oauth_jaas")
 done
 secured="SSL://127.0.0.1:$ssl_port,MTLS://127.0.0.1:$mtls_port"
 secured+=",SASL_PLAINTEXT://127.0.0.1:$sasl_port,SASL_SSL://127.0.0.1:$sasl_ssl_port"
@@ -172,6 +176,47 @@ produce_and_consume_over_sasl() {
     grep -q "127.0.0.1:$port" <<<"$meta" || fail "metadata names the SASL port: $meta"
 }
 
+# Produces and reads back three lines over SASL_PLAINTEXT with OAUTHBEARER: librdkafka
+# makes an unsecured JWT for User:alice, which the broker's unsecured validator (Kafka's
+# default) accepts.
+produce_and_consume_with_oauthbearer() {
+    local tool="$1" topic="oauth-$1-$RANDOM" got
+    local opts=(-X security.protocol=sasl_plaintext -X sasl.mechanisms=OAUTHBEARER
+        -X enable.sasl.oauthbearer.unsecure.jwt=true -X sasl.oauthbearer.config=principal=alice)
+    printf 'one\ntwo\nthree\n' | rdkafka "$tool" "127.0.0.1:$sasl_port" "${opts[@]}" -P -t "$topic"
+    got="$(rdkafka "$tool" "127.0.0.1:$sasl_port" "${opts[@]}" -C -t "$topic" -o beginning -e -q)"
+    assert_eq $'one\ntwo\nthree' "$got" "records read back with OAUTHBEARER"
+}
+
+# Kafka's console producer and consumer log in over SASL_SSL with OAUTHBEARER (the Java
+# client's unsecured JWT for alice), where sessions last 5 s
+# (listener.name.sasl_ssl.oauthbearer.connections.max.reauth.ms): the producer sends a line
+# a second for 12 s and the consumer reads all 12, both re-authenticating as they go
+# (KIP-368) instead of being cut off.
+java_oauthbearer_re_authenticates() {
+    local topic="oauth-java-$RANDOM" got
+    {
+        printf 'security.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\n'
+        printf 'sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="alice";\n'
+        printf 'ssl.truststore.type=PEM\nssl.truststore.location=%s\n' "$certs/ca.crt"
+    } >"$test_tmp/oauth.properties"
+    for i in $(seq 1 12); do
+        echo "line-$i"
+        sleep 1
+    done | kafka_tool org.apache.kafka.tools.ConsoleProducer \
+        --bootstrap-server "127.0.0.1:$sasl_ssl_port" --topic "$topic" \
+        --producer.config "$test_tmp/oauth.properties" >"$test_tmp/producer.out" 2>&1 ||
+        fail "the producer failed: $(tail -5 "$test_tmp/producer.out")"
+    got="$(kafka_tool org.apache.kafka.tools.consumer.ConsoleConsumer \
+        --bootstrap-server "127.0.0.1:$sasl_ssl_port" --topic "$topic" --from-beginning \
+        --max-messages 12 --timeout-ms 30000 --consumer.config "$test_tmp/oauth.properties" \
+        2>"$test_tmp/consumer.err")" || fail "the consumer failed: $(tail -5 "$test_tmp/consumer.err")"
+    assert_eq "$(seq -f 'line-%g' 1 12)" "$got" "all 12 lines across re-authentications"
+    if grep -qiE "authentication failed|disconnected" "$test_tmp/producer.out"; then
+        fail "the producer was cut off: $(grep -iE 'authentication|disconnect' "$test_tmp/producer.out" | head -3)"
+    fi
+}
+
 # A wrong password gets no metadata (within 15 s), with PLAIN and with SCRAM.
 wrong_passwords_are_refused() {
     local tool="$1" RDKAFKA_TIMEOUT=15 mechanism user opts
@@ -253,6 +298,12 @@ run_test "rdkafka216: produce and consume over SASL_PLAINTEXT with SCRAM-SHA-256
 run_test "rdkafka216: produce and consume over SASL_SSL with SCRAM-SHA-512" \
     produce_and_consume_over_sasl rdkafka216 "$sasl_ssl_port" sasl_ssl SCRAM-SHA-512 bob bob-secret
 run_test "rdkafka216: wrong passwords are refused (PLAIN, SCRAM)" wrong_passwords_are_refused rdkafka216
+for tool in kcat rdkafka216; do
+    run_test "$tool: produce and consume with OAUTHBEARER (unsecured JWT)" \
+        produce_and_consume_with_oauthbearer "$tool"
+done
+run_test "java: console tools with OAUTHBEARER re-authenticate every 5 s over SASL_SSL" \
+    java_oauthbearer_re_authenticates
 run_test "kcat: librdkafka 2.0.2's repeated SCRAM nonce is refused, as by Kafka 4" \
     old_librdkafka_scram_is_refused
 run_test "java: console producer with SCRAM over SASL_SSL, console consumer with PLAIN" \

@@ -61,10 +61,27 @@ pub fn is_sasl_key(key: &str) -> bool {
     else {
         return false;
     };
+    let served = |mechanism: &str| MECHANISMS.iter().any(|m| m.eq_ignore_ascii_case(mechanism));
     rest == "sasl.enabled.mechanisms"
+        || rest.strip_suffix(".sasl.jaas.config").is_some_and(served)
         || rest
-            .strip_suffix(".sasl.jaas.config")
-            .is_some_and(|mechanism| MECHANISMS.iter().any(|m| m.eq_ignore_ascii_case(mechanism)))
+            .strip_suffix(".connections.max.reauth.ms")
+            .is_some_and(served)
+}
+
+/// `connections.max.reauth.ms` for `mechanism` on listener `listener`: the listener's own
+/// (`listener.name.<l>.<mechanism>.connections.max.reauth.ms`) before the broker's; `None`
+/// when 0 or unset (sessions last as long as their credential).
+pub fn max_reauth_ms(values: &ConfigMap, listener: &str, mechanism: &str) -> Option<i64> {
+    let own = format!(
+        "listener.name.{}.{}.connections.max.reauth.ms",
+        listener.to_ascii_lowercase(),
+        mechanism.to_ascii_lowercase()
+    );
+    let value = values
+        .get(&own)
+        .or_else(|| values.get("connections.max.reauth.ms"))?;
+    value.trim().parse::<i64>().ok().filter(|ms| *ms > 0)
 }
 
 fn invalid(key: String, value: &str, reason: String) -> ConfigError {

@@ -71,6 +71,10 @@ pub fn check_enforced(values: &ConfigMap, controller_names: &[String]) -> Result
 }
 
 fn check_key(key: &str, value: &str) -> Result<(), ConfigError> {
+    let ms_key = MS_KEYS.iter().any(|k| key.ends_with(k));
+    if ms_key && value.trim().parse::<u64>().is_err() {
+        return Err(unenforced(key, value, "a number of ms, at least 0".into()));
+    }
     if sasl::is_sasl_key(key) {
         return Ok(());
     }
@@ -86,9 +90,6 @@ fn check_key(key: &str, value: &str) -> Result<(), ConfigError> {
             false => "only ssl.* and SASL mechanism keys may be set per listener",
         };
         return Err(unenforced(key, value, reason.into()));
-    }
-    if MS_KEYS.contains(&key) && value.trim().parse::<u64>().is_err() {
-        return Err(unenforced(key, value, "a number of ms, at least 0".into()));
     }
     let Some((_, harmless)) = SECURITY_KEYS.iter().find(|(k, _)| *k == key) else {
         return Ok(());
@@ -219,6 +220,9 @@ mod tests {
             assert!(check(&[plain, (key, "x")]).is_ok(), "{key} is read");
         }
         assert!(check(&[plain, ("connections.max.reauth.ms", "60000")]).is_ok());
+        let own = "listener.name.external.oauthbearer.connections.max.reauth.ms";
+        assert!(check(&[plain, (own, "60000")]).is_ok());
+        assert_eq!(refused_key(&[plain, (own, "soon")]), own);
         let authorizer = (
             "authorizer.class.name",
             "org.apache.kafka.metadata.authorizer.StandardAuthorizer",

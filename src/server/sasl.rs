@@ -134,12 +134,6 @@ fn epoch_ms() -> i64 {
     since.map_or(0, |d| d.as_millis() as i64)
 }
 
-/// `connections.max.reauth.ms` (0 or unset: sessions last as long as their credential).
-fn max_reauth_ms(broker: &Broker) -> Option<i64> {
-    let value = broker.config.get("connections.max.reauth.ms")?;
-    value.trim().parse::<i64>().ok().filter(|ms| *ms > 0)
-}
-
 /// A session's lifetime in ms as Kafka computes it: the credential's remaining life and
 /// `connections.max.reauth.ms`, whichever is shorter; `None` when neither bounds it.
 fn session_lifetime_ms(expires_ms: Option<i64>, max_reauth_ms: Option<i64>) -> Option<i64> {
@@ -361,7 +355,10 @@ impl Authentication {
             self.state = State::Handshake;
             return Err(change);
         }
-        let lifetime_ms = session_lifetime_ms(expires_ms, max_reauth_ms(broker));
+        let listener = self.settings.as_ref().map_or("", |s| s.listener.as_str());
+        let max_reauth_ms =
+            crate::config::sasl::max_reauth_ms(&broker.config.values, listener, mechanism.name());
+        let lifetime_ms = session_lifetime_ms(expires_ms, max_reauth_ms);
         self.state = State::Authenticated(Session {
             principal,
             mechanism: Some(*mechanism),
