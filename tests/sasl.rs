@@ -521,4 +521,103 @@ fn a_sasl_listener_without_served_mechanisms_or_users_does_not_start() {
         ]),
         "sasl.kerberos.service.name"
     );
+    let handler = (
+        "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class",
+        "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+    );
+    let oauth = ("sasl.enabled.mechanisms", "OAUTHBEARER");
+    let https = ("sasl.oauthbearer.jwks.endpoint.url", "https://idp/jwks");
+    assert_eq!(
+        refused(&[oauth, handler, https]),
+        "sasl.oauthbearer.jwks.endpoint.url",
+        "a key set is read from a file: URL only"
+    );
+    let missing = (
+        "sasl.oauthbearer.jwks.endpoint.url",
+        "file:/no/such/jwks.json",
+    );
+    assert_eq!(
+        refused(&[oauth, handler, missing]),
+        "sasl.oauthbearer.jwks.endpoint.url"
+    );
+    assert_eq!(
+        refused(&[oauth, missing]),
+        "sasl.oauthbearer.jwks.endpoint.url",
+        "a key set without Kafka's validator class is not silently ignored"
+    );
+}
+
+/// A signed JWT (EdDSA, key id `k1`) with `claims`.
+fn signed_jwt(pair: &ring::signature::Ed25519KeyPair, claims: &str) -> String {
+    let encode = |s: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+    let header = encode(br#"{"alg":"EdDSA","kid":"k1","typ":"JWT"}"#);
+    let message = format!("{header}.{}", encode(claims.as_bytes()));
+    let signature = pair.sign(message.as_bytes());
+    format!("{message}.{}", encode(signature.as_ref()))
+}
+
+fn ed25519() -> ring::signature::Ed25519KeyPair {
+    let rng = ring::rand::SystemRandom::new();
+    let pkcs8 = ring::signature::Ed25519KeyPair::generate_pkcs8(&rng).expect("key");
+    ring::signature::Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).expect("pair")
+}
+
+#[tokio::test]
+async fn oauthbearer_signed_tokens_are_checked_against_the_key_set() {
+    use ring::signature::KeyPair as _;
+    // Kafka's OAuthBearerValidatorCallbackHandler with a file: JWKS and an expected audience.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pair = ed25519();
+    let x = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(pair.public_key().as_ref());
+    let jwks = dir.path().join("jwks.json");
+    let set = format!(r#"{{"keys":[{{"kty":"OKP","crv":"Ed25519","kid":"k1","x":"{x}"}}]}}"#);
+    std::fs::write(&jwks, set).expect("jwks");
+    let url = format!("file:{}", jwks.display());
+    let (_, sasl) = broker(
+        &dir.path().join("data"),
+        &[
+            ("sasl.enabled.mechanisms", "OAUTHBEARER"),
+            (
+                "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class",
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+            ),
+            ("sasl.oauthbearer.jwks.endpoint.url", url.as_str()),
+            ("sasl.oauthbearer.expected.audience", "kafka"),
+        ],
+    )
+    .await;
+    let login = |jwt: String| async move {
+        let mut client = Client::connect(sasl).await;
+        assert_eq!(
+            client.call(&handshake("OAUTHBEARER"), 1).await.error_code,
+            0
+        );
+        let answer = client.call(&token(oauth_message(&jwt)), 2).await;
+        (answer.error_code, answer.auth_bytes.to_vec())
+    };
+    let claims = |aud: &str| {
+        format!(
+            r#"{{"sub":"alice","aud":"{aud}","iat":{},"exp":{}}}"#,
+            now_s(),
+            now_s() + 600
+        )
+    };
+    assert_eq!(
+        login(signed_jwt(&pair, &claims("kafka"))).await,
+        (0, vec![])
+    );
+    let invalid = br#"{"status":"invalid_token"}"#.to_vec();
+    let stranger = ed25519();
+    assert_eq!(
+        login(signed_jwt(&stranger, &claims("kafka"))).await,
+        (0, invalid.clone()),
+        "signed by a key not in the set: challenged with the error"
+    );
+    assert_eq!(
+        login(signed_jwt(&pair, &claims("elsewhere"))).await,
+        (0, invalid.clone()),
+        "another audience"
+    );
+    let unsecured = unsecured_jwt(&claims("kafka"));
+    assert_eq!(login(unsecured).await, (0, invalid), "an unsigned token");
 }

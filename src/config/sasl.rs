@@ -32,6 +32,37 @@ const OAUTHBEARER_LOGIN_MODULE: &str =
 /// from `kafka-storage format --add-scram`, in the same form).
 pub const BOOTSTRAP_KEY: &str = "scram.bootstrap.credentials";
 
+/// The class of Kafka's validator of signed OAUTHBEARER tokens (by its two names), as the
+/// listener's `oauthbearer.sasl.server.callback.handler.class` names it.
+const SIGNED_VALIDATOR_CLASSES: &[&str] = &[
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+    "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerValidatorCallbackHandler",
+];
+
+/// The `sasl.oauthbearer.*` keys read for signed tokens (also per listener:
+/// `listener.name.<l>.oauthbearer.<key>`).
+const OAUTHBEARER_KEYS: &[&str] = &[
+    "sasl.oauthbearer.jwks.endpoint.url",
+    "sasl.oauthbearer.expected.audience",
+    "sasl.oauthbearer.expected.issuer",
+    "sasl.oauthbearer.sub.claim.name",
+    "sasl.oauthbearer.scope.claim.name",
+    "sasl.oauthbearer.clock.skew.seconds",
+];
+
+/// How a listener checks signed OAUTHBEARER tokens (Kafka's
+/// OAuthBearerValidatorCallbackHandler), as configured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedTokens {
+    /// The JSON Web Key Set, read at start from its `file:` URL.
+    pub jwks: String,
+    pub audience: Vec<String>,
+    pub issuer: Option<String>,
+    pub sub_claim: String,
+    pub scope_claim: String,
+    pub clock_skew_s: i64,
+}
+
 /// SASL keys read (the others are refused at start, `config::security`).
 pub const SASL_KEYS: &[&str] = &[
     "sasl.enabled.mechanisms",
@@ -48,11 +79,13 @@ pub struct SaslSettings {
     pub plain_users: BTreeMap<String, String>,
     /// The options of the OAUTHBEARER login module (empty when not offered or not set).
     pub oauthbearer_options: BTreeMap<String, String>,
+    /// Signed OAUTHBEARER tokens' checks; `None`: Kafka's default unsecured validator.
+    pub oauthbearer_signed: Option<SignedTokens>,
 }
 
 /// Whether `key` is a SASL key this module reads, plain or per listener.
 pub fn is_sasl_key(key: &str) -> bool {
-    if SASL_KEYS.contains(&key) || key == BOOTSTRAP_KEY {
+    if SASL_KEYS.contains(&key) || key == BOOTSTRAP_KEY || OAUTHBEARER_KEYS.contains(&key) {
         return true;
     }
     let Some((_, rest)) = key
@@ -67,6 +100,94 @@ pub fn is_sasl_key(key: &str) -> bool {
         || rest
             .strip_suffix(".connections.max.reauth.ms")
             .is_some_and(served)
+        || rest.strip_prefix("oauthbearer.").is_some_and(|k| {
+            k == "sasl.server.callback.handler.class" || OAUTHBEARER_KEYS.contains(&k)
+        })
+}
+
+/// How listener `lower` checks signed OAUTHBEARER tokens, when its callback handler is
+/// Kafka's OAuthBearerValidatorCallbackHandler (`None`: the unsecured validator).
+fn signed_tokens(values: &ConfigMap, lower: &str) -> Result<Option<SignedTokens>, ConfigError> {
+    let prefix = format!("listener.name.{lower}.oauthbearer.");
+    let get = |key: &str| {
+        let own = format!("{prefix}{key}");
+        match values.get(&own) {
+            Some(value) => Some((own, value.trim().to_string())),
+            None => values
+                .get(key)
+                .map(|v| (key.to_string(), v.trim().to_string())),
+        }
+    };
+    let handler_key = format!("{prefix}sasl.server.callback.handler.class");
+    let jwks_url = get("sasl.oauthbearer.jwks.endpoint.url");
+    let Some(handler) = values.get(&handler_key) else {
+        return match jwks_url {
+            Some((key, url)) => Err(invalid(
+                key,
+                &url,
+                format!(
+                    "a key set is read only with {handler_key} = {}",
+                    SIGNED_VALIDATOR_CLASSES[0]
+                ),
+            )),
+            None => Ok(None),
+        };
+    };
+    if !SIGNED_VALIDATOR_CLASSES.contains(&handler.trim()) {
+        let reason = format!("highwater serves {} only", SIGNED_VALIDATOR_CLASSES[0]);
+        return Err(invalid(handler_key, handler, reason));
+    }
+    let Some((url_key, url)) = jwks_url else {
+        let reason = "the validator needs sasl.oauthbearer.jwks.endpoint.url".to_string();
+        return Err(invalid(handler_key, handler, reason));
+    };
+    let jwks = read_key_set(&url_key, &url)?;
+    let text = |key: &str, default: &str| get(key).map_or(default.to_string(), |(_, v)| v);
+    let skew = text("sasl.oauthbearer.clock.skew.seconds", "30");
+    let clock_skew_s = skew.parse::<u32>().map_err(|_| {
+        let reason = "a number of seconds, at least 0".to_string();
+        invalid("sasl.oauthbearer.clock.skew.seconds".into(), &skew, reason)
+    })?;
+    let audience = text("sasl.oauthbearer.expected.audience", "");
+    Ok(Some(SignedTokens {
+        jwks,
+        audience: audience
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(str::to_string)
+            .collect(),
+        issuer: get("sasl.oauthbearer.expected.issuer")
+            .map(|(_, v)| v)
+            .filter(|v| !v.is_empty()),
+        sub_claim: text("sasl.oauthbearer.sub.claim.name", "sub"),
+        scope_claim: text("sasl.oauthbearer.scope.claim.name", "scope"),
+        clock_skew_s: i64::from(clock_skew_s),
+    }))
+}
+
+/// The JSON Web Key Set at the `file:` URL `url` (the value of `key`), checked to hold keys.
+fn read_key_set(key: &str, url: &str) -> Result<String, ConfigError> {
+    let Some(path) = url
+        .strip_prefix("file://")
+        .or_else(|| url.strip_prefix("file:"))
+    else {
+        let reason = "highwater reads a key set from a file: URL only".to_string();
+        return Err(invalid(key.to_string(), url, reason));
+    };
+    let jwks = std::fs::read_to_string(path)
+        .map_err(|e| invalid(key.to_string(), url, format!("cannot read {path}: {e}")))?;
+    let has_keys = serde_json::from_str::<serde_json::Value>(&jwks)
+        .ok()
+        .and_then(|set| set.get("keys")?.as_array().map(|keys| !keys.is_empty()));
+    match has_keys {
+        Some(true) => Ok(jwks),
+        _ => Err(invalid(
+            key.to_string(),
+            url,
+            format!("{path} is not a JSON Web Key Set with keys"),
+        )),
+    }
 }
 
 /// `connections.max.reauth.ms` for `mechanism` on listener `listener`: the listener's own
@@ -133,11 +254,16 @@ pub fn settings(values: &ConfigMap, name: &str) -> Result<SaslSettings, ConfigEr
         false => BTreeMap::new(),
     };
     let oauthbearer_options = login_options(values, &lower, &mechanisms)?;
+    let oauthbearer_signed = match mechanisms.iter().any(|m| m == "OAUTHBEARER") {
+        true => signed_tokens(values, &lower)?,
+        false => None,
+    };
     Ok(SaslSettings {
         listener: name.to_string(),
         mechanisms,
         plain_users,
         oauthbearer_options,
+        oauthbearer_signed,
     })
 }
 

@@ -8,6 +8,7 @@
 //! Must not: know about sockets or Kafka requests; the server feeds the tokens of
 //! SaslAuthenticate to an [`Exchange`] and acts on its answer.
 
+pub mod jwks;
 pub mod oauthbearer;
 pub mod plain;
 pub mod scram;
@@ -70,7 +71,7 @@ pub trait Credentials {
     /// The SCRAM credential of `user` for `mechanism`, if it has one.
     fn scram(&self, user: &str, mechanism: ScramMechanism) -> Option<ScramCredential>;
     /// How the listener validates OAUTHBEARER tokens.
-    fn oauth_validator(&self) -> &oauthbearer::UnsecuredValidator;
+    fn oauth_validator(&self) -> &oauthbearer::TokenValidator;
     /// The time tokens are validated at, in ms since the epoch.
     fn now_ms(&self) -> i64;
 }

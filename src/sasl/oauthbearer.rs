@@ -102,7 +102,7 @@ pub struct Invalid {
 }
 
 impl Invalid {
-    fn new(reason: impl Into<String>) -> Invalid {
+    pub(super) fn new(reason: impl Into<String>) -> Invalid {
         Invalid {
             scope: None,
             reason: reason.into(),
@@ -190,13 +190,13 @@ fn sasl_name(text: &str) -> Result<String, OAuthError> {
 }
 
 /// Base64url with or without padding, as JWTs are written.
-const BASE64URL: GeneralPurpose = GeneralPurpose::new(
+pub(super) const BASE64URL: GeneralPurpose = GeneralPurpose::new(
     &alphabet::URL_SAFE,
     GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
 );
 
 /// A part of a JWT as a JSON object.
-fn json_part(part: &str) -> Result<serde_json::Map<String, Value>, Invalid> {
+pub(super) fn json_part(part: &str) -> Result<serde_json::Map<String, Value>, Invalid> {
     let bytes = BASE64URL
         .decode(part)
         .map_err(|_| Invalid::new("malformed Base64 URL encoded value"))?;
@@ -256,7 +256,7 @@ impl UnsecuredValidator {
                 "The Expiration Time was not after the Issued At time",
             ));
         }
-        let scope = self.scope(&claims);
+        let scope = scope_of(&claims, &self.scope_claim);
         if let Some(missing) = self.required_scope.iter().find(|s| !scope.contains(s)) {
             return Err(Invalid {
                 scope: Some(format!("[{}]", self.required_scope.join(", "))),
@@ -284,18 +284,37 @@ impl UnsecuredValidator {
             ))),
         }
     }
+}
 
-    /// The scope claim: one string, or a list of them (blanks left out).
-    fn scope(&self, claims: &serde_json::Map<String, Value>) -> Vec<String> {
-        match claims.get(&self.scope_claim) {
-            Some(Value::String(s)) if !s.trim().is_empty() => vec![s.trim().to_string()],
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty())
-                .collect(),
-            _ => Vec::new(),
+/// The scope claim `name`: one string, or a list of them (blanks left out).
+pub(super) fn scope_of(claims: &serde_json::Map<String, Value>, name: &str) -> Vec<String> {
+    match claims.get(name) {
+        Some(Value::String(s)) if !s.trim().is_empty() => vec![s.trim().to_string()],
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// How a listener validates OAUTHBEARER tokens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenValidator {
+    /// Kafka's default: unsecured JWTs (development).
+    Unsecured(UnsecuredValidator),
+    /// Kafka's OAuthBearerValidatorCallbackHandler: JWTs signed by a key of a JWKS.
+    Signed(super::jwks::SignedValidator),
+}
+
+impl TokenValidator {
+    /// Validates `token` at `now_ms`.
+    pub fn validate(&self, token: &str, now_ms: i64) -> Result<Token, Invalid> {
+        match self {
+            TokenValidator::Unsecured(v) => v.validate(token, now_ms),
+            TokenValidator::Signed(v) => v.validate(token, now_ms),
         }
     }
 }

@@ -28,7 +28,7 @@ use kafka_protocol::protocol::StrBytes;
 use crate::api::{Broker, HandlerError, Outcome, Request};
 use crate::config::sasl::SaslSettings;
 use crate::metadata::MetadataImage;
-use crate::sasl::oauthbearer::UnsecuredValidator;
+use crate::sasl::oauthbearer::{TokenValidator, UnsecuredValidator};
 use crate::sasl::{Credentials, Exchange, Mechanism, ScramCredential, ScramMechanism, Step};
 
 /// Kafka's error codes in these two answers.
@@ -108,7 +108,7 @@ pub struct Authentication {
 struct ListenerCredentials<'a> {
     plain_users: &'a BTreeMap<String, String>,
     image: &'a MetadataImage,
-    oauth: UnsecuredValidator,
+    oauth: TokenValidator,
 }
 
 impl Credentials for ListenerCredentials<'_> {
@@ -120,12 +120,25 @@ impl Credentials for ListenerCredentials<'_> {
         self.image.scram_credential(user, mechanism).cloned()
     }
 
-    fn oauth_validator(&self) -> &UnsecuredValidator {
+    fn oauth_validator(&self) -> &TokenValidator {
         &self.oauth
     }
 
     fn now_ms(&self) -> i64 {
         epoch_ms()
+    }
+}
+
+/// How the listener validates OAUTHBEARER tokens.
+fn token_validator(settings: Option<&SaslSettings>) -> TokenValidator {
+    let Some(settings) = settings else {
+        return TokenValidator::Unsecured(UnsecuredValidator::default());
+    };
+    match &settings.oauthbearer_signed {
+        Some(signed) => TokenValidator::Signed(signed.clone()),
+        None => TokenValidator::Unsecured(UnsecuredValidator::from_options(
+            &settings.oauthbearer_options,
+        )),
     }
 }
 
@@ -326,12 +339,7 @@ impl Authentication {
         let credentials = ListenerCredentials {
             plain_users: self.settings.as_ref().map_or(&empty, |s| &s.plain_users),
             image: &image,
-            oauth: self
-                .settings
-                .as_ref()
-                .map_or_else(UnsecuredValidator::default, |s| {
-                    UnsecuredValidator::from_options(&s.oauthbearer_options)
-                }),
+            oauth: token_validator(self.settings.as_deref()),
         };
         let (user, response, expires_ms) = match exchange.step(token, &credentials) {
             Ok(Step::Challenge(challenge)) => return Ok((challenge, 0)),
