@@ -14,6 +14,7 @@
 # appended to server.properties (a later key wins), e.g.
 # KAFKA_REF_EXTRA_CONFIG=transaction.state.log.replication.factor=3 for a broker whose
 # transaction coordinator cannot start (what the transaction tests must fail against, bounded).
+# KAFKA_REF_JAVA_OPTS: more JVM options for the broker.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -39,6 +40,9 @@ java_opts=(-Xms256m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20
     "-Dkafka.logs.dir=$ref/logs"
     "-Dkafka.request.log.level=$request_log_level"
     "-Dlog4j2.configurationFile=$here/log4j2.properties")
+# Extra JVM options (e.g. -Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=file:/…).
+read -r -a extra_java_opts <<<"${KAFKA_REF_JAVA_OPTS:-}"
+java_opts+=("${extra_java_opts[@]}")
 classpath="$ref/libs/*"
 props="$ref/server.properties"
 

@@ -60,7 +60,9 @@ start_secured_broker() {
 
 # kafka_tool CLASS ARGS...: one of Kafka's command-line tools (Java), bounded to 120 s.
 kafka_tool() {
-    timeout 120 java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+    local opts
+    read -r -a opts <<<"${KAFKA_TOOL_JAVA_OPTS:-}"
+    timeout 120 java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 "${opts[@]}" \
         "-Dlog4j2.configurationFile=$root/compat/java/tools-log4j2.properties" \
         -cp "$root/.kafka-ref/libs/*" "$@"
 }

@@ -121,7 +121,17 @@ fn signed_tokens(values: &ConfigMap, lower: &str) -> Result<Option<SignedTokens>
     let handler_key = format!("{prefix}sasl.server.callback.handler.class");
     let jwks_url = get("sasl.oauthbearer.jwks.endpoint.url");
     let Some(handler) = values.get(&handler_key) else {
+        // A broker-wide key set serves the listeners naming the validator; one no listener
+        // uses is refused rather than left unused.
+        let used_elsewhere = |key: &str| {
+            key == "sasl.oauthbearer.jwks.endpoint.url"
+                && values.keys().any(|k| {
+                    k.starts_with("listener.name.")
+                        && k.ends_with(".oauthbearer.sasl.server.callback.handler.class")
+                })
+        };
         return match jwks_url {
+            Some((key, _)) if used_elsewhere(&key) => Ok(None),
             Some((key, url)) => Err(invalid(
                 key,
                 &url,
