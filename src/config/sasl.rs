@@ -48,6 +48,16 @@ const OAUTHBEARER_KEYS: &[&str] = &[
     "sasl.oauthbearer.sub.claim.name",
     "sasl.oauthbearer.scope.claim.name",
     "sasl.oauthbearer.clock.skew.seconds",
+    "sasl.oauthbearer.jwt.validator.class",
+];
+
+/// The JWT validator classes of Kafka 4.1 (`sasl.oauthbearer.jwt.validator.class`) whose
+/// checks highwater makes: the broker's, which verifies signatures against the key set,
+/// and the default (highwater verifies signatures with it too; Kafka 4.1.1's handler
+/// builds it without the key set and does not).
+const JWT_VALIDATOR_CLASSES: &[&str] = &[
+    "org.apache.kafka.common.security.oauthbearer.BrokerJwtValidator",
+    "org.apache.kafka.common.security.oauthbearer.DefaultJwtValidator",
 ];
 
 /// How a listener checks signed OAUTHBEARER tokens (Kafka's
@@ -121,27 +131,7 @@ fn signed_tokens(values: &ConfigMap, lower: &str) -> Result<Option<SignedTokens>
     let handler_key = format!("{prefix}sasl.server.callback.handler.class");
     let jwks_url = get("sasl.oauthbearer.jwks.endpoint.url");
     let Some(handler) = values.get(&handler_key) else {
-        // A broker-wide key set serves the listeners naming the validator; one no listener
-        // uses is refused rather than left unused.
-        let used_elsewhere = |key: &str| {
-            key == "sasl.oauthbearer.jwks.endpoint.url"
-                && values.keys().any(|k| {
-                    k.starts_with("listener.name.")
-                        && k.ends_with(".oauthbearer.sasl.server.callback.handler.class")
-                })
-        };
-        return match jwks_url {
-            Some((key, _)) if used_elsewhere(&key) => Ok(None),
-            Some((key, url)) => Err(invalid(
-                key,
-                &url,
-                format!(
-                    "a key set is read only with {handler_key} = {}",
-                    SIGNED_VALIDATOR_CLASSES[0]
-                ),
-            )),
-            None => Ok(None),
-        };
+        return unused_key_set(values, &handler_key, jwks_url).map(|()| None);
     };
     if !SIGNED_VALIDATOR_CLASSES.contains(&handler.trim()) {
         let reason = format!("highwater serves {} only", SIGNED_VALIDATOR_CLASSES[0]);
@@ -152,6 +142,15 @@ fn signed_tokens(values: &ConfigMap, lower: &str) -> Result<Option<SignedTokens>
         return Err(invalid(handler_key, handler, reason));
     };
     let jwks = read_key_set(&url_key, &url)?;
+    if let Some((key, class)) = get("sasl.oauthbearer.jwt.validator.class") {
+        if !JWT_VALIDATOR_CLASSES.contains(&class.as_str()) {
+            let reason = format!(
+                "highwater checks tokens as {} does",
+                JWT_VALIDATOR_CLASSES[0]
+            );
+            return Err(invalid(key, &class, reason));
+        }
+    }
     let text = |key: &str, default: &str| get(key).map_or(default.to_string(), |(_, v)| v);
     let skew = text("sasl.oauthbearer.clock.skew.seconds", "30");
     let clock_skew_s = skew.parse::<u32>().map_err(|_| {
@@ -174,6 +173,32 @@ fn signed_tokens(values: &ConfigMap, lower: &str) -> Result<Option<SignedTokens>
         scope_claim: text("sasl.oauthbearer.scope.claim.name", "scope"),
         clock_skew_s: i64::from(clock_skew_s),
     }))
+}
+
+/// Refuses a key set given to a listener without Kafka's validator (`handler_key` unset):
+/// a broker-wide one serves the listeners naming the validator, one no listener uses is
+/// refused rather than left unused.
+fn unused_key_set(
+    values: &ConfigMap,
+    handler_key: &str,
+    jwks_url: Option<(String, String)>,
+) -> Result<(), ConfigError> {
+    let Some((key, url)) = jwks_url else {
+        return Ok(());
+    };
+    let used_elsewhere = key == "sasl.oauthbearer.jwks.endpoint.url"
+        && values.keys().any(|k| {
+            k.starts_with("listener.name.")
+                && k.ends_with(".oauthbearer.sasl.server.callback.handler.class")
+        });
+    if used_elsewhere {
+        return Ok(());
+    }
+    let reason = format!(
+        "a key set is read only with {handler_key} = {}",
+        SIGNED_VALIDATOR_CLASSES[0]
+    );
+    Err(invalid(key, &url, reason))
 }
 
 /// The JSON Web Key Set at the `file:` URL `url` (the value of `key`), checked to hold keys.
