@@ -3,8 +3,9 @@
 //!
 //! Consensus is entirely openraft's; this module supplies its storage ([`log_store`],
 //! [`state_machine`]) and its network ([`network`]), and starts the node. A fresh node
-//! initializes the membership from `controller.quorum.voters` (every voter does the same,
-//! which openraft allows: the first log entry is identical everywhere).
+//! initializes the membership from `controller.quorum.voters` (every voter may do the same,
+//! which openraft allows: the first log entry is identical everywhere; they take turns by
+//! id so that voters started together do not split the first vote).
 // openraft's traits fix their error types (StorageError, RPCError), large as they are.
 #![allow(clippy::result_large_err)]
 
@@ -77,6 +78,36 @@ fn raft_config(config: &BrokerConfig) -> Result<Config, ControllerError> {
     })
 }
 
+/// The pause between two voters' initializations, by rank: voters started together would
+/// otherwise all campaign in term 1, split the vote and wait out an election timeout.
+const INITIALIZE_STAGGER: Duration = Duration::from_millis(40);
+
+/// Initializes a pristine node's membership from the voters, the lowest id first and each
+/// next voter [`INITIALIZE_STAGGER`] later. A voter that has meanwhile granted a vote or
+/// received the log is already part of the cluster, and openraft declines its own
+/// initialization; any majority of voters still forms the cluster without the others.
+fn initialize_staggered(raft: MetadataRaft, config: &BrokerConfig) {
+    let voters = members(&config.voters);
+    let rank = voters.keys().position(|id| *id == config.node_id as u64);
+    let delay = INITIALIZE_STAGGER * rank.unwrap_or(0) as u32;
+    tokio::spawn(async move {
+        tokio::time::sleep(delay).await;
+        let joined = {
+            let metrics = raft.metrics().borrow().clone();
+            metrics.current_term > 0 || metrics.last_log_index.is_some()
+        };
+        if joined {
+            tracing::info!("metadata quorum formed by another voter");
+            return;
+        }
+        tracing::info!(voters = voters.len(), "initializing the metadata quorum");
+        if let Err(error) = raft.initialize(voters).await {
+            // Another voter reached us first: its log now rules.
+            tracing::info!(%error, "metadata quorum already initialized");
+        }
+    });
+}
+
 fn members(voters: &[Voter]) -> BTreeMap<u64, BasicNode> {
     voters
         .iter()
@@ -147,12 +178,7 @@ impl Quorum {
             check_membership(&state_machine, &config.voters)?;
         }
         if pristine {
-            let voters = members(&config.voters);
-            tracing::info!(voters = voters.len(), "initializing the metadata quorum");
-            if let Err(error) = raft.initialize(voters).await {
-                // Another voter may have reached us first: its log now rules.
-                tracing::info!(%error, "metadata quorum already initialized");
-            }
+            initialize_staggered(raft.clone(), config);
         }
         Ok(Quorum {
             raft,
