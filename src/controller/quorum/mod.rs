@@ -91,7 +91,10 @@ fn initialize_staggered(raft: MetadataRaft, config: &BrokerConfig) {
     let rank = voters.keys().position(|id| *id == config.node_id as u64);
     let delay = INITIALIZE_STAGGER * rank.unwrap_or(0) as u32;
     tokio::spawn(async move {
-        tokio::time::sleep(delay).await;
+        if !delay.is_zero() {
+            // Even a zero sleep waits for the timer's next millisecond tick.
+            tokio::time::sleep(delay).await;
+        }
         let joined = {
             let metrics = raft.metrics().borrow().clone();
             metrics.current_term > 0 || metrics.last_log_index.is_some()
