@@ -21,7 +21,7 @@ use uuid::Uuid;
 use super::error::ControllerError;
 use super::placement::ElectionOutcome;
 use super::publisher::Publisher;
-use super::quorum::{Quorum, QuorumDescription};
+use super::quorum::{leadership, Quorum, QuorumDescription};
 use super::reassignment;
 use super::rpc::{RpcHandler, RpcRequest, RpcResponse};
 use super::state::{ClusterState, PartitionChange, Record, RecordResult, PRODUCER_ID_BLOCK_SIZE};
@@ -467,7 +467,7 @@ impl ActiveController {
         let mut last_rebalance = self.clock.monotonic_ms();
         let mut last_leader = None;
         loop {
-            metrics.borrow_and_update();
+            let seen = leadership(&metrics.borrow_and_update());
             let leader = self.quorum.leader();
             if leader != last_leader {
                 match leader {
@@ -490,8 +490,11 @@ impl ActiveController {
                     }
                 }
             }
-            let changed = tokio::time::timeout(SESSION_CHECK_INTERVAL, metrics.changed()).await;
-            if matches!(changed, Ok(Err(_))) {
+            let quorum = &self.quorum;
+            if !quorum
+                .leadership_change(&mut metrics, seen, SESSION_CHECK_INTERVAL)
+                .await
+            {
                 return self.raft_stopped();
             }
         }

@@ -20,7 +20,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use openraft::error::Fatal;
-use openraft::{BasicNode, Config, Raft, SnapshotPolicy};
+use openraft::{BasicNode, Config, Raft, RaftMetrics, SnapshotPolicy};
+use tokio::sync::{watch, Notify};
 
 use super::error::ControllerError;
 use super::publisher::Publisher;
@@ -55,6 +56,8 @@ pub struct Quorum {
     pub node_id: u64,
     /// When a quorum last confirmed this node's leadership ([`Quorum::confirm_leadership`]).
     confirmed: Arc<Mutex<Option<Instant>>>,
+    /// Told when a quorum confirms a leadership that was not confirmed before.
+    newly_confirmed: Arc<Notify>,
     /// How long a confirmation lasts: twice the election timeout, the time Kafka's KRaft
     /// leader waits for a majority's fetches before it resigns (its "check quorum").
     lease: Duration,
@@ -76,6 +79,25 @@ fn raft_config(config: &BrokerConfig) -> Result<Config, ControllerError> {
     raft.validate().map_err(|e| ControllerError::Quorum {
         reason: e.to_string(),
     })
+}
+
+/// The Raft node's metrics, as watched.
+pub type Metrics = watch::Receiver<RaftMetrics<u64, BasicNode>>;
+
+/// Who leads in which term, as far as this node knows.
+pub type Leadership = (u64, Option<u64>);
+
+/// The term and leader in `metrics`.
+pub fn leadership(metrics: &RaftMetrics<u64, BasicNode>) -> Leadership {
+    (metrics.current_term, metrics.current_leader)
+}
+
+/// Waits at most `timeout` for a leadership other than `seen`; false once the Raft node
+/// stopped. The metrics change at every acknowledged heartbeat: waiting for any change
+/// would spin the caller (and, through [`Quorum::keep_confirming`], the network).
+async fn wait_for_leadership(metrics: &mut Metrics, seen: Leadership, timeout: Duration) -> bool {
+    let changed = tokio::time::timeout(timeout, metrics.wait_for(|m| leadership(m) != seen));
+    !matches!(changed.await, Ok(Err(_)))
 }
 
 /// The pause between two voters' initializations, by rank: voters started together would
@@ -188,6 +210,7 @@ impl Quorum {
             state_machine,
             node_id,
             confirmed: Arc::new(Mutex::new(None)),
+            newly_confirmed: Arc::new(Notify::new()),
             lease: Duration::from_millis(2 * config.quorum_election_timeout_ms.max(10)),
             alone: config.voters.len() <= 1,
         })
@@ -268,12 +291,31 @@ impl Quorum {
         let answer = tokio::time::timeout(self.lease / 2, self.raft.get_read_log_id()).await;
         let confirmed = matches!(answer, Ok(Ok(_)));
         if confirmed {
-            *self
+            let mut last = self
                 .confirmed
                 .lock()
-                .unwrap_or_else(PoisonError::into_inner) = Some(asked);
+                .unwrap_or_else(PoisonError::into_inner);
+            if last.is_none_or(|at| at.elapsed() >= self.lease) {
+                self.newly_confirmed.notify_one();
+            }
+            *last = Some(asked);
         }
         confirmed
+    }
+
+    /// Waits at most `timeout` for a leadership other than `seen` ([`leadership`]) or for a
+    /// quorum to newly confirm this node's; false once the Raft node stopped. Other changes
+    /// of the Raft metrics (each heartbeat's acknowledgement among them) do not wake it.
+    pub async fn leadership_change(
+        &self,
+        metrics: &mut Metrics,
+        seen: Leadership,
+        timeout: Duration,
+    ) -> bool {
+        tokio::select! {
+            changed = wait_for_leadership(metrics, seen, timeout) => changed,
+            () = self.newly_confirmed.notified() => true,
+        }
     }
 
     /// Renews the lease while this node is elected: at once after an election, then four
@@ -282,7 +324,7 @@ impl Quorum {
         let mut metrics = self.raft.metrics();
         let mut was_confirmed = true;
         loop {
-            metrics.borrow_and_update();
+            let seen = leadership(&metrics.borrow_and_update());
             if self.is_elected() && !self.alone {
                 let confirmed = self.confirm_leadership().await;
                 if was_confirmed && !confirmed {
@@ -294,8 +336,7 @@ impl Quorum {
                 }
                 was_confirmed = confirmed;
             }
-            let changed = tokio::time::timeout(self.lease / 4, metrics.changed()).await;
-            if matches!(changed, Ok(Err(_))) {
+            if !wait_for_leadership(&mut metrics, seen, self.lease / 4).await {
                 return; // the Raft node stopped
             }
         }
