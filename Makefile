@@ -119,10 +119,13 @@ compat-acl: build compat-deps
 conformance: build compat-deps
 	./compat/conformance/run.sh
 
-# The fast subset of franz-go's pkg/kgo integration tests (compat/conformance/kgo.sh --fast:
-# 18 tests, 10,000 records, ~40 s) against a throwaway highwater; part of `make test`.
+# The fast subsets of franz-go's pkg/kgo integration tests (compat/conformance/kgo.sh --fast:
+# 18 tests, 10,000 records, ~40 s) and of librdkafka's (compat/librdkafka/fast.sh: 17 test
+# numbers, ~1 min, plus ~3 min to fetch and build them the first time), each against a
+# throwaway highwater; part of `make test`.
 conformance-fast: build compat-deps
 	./compat/with-highwater.sh bash -c './compat/conformance/kgo.sh "$$0" --fast'
+	./compat/librdkafka/fast.sh
 
 # Fuzzes request decoding and handling (cargo-fuzz, nightly) for FUZZ_SECONDS.
 FUZZ_SECONDS ?= 300

@@ -14,7 +14,7 @@
 # log, kept), KGO_TESTS (names; default all), LIBRDKAFKA_TESTS (default all), and what
 # kgo.sh and compat/librdkafka/run.sh read (KGO_TEST_RECORDS, KGO_TEST_TIMEOUT,
 # LIBRDKAFKA_TEST_TIMEOUT). LIBRDKAFKA_SRC defaults to target/conformance/librdkafka-2.0.2,
-# fetched with `apt-get source librdkafka` (Debian's 2.0.2) when missing.
+# fetched by compat/librdkafka/fetch-source.sh (Debian's 2.0.2) when missing.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -104,22 +104,8 @@ if [[ "${1:-}" == --table ]]; then
     exit 0
 fi
 
-if [[ " $suites " == *" librdkafka "* && ! -d "$LIBRDKAFKA_SRC/tests" ]]; then
-    echo "conformance: fetching Debian's librdkafka source into $(dirname "$LIBRDKAFKA_SRC")"
-    mkdir -p "$(dirname "$LIBRDKAFKA_SRC")"
-    # apt-get source needs a deb-src line; tests 0053 and 0098 need RapidJSON to build.
-    if ! grep -rqs '^Types: *deb-src\|^deb-src' /etc/apt/sources.list /etc/apt/sources.list.d/; then
-        codename="$(. /etc/os-release && echo "$VERSION_CODENAME")"
-        printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: %s %s-updates\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-            "$codename" "$codename" >/etc/apt/sources.list.d/debian-src.sources
-        apt-get update -qq
-    fi
-    [[ -f /usr/include/rapidjson/document.h ]] ||
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rapidjson-dev
-    (cd "$(dirname "$LIBRDKAFKA_SRC")" && apt-get source librdkafka) || {
-        echo "conformance: apt-get source failed; it needs a deb-src line (or set LIBRDKAFKA_SRC)" >&2
-        exit 1
-    }
+if [[ " $suites " == *" librdkafka "* ]]; then
+    "$root/compat/librdkafka/fetch-source.sh"
 fi
 
 mkdir -p "$out"
