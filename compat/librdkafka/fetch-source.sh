@@ -16,6 +16,9 @@ if ! grep -rqs '^Types: *deb-src\|^deb-src' /etc/apt/sources.list /etc/apt/sourc
         "$codename" "$codename" >/etc/apt/sources.list.d/debian-src.sources
     apt-get update -qq
 fi
+# apt-get source unpacks with dpkg-source (dpkg-dev).
+command -v dpkg-source >/dev/null 2>&1 ||
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dpkg-dev
 [[ -f /usr/include/rapidjson/document.h ]] ||
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rapidjson-dev
 (cd "$(dirname "$src")" && apt-get source -qq librdkafka) || {

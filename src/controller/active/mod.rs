@@ -490,9 +490,10 @@ impl ActiveController {
                     }
                 }
             }
-            let quorum = &self.quorum;
-            if !quorum
-                .leadership_change(&mut metrics, seen, SESSION_CHECK_INTERVAL)
+            let wait = SESSION_CHECK_INTERVAL;
+            if !self
+                .quorum
+                .leadership_change(&mut metrics, seen, wait)
                 .await
             {
                 return self.raft_stopped();

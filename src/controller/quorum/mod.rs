@@ -106,8 +106,8 @@ const INITIALIZE_STAGGER: Duration = Duration::from_millis(40);
 
 /// Initializes a pristine node's membership from the voters, the lowest id first and each
 /// next voter [`INITIALIZE_STAGGER`] later. A voter that has meanwhile granted a vote or
-/// received the log is already part of the cluster, and openraft declines its own
-/// initialization; any majority of voters still forms the cluster without the others.
+/// received the log is already part of the cluster and skips it (openraft would refuse it,
+/// logging an error); any majority of voters still forms the cluster without the others.
 fn initialize_staggered(raft: MetadataRaft, config: &BrokerConfig) {
     let voters = members(&config.voters);
     let rank = voters.keys().position(|id| *id == config.node_id as u64);
