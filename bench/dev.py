@@ -248,6 +248,8 @@ def markdown(results: dict) -> str:
          f"{median(single, 'first_line_ms'):.2f} ms"),
         (f"`highwater dev`: idle RSS {SETTLE_S:g} s after start", "≤ 10 MiB",
          f"{median(single, 'idle_rss_kib') / 1024:.2f} MiB"),
+        ("… of which anonymous (the rest is the binary's and libc's mapped pages)", "",
+         f"{median(single, 'idle_anon_kib') / 1024:.2f} MiB"),
         (f"`highwater dev`: CPU in that {SETTLE_S:g} s", "",
          f"{median(single, 'idle_cpu_pct'):.1f} % of a core"),
         ("`highwater dev --nodes 3`: exec to its first stdout line", "",
