@@ -192,40 +192,114 @@ impl RpcClient {
     }
 
     /// Sends `request` and waits up to `timeout` for the answer.
+    ///
+    /// Cancel-safe: the connection leaves the client for the exchange and comes back only
+    /// with its answer, so a call dropped midway (openraft drops an RPC at its own timeout,
+    /// which is the same as this one) cannot leave a request in flight whose answer the
+    /// next call would read as its own; the next call connects afresh.
     pub async fn call(
         &mut self,
         request: &RpcRequest,
         timeout: Duration,
     ) -> std::io::Result<RpcResponse> {
-        let result = tokio::time::timeout(timeout, self.exchange(request)).await;
-        let result = result.unwrap_or_else(|_| {
-            Err(std::io::Error::new(
+        let stream = self.stream.take();
+        match tokio::time::timeout(timeout, self.exchange(stream, request)).await {
+            Ok(Ok((stream, response))) => {
+                self.stream = Some(stream);
+                Ok(response)
+            }
+            Ok(Err(error)) => Err(error),
+            Err(_) => Err(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
                 format!("no answer from {} in {timeout:?}", self.addr),
-            ))
-        });
-        if result.is_err() {
-            self.stream = None;
+            )),
         }
-        result
     }
 
-    async fn exchange(&mut self, request: &RpcRequest) -> std::io::Result<RpcResponse> {
+    async fn exchange(
+        &self,
+        stream: Option<TcpStream>,
+        request: &RpcRequest,
+    ) -> std::io::Result<(TcpStream, RpcResponse)> {
         self.outbound.check(&self.addr).await?;
-        if self.stream.is_none() {
-            let connect = TcpStream::connect(self.addr.as_str());
-            let stream = tokio::time::timeout(CONNECT_TIMEOUT, connect)
-                .await
-                .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
-            let _ = stream.set_nodelay(true);
-            self.stream = Some(stream);
-        }
-        let Some(stream) = self.stream.as_mut() else {
-            return Err(std::io::Error::from(std::io::ErrorKind::NotConnected));
+        let mut stream = match stream {
+            Some(stream) => stream,
+            None => {
+                let connect = TcpStream::connect(self.addr.as_str());
+                let stream = tokio::time::timeout(CONNECT_TIMEOUT, connect)
+                    .await
+                    .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
+                let _ = stream.set_nodelay(true);
+                stream
+            }
         };
-        write_message(stream, request).await?;
-        read_message(stream)
+        write_message(&mut stream, request).await?;
+        let response = read_message(&mut stream)
             .await?
-            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::UnexpectedEof))
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::UnexpectedEof))?;
+        Ok((stream, response))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::error::ErrorKind;
+
+    /// Answers each FetchMetadata with its `after` as the message, the one for `after: 1`
+    /// only after 300 ms.
+    async fn echo_server() -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("address").to_string();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    while let Ok(Some(RpcRequest::FetchMetadata { after })) =
+                        read_message(&mut stream).await
+                    {
+                        if after == 1 {
+                            tokio::time::sleep(Duration::from_millis(300)).await;
+                        }
+                        let message = after.to_string();
+                        let answer = RpcResponse::Controller(Err(RemoteError {
+                            kind: ErrorKind::Conflict,
+                            message,
+                            leader: None,
+                        }));
+                        if write_message(&mut stream, &answer).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    fn answered_after(response: RpcResponse) -> String {
+        match response {
+            RpcResponse::Controller(Err(error)) => error.message,
+            other => panic!("unexpected answer {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_call_dropped_midway_leaves_no_answer_for_the_next() {
+        let mut client = RpcClient::new(echo_server().await, Outbound::default());
+        let second = Duration::from_secs(5);
+        let first = RpcRequest::FetchMetadata { after: 0 };
+        assert_eq!(
+            answered_after(client.call(&first, second).await.expect("answer")),
+            "0"
+        );
+        // Dropped by an outer timeout, as openraft drops its RPCs, before the answer.
+        let slow = RpcRequest::FetchMetadata { after: 1 };
+        let dropped = tokio::time::timeout(Duration::from_millis(50), client.call(&slow, second));
+        assert!(dropped.await.is_err(), "the slow call was not dropped");
+        let next = RpcRequest::FetchMetadata { after: 2 };
+        assert_eq!(
+            answered_after(client.call(&next, second).await.expect("answer")),
+            "2"
+        );
     }
 }
