@@ -66,7 +66,10 @@ pub trait RpcHandler: Send + Sync + 'static {
     fn handle(&self, request: RpcRequest) -> impl std::future::Future<Output = RpcResponse> + Send;
 }
 
-async fn write_message<T: Serialize>(stream: &mut TcpStream, message: &T) -> std::io::Result<()> {
+pub(crate) async fn write_message<T: Serialize>(
+    stream: &mut TcpStream,
+    message: &T,
+) -> std::io::Result<()> {
     let payload = serde_json::to_vec(message).map_err(std::io::Error::other)?;
     let mut frame = Vec::with_capacity(payload.len() + 4);
     frame.extend_from_slice(&(payload.len() as u32).to_be_bytes());
@@ -75,7 +78,9 @@ async fn write_message<T: Serialize>(stream: &mut TcpStream, message: &T) -> std
 }
 
 /// Reads one message; `Ok(None)` at a clean end of stream.
-async fn read_message<T: DeserializeOwned>(stream: &mut TcpStream) -> std::io::Result<Option<T>> {
+pub(crate) async fn read_message<T: DeserializeOwned>(
+    stream: &mut TcpStream,
+) -> std::io::Result<Option<T>> {
     let mut length = [0u8; 4];
     match stream.read_exact(&mut length).await {
         Ok(_) => {}

@@ -193,7 +193,7 @@ impl Quorum {
         let raft = Raft::new(
             node_id,
             Arc::new(raft_config(config)?),
-            network::Network { outbound },
+            network::Network::new(outbound),
             log_store,
             state_machine.clone(),
         )
