@@ -310,9 +310,11 @@ fn an_inconsistent_quorum_config_is_refused_at_start() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_to_a_follower_names_the_leader() {
-    // Goal: produce and fetch sent to a replica that does not lead the partition get
-    // NOT_LEADER_OR_FOLLOWER with the current leader, its epoch and its endpoint (KIP-951),
-    // and the leader serves them. Method: 3 real processes, raw Produce v11 and Fetch v16.
+    // Goal: a produce sent to a replica that does not lead the partition, and a fetch sent
+    // to a broker without a replica, get NOT_LEADER_OR_FOLLOWER with the current leader, its
+    // epoch and its endpoint (KIP-951), and the leader serves them; a consumer's fetch to a
+    // follower is served there (KIP-392). Method: 3 real processes, raw Produce v11 and
+    // Fetch v16.
     let cluster = Cluster::start();
     with_brokers(&cluster, 1, 3).await;
     assert_eq!(create_topic(&cluster, 1, "hints", 3).await, 0);
@@ -346,15 +348,28 @@ async fn a_request_to_a_follower_names_the_leader() {
         endpoint.port,
         i32::from(cluster.client_ports[leader as usize - 1])
     );
+    // A consumer's Fetch v11+ may read from a follower (KIP-392): the follower serves it.
     let mut fetch = fetch_request("hints", 0, 0, 0, 1);
     fetch.topics[0].topic_id = led.topic_id;
+    let served = client.call(&fetch, 16).await;
+    assert_eq!(served.responses[0].partitions[0].error_code, 0);
+    // A broker with no replica of the partition names its leader.
+    assert_eq!(create_topic(&cluster, 1, "elsewhere", 1).await, 0);
+    let elsewhere = led_topic(&cluster, 1, "elsewhere").await;
+    let (only_replica, _) = leaders(&elsewhere)[0];
+    let stranger = (1..=3)
+        .find(|n| *n as i32 != only_replica)
+        .expect("a stranger");
+    let mut client = Client::connect(cluster.addr(stranger)).await;
+    let mut fetch = fetch_request("elsewhere", 0, 0, 0, 1);
+    fetch.topics[0].topic_id = elsewhere.topic_id;
     let fetched = client.call(&fetch, 16).await;
     let refused = &fetched.responses[0].partitions[0];
     assert_eq!(
         refused.error_code,
         ResponseError::NotLeaderOrFollower.code()
     );
-    assert_eq!(refused.current_leader.leader_id.0, leader);
+    assert_eq!(refused.current_leader.leader_id.0, only_replica);
     assert_eq!(fetched.node_endpoints.len(), 1);
 
     let addr = cluster.addr(leader as usize);

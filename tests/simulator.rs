@@ -91,6 +91,7 @@ impl Controller {
             host: "sim".into(),
             port: 1,
             endpoints: Vec::new(),
+            rack: None,
             // Every restart in the simulator follows a crash.
             previous_broker_epoch: -1,
         });

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Compat suite for a multi-node cluster: starts three combined highwater nodes
-# (config/cluster/node-*.toml on free ports, temporary data dirs, a 2 s broker session), then
+# (config/cluster/node-*.toml on free ports, temporary data dirs, a 2 s broker session, racks
+# rack-1..3 with rack-aware reads), then
 # real clients check what they see: kcat -L (librdkafka) lists three brokers and a leader for
 # every partition of an auto-created topic, and the Java AdminClient's describeCluster and
 # describeTopics agree (compat/java/.../ClusterTest.java); Kafka's kafka-reassign-partitions
@@ -63,6 +64,8 @@ start_node() {
         --listeners "PLAINTEXT://127.0.0.1:${client_ports[node]},CONTROLLER://127.0.0.1:${controller_ports[node]}" \
         --log-dirs "$data/node-$node" --set http.listeners= \
         --set "controller.quorum.voters=$voters" \
+        --set "broker.rack=rack-$node" \
+        --set replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector \
         --set broker.session.timeout.ms=2000 --set broker.heartbeat.interval.ms=200 \
         --set controller.quorum.election.timeout.ms=500) >>"$data/node-$node.log" 2>&1 &
     echo $! >"$data/node-$node.pid"
@@ -192,6 +195,16 @@ else
     echo "reassign suite not run: the cluster never showed three brokers"
     reassign_rc=1
 fi
+librdkafka_fetches_from_a_follower_in_its_rack() {
+    local out
+    out="$("$root/compat/.venv/bin/python" "$here/fetch_from_follower.py" "$bootstrap" \
+        "$topic-rack" 2>&1)"
+    echo "$out"
+    grep -q "^fetch from follower: the rack's follower served its consumer" <<<"$out"
+}
+
+run_test "a librdkafka consumer reads from the follower in its rack (KIP-392)" \
+    librdkafka_fetches_from_a_follower_in_its_rack
 run_test "librdkafka consumes across a leader change without loss or duplicates" \
     librdkafka_consumes_across_a_leader_change
 java_consumes_across_a_leader_change() {

@@ -87,6 +87,7 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
                     .with_broker_id(BrokerId(b.node_id))
                     .with_host(str_bytes(host))
                     .with_port(i32::from(port))
+                    .with_rack(b.rack.as_deref().map(str_bytes))
                     .with_is_fenced(b.fenced),
             )
         })

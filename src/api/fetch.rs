@@ -13,6 +13,11 @@
 //!
 //! Fetch sessions (KIP-227, [`super::fetch_sessions`]): an incremental request reads every
 //! partition of its session and answers only those with something new.
+//!
+//! Fetch from follower (KIP-392): a consumer's Fetch v11+ may read from any replica here,
+//! up to that replica's high watermark (last stable offset); with rack-aware reads
+//! configured, a leader answers a consumer in another replica's rack with no records and
+//! that replica as `preferred_read_replica` ([`crate::replica::read_replica`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,7 +44,9 @@ use super::response::encode_with_sources;
 use super::{leader_hint, node_endpoints, topic_name, Broker, HandlerError, Outcome, Request};
 use crate::acl::{Operation, ResourceType};
 use crate::log::batch::BatchIter;
+use crate::metadata::MetadataImage;
 use crate::replica::partition::THROTTLED_AS_LEADER;
+use crate::replica::read_replica;
 use crate::replica::roles::{FollowerFetch, FollowerFetchResult};
 use crate::replica::{IsrChange, Partition};
 
@@ -52,7 +59,9 @@ struct Target {
     leader: Option<(i32, i32)>,
 }
 
-/// Fetch v12+ carries leader hints, v16+ the leaders' endpoints (KIP-951).
+/// Fetch v11+ carries the consumer's rack and may read from followers (KIP-392), v12+
+/// leader hints, v16+ the leaders' endpoints (KIP-951).
+const CLIENT_METADATA_VERSION: i16 = 11;
 const LEADER_HINT_VERSION: i16 = 12;
 const NODE_ENDPOINTS_VERSION: i16 = 16;
 
@@ -66,6 +75,19 @@ struct Reading {
     isr_changes: Vec<IsrChange>,
     /// Bytes sent to throttled followers out of the ISR (the leader throttle counts them).
     throttled_bytes: usize,
+    /// A consumer was sent to another replica: answered at once, as an error is.
+    redirected: bool,
+}
+
+/// What a consumer's fetch brings to the read of each partition.
+struct ConsumerFetch<'a> {
+    isolation_level: i8,
+    /// Fetch v11+: any replica here may serve it, not only a leader.
+    any_replica: bool,
+    /// The consumer's rack when leaders here send consumers to their rack's replica.
+    rack: Option<&'a str>,
+    image: &'a MetadataImage,
+    listener: &'a str,
 }
 
 /// The fetching replica's id (from v15 in ReplicaState), -1 for consumers.
@@ -111,6 +133,12 @@ fn resolve(
             let partition = match found {
                 _ if !allowed => Err(refusal_error(Refusal::TopicAuthorizationFailed)),
                 None if by_id => Err(refusal_error(Refusal::UnknownTopicId)),
+                _ if !follower && request.version() >= CLIENT_METADATA_VERSION => {
+                    broker.replicas.partition(name, p.partition).map_err(|e| {
+                        leader = leader_hint(&e);
+                        replica_error(&e)
+                    })
+                }
                 _ => broker
                     .replicas
                     .leader_partition(name, p.partition)
@@ -198,20 +226,46 @@ fn read_for_follower(
 /// `isolation_level` of a read_committed consumer.
 const READ_COMMITTED: i8 = 1;
 
+/// The follower a consumer should read `fetch` from instead of this leader, if any.
+fn preferred_read_replica(
+    partition: &Partition,
+    fetch: &FetchPartition,
+    consumer: &ConsumerFetch<'_>,
+) -> Option<i32> {
+    let rack = consumer.rack?;
+    let rack_of = |id: i32| {
+        let broker = consumer.image.broker(id)?;
+        let reachable = !broker.fenced && broker.endpoint(consumer.listener).is_some();
+        reachable.then(|| broker.rack.clone()).flatten()
+    };
+    partition.preferred_read_replica(fetch.fetch_offset, |leader, followers| {
+        read_replica::rack_aware(rack, leader, followers, rack_of)
+    })
+}
+
 fn read_partition(
     partition: &Partition,
     fetch: &FetchPartition,
     (max_bytes, min_one): (usize, bool),
-    isolation_level: i8,
+    consumer: &ConsumerFetch<'_>,
 ) -> Result<PartitionData, ResponseError> {
-    if !partition.is_leader() {
+    if !consumer.any_replica && !partition.is_leader() {
         return Err(refusal_error(Refusal::NotLeader));
     }
     partition
         .check_leader_epoch(fetch.current_leader_epoch)
         .map_err(|e| replica_error(&e))?;
     let offsets = partition.offsets();
-    let read_committed = isolation_level == READ_COMMITTED;
+    if let Some(replica) = preferred_read_replica(partition, fetch, consumer) {
+        return Ok(PartitionData::default()
+            .with_partition_index(fetch.partition)
+            .with_high_watermark(offsets.high_watermark)
+            .with_last_stable_offset(offsets.last_stable_offset)
+            .with_log_start_offset(offsets.log_start_offset)
+            .with_preferred_read_replica(BrokerId(replica))
+            .with_records(Some(Bytes::new())));
+    }
+    let read_committed = consumer.isolation_level == READ_COMMITTED;
     let upper = match read_committed {
         true => offsets.last_stable_offset,
         false => offsets.high_watermark,
@@ -271,6 +325,25 @@ fn response_max_bytes(
     quota.map_or(asked, |q| asked.min(q as usize))
 }
 
+/// A partition's answer to an error, with the leader hint when the version has one.
+fn failed_data(request: &Request, target: &Target, error: ResponseError) -> PartitionData {
+    let index = target.request.partition;
+    tracing::debug!(client = %request.client, api = "Fetch", partition = index,
+        offset = target.request.fetch_offset, error = ?error, "fetch partition error");
+    let failed = error_data(index, error);
+    match target
+        .leader
+        .filter(|_| request.version() >= LEADER_HINT_VERSION)
+    {
+        Some((leader, leader_epoch)) => failed.with_current_leader(
+            LeaderIdAndEpoch::default()
+                .with_leader_id(BrokerId(leader))
+                .with_leader_epoch(leader_epoch),
+        ),
+        None => failed,
+    }
+}
+
 fn read_all(
     broker: &Broker,
     request: &Request,
@@ -291,12 +364,21 @@ fn read_all(
         has_error: false,
         isr_changes: Vec::new(),
         throttled_bytes: 0,
+        redirected: false,
+    };
+    let image = broker.image();
+    let any_replica = request.version() >= CLIENT_METADATA_VERSION;
+    let consumer = ConsumerFetch {
+        isolation_level: body.isolation_level,
+        any_replica,
+        rack: (any_replica && broker.config.rack_aware_reads).then_some(body.rack_id.as_str()),
+        image: &image,
+        listener: &request.listener,
     };
     let follower = replica_id(request, body);
     let response_max_bytes = response_max_bytes(broker, request, body, follower >= 0);
     let throttle_exceeded = follower >= 0 && broker.replicas.throttle_exceeded(THROTTLED_AS_LEADER);
     for target in targets {
-        let index = target.request.partition;
         let remaining = response_max_bytes.saturating_sub(reading.bytes);
         let max_bytes = (target.request.partition_max_bytes.max(0) as usize).min(remaining);
         let data = target.partition.clone().and_then(|p| match follower >= 0 {
@@ -310,25 +392,13 @@ fn read_all(
                 &p,
                 &target.request,
                 (max_bytes, reading.bytes == 0),
-                body.isolation_level,
+                &consumer,
             ),
         });
+        reading.redirected |= data.as_ref().is_ok_and(|d| d.preferred_read_replica.0 >= 0);
         let data = data.unwrap_or_else(|error| {
-            tracing::debug!(client = %request.client, api = "Fetch", partition = index,
-                offset = target.request.fetch_offset, error = ?error, "fetch partition error");
             reading.has_error = true;
-            let failed = error_data(index, error);
-            match target
-                .leader
-                .filter(|_| request.version() >= LEADER_HINT_VERSION)
-            {
-                Some((leader, leader_epoch)) => failed.with_current_leader(
-                    LeaderIdAndEpoch::default()
-                        .with_leader_id(BrokerId(leader))
-                        .with_leader_epoch(leader_epoch),
-                ),
-                None => failed,
-            }
+            failed_data(request, target, error)
         });
         if let Some(records) = data.records.as_ref().filter(|r| !r.is_empty()) {
             reading.bytes += records.len();
@@ -399,7 +469,8 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         let reading = read_all(broker, request, &body, &topics, &targets);
         broker.propose_isr_changes(&reading.isr_changes);
         let enough = reading.bytes >= body.min_bytes.max(0) as usize;
-        if enough || reading.has_error || targets.is_empty() || Instant::now() >= deadline {
+        let now = enough || reading.has_error || reading.redirected || targets.is_empty();
+        if now || Instant::now() >= deadline {
             break reading;
         }
         wait_for_data(&mut receivers, deadline).await;

@@ -249,7 +249,8 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
                 MetadataResponseBroker::default()
                     .with_node_id(BrokerId(b.node_id))
                     .with_host(str_bytes(host))
-                    .with_port(i32::from(port)),
+                    .with_port(i32::from(port))
+                    .with_rack(b.rack.as_deref().map(str_bytes)),
             )
         })
         .collect();

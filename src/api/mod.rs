@@ -561,14 +561,14 @@ pub fn endpoints<'a>(
     image: &'a MetadataImage,
     node_ids: &[i32],
     listener: &'a str,
-) -> impl Iterator<Item = (i32, &'a str, u16)> {
+) -> impl Iterator<Item = (i32, &'a str, u16, Option<&'a str>)> {
     let mut ids = node_ids.to_vec();
     ids.sort_unstable();
     ids.dedup();
     ids.into_iter().filter_map(move |id| {
         let broker = image.broker(id)?;
         let (host, port) = broker.endpoint(listener)?;
-        Some((id, host, port))
+        Some((id, host, port, broker.rack.as_deref()))
     })
 }
 
@@ -577,11 +577,12 @@ pub fn endpoints<'a>(
 macro_rules! node_endpoints {
     ($endpoint:ty, $image:expr, $leaders:expr, $listener:expr) => {
         $crate::api::endpoints($image, $leaders, $listener)
-            .map(|(id, host, port)| {
+            .map(|(id, host, port, rack)| {
                 <$endpoint>::default()
                     .with_node_id(kafka_protocol::messages::BrokerId(id))
                     .with_host($crate::api::str_bytes(host))
                     .with_port(i32::from(port))
+                    .with_rack(rack.map($crate::api::str_bytes))
             })
             .collect()
     };

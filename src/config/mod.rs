@@ -9,6 +9,7 @@ pub mod dynamic;
 pub mod error;
 pub mod group;
 pub mod listeners;
+mod read_replicas;
 pub mod sasl;
 pub mod security;
 pub mod tls;
@@ -44,6 +45,10 @@ pub const BROKER_DEFAULTS: &[(&str, &str)] = &[
     ("controller.listener.names", "CONTROLLER"),
     ("inter.broker.listener.name", ""),
     ("controller.quorum.voters", ""),
+    // The broker's rack, and how a partition's leader picks a replica for a consumer to
+    // read from (KIP-392): empty, or Kafka's RackAwareReplicaSelector (`read_replicas`).
+    ("broker.rack", ""),
+    ("replica.selector.class", ""),
     ("controller.quorum.election.timeout.ms", "1000"),
     ("broker.session.timeout.ms", "9000"),
     ("broker.heartbeat.interval.ms", "2000"),
@@ -217,6 +222,11 @@ pub struct BrokerConfig {
     pub connection_limits: ConnectionLimits,
     /// `http.listeners`: where /metrics, /healthz, /readyz and the live page are served.
     pub http_listeners: Vec<SocketAddr>,
+    /// `broker.rack`, registered with the controller and shown to clients.
+    pub rack: Option<String>,
+    /// `replica.selector.class` is Kafka's RackAwareReplicaSelector: leaders send consumers
+    /// in another replica's rack to that replica (fetch from follower, KIP-392).
+    pub rack_aware_reads: bool,
     /// Every broker key with its value, defaults included (DescribeConfigs, topic defaults).
     pub values: ConfigMap,
     /// The keys set explicitly by the file or flags (DescribeConfigs reports their source).
@@ -683,6 +693,8 @@ impl BrokerConfig {
             )?,
             connection_limits: connections::connection_limits(&values)?,
             http_listeners: http_listeners(&values["http.listeners"])?,
+            rack: Some(values["broker.rack"].trim().to_string()).filter(|r| !r.is_empty()),
+            rack_aware_reads: read_replicas::rack_aware(&values)?,
             values,
             explicit,
         })

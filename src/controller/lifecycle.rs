@@ -104,6 +104,7 @@ impl Controller {
                     port: l.advertised_port,
                 })
                 .collect(),
+            rack: self.config.rack.clone(),
             previous_broker_epoch: self.previous_broker_epoch.load(Ordering::Relaxed),
         };
         match self.request(request).await? {

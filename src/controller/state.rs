@@ -135,6 +135,9 @@ pub enum Record {
         /// Every client listener's advertised address (see [`BrokerImage::endpoints`]).
         #[serde(default)]
         endpoints: Vec<Endpoint>,
+        /// `broker.rack`, when the broker has one.
+        #[serde(default)]
+        rack: Option<String>,
         /// The broker epoch its clean-shutdown markers name (KIP-966's
         /// `PreviousBrokerEpoch`), -1 after a crash: only a restart after a clean shutdown
         /// of the registration the controller knows keeps the broker's ELR memberships.
@@ -296,6 +299,7 @@ impl ClusterState {
                 host,
                 port,
                 endpoints,
+                rack,
                 previous_broker_epoch,
             } => {
                 let address = (host.as_str(), *port);
@@ -303,7 +307,7 @@ impl ClusterState {
                     offset,
                     (*node_id, *incarnation_id),
                     address,
-                    endpoints,
+                    (endpoints, rack.as_deref()),
                     *previous_broker_epoch,
                 )
             }
@@ -429,7 +433,7 @@ impl ClusterState {
         offset: u64,
         (node_id, incarnation_id): (i32, Uuid),
         (host, port): (&str, u16),
-        endpoints: &[Endpoint],
+        (endpoints, rack): (&[Endpoint], Option<&str>),
         previous_broker_epoch: i64,
     ) -> RecordResult {
         let broker_epoch = offset as i64;
@@ -470,6 +474,7 @@ impl ClusterState {
                 host: host.to_string(),
                 port,
                 endpoints: endpoints.to_vec(),
+                rack: rack.map(str::to_string),
                 incarnation_id,
                 broker_epoch,
                 fenced: true,
@@ -663,6 +668,7 @@ mod tests {
             host: "h".into(),
             port: 1,
             endpoints: Vec::new(),
+            rack: None,
             previous_broker_epoch,
         };
         state.apply(offset, &record)

@@ -37,6 +37,9 @@ pub struct BrokerImage {
     /// brokers had several listeners: `host` and `port` then serve every listener.
     #[serde(default)]
     pub endpoints: Vec<Endpoint>,
+    /// `broker.rack`, when the broker has one.
+    #[serde(default)]
+    pub rack: Option<String>,
     /// Chosen anew by every start of the broker process; tells a restart from a retry.
     pub incarnation_id: Uuid,
     /// The metadata offset of the registration record: heartbeats must carry it.

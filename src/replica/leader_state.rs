@@ -10,6 +10,8 @@
 
 use std::collections::BTreeMap;
 
+use super::read_replica::ReplicaView;
+
 /// One follower as the leader sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RemoteReplica {
@@ -99,6 +101,20 @@ impl LeaderState {
             Some(pending) => pending.len().min(self.isr.len()),
             None => self.isr.len(),
         }
+    }
+
+    /// The in-sync followers that already hold `fetch_offset`: where a consumer may be
+    /// sent to read it (KIP-392).
+    pub fn read_candidates(&self, fetch_offset: i64, now_ms: i64) -> Vec<ReplicaView> {
+        self.remotes
+            .iter()
+            .filter(|(id, r)| self.isr.contains(id) && r.log_end_offset >= fetch_offset)
+            .map(|(id, r)| ReplicaView {
+                broker_id: *id,
+                log_end_offset: r.log_end_offset,
+                since_caught_up_ms: now_ms - r.last_caught_up_ms,
+            })
+            .collect()
     }
 
     /// Records a follower's fetch at `fetch_offset` (its log end offset); returns whether

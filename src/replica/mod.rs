@@ -13,6 +13,7 @@ pub mod log_mover;
 pub mod manager;
 pub mod partition;
 pub mod quota;
+pub mod read_replica;
 pub mod replica_fetchers;
 pub mod roles;
 pub mod tcp_link;

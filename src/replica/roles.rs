@@ -8,6 +8,7 @@ use bytes::Bytes;
 use super::error::ReplicaError;
 use super::leader_state::LeaderState;
 use super::partition::{IsrChange, Partition, ReplicaState, Role};
+use super::read_replica::ReplicaView;
 use crate::metadata::PartitionImage;
 
 /// What a follower asks for in a fetch.
@@ -219,6 +220,35 @@ impl Partition {
         drop(state);
         self.maybe_increment_high_watermark();
         Ok(change)
+    }
+
+    /// As leader, the follower a consumer should read `fetch_offset` from instead (KIP-392):
+    /// `choose` picks among the leader and the in-sync followers holding that offset (see
+    /// [`super::read_replica`]). `None`: read here (a follower, or an offset below the log
+    /// start, always does).
+    pub fn preferred_read_replica(
+        &self,
+        fetch_offset: i64,
+        choose: impl FnOnce(ReplicaView, &[ReplicaView]) -> Option<i32>,
+    ) -> Option<i32> {
+        let now_ms = self.clock().now_ms();
+        let state = self.state();
+        let Role::Leader(leader) = &state.role else {
+            return None;
+        };
+        let log = self.log();
+        if fetch_offset < log.log_start_offset() {
+            return None;
+        }
+        let me = ReplicaView {
+            broker_id: leader.local_id,
+            log_end_offset: log.log_end_offset(),
+            since_caught_up_ms: 0,
+        };
+        drop(log);
+        let followers = leader.read_candidates(fetch_offset, now_ms);
+        drop(state);
+        choose(me, &followers).filter(|chosen| *chosen != me.broker_id)
     }
 
     /// As leader, proposes an ISR without the followers that fell `lag_max_ms` behind.

@@ -18,7 +18,7 @@ impl ActiveController {
         &self,
         node_id: i32,
         incarnation_id: Uuid,
-        (host, port, endpoints): (String, u16, Vec<Endpoint>),
+        (host, port, endpoints, rack): (String, u16, Vec<Endpoint>, Option<String>),
         previous_broker_epoch: i64,
     ) -> Result<ControllerReply, ControllerError> {
         let (existing, stale) = self.state(|s| {
@@ -51,6 +51,7 @@ impl ActiveController {
             host,
             port,
             endpoints,
+            rack,
             previous_broker_epoch,
         };
         match self.propose(record).await? {

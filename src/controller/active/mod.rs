@@ -91,6 +91,8 @@ pub enum ControllerRequest {
         port: u16,
         #[serde(default)]
         endpoints: Vec<crate::metadata::Endpoint>,
+        #[serde(default)]
+        rack: Option<String>,
         /// See [`crate::controller::state::Record::RegisterBroker`].
         #[serde(default = "crate::controller::state::no_epoch")]
         previous_broker_epoch: i64,
@@ -418,9 +420,10 @@ impl ActiveController {
                 host,
                 port,
                 endpoints,
+                rack,
                 previous_broker_epoch,
             } => {
-                let address = (host, port, endpoints);
+                let address = (host, port, endpoints, rack);
                 self.register(node_id, incarnation_id, address, previous_broker_epoch)
                     .await
             }
