@@ -5,6 +5,11 @@
 # throwaway highwater (compat/with-highwater.sh), one broker at a time; then a table of
 # test | Kafka | highwater, and the tests whose results differ with the reasons the logs give.
 # Both brokers run with num.partitions=4, as librdkafka's test scenario "default" assumes.
+# Then librdkafka's tests that need three brokers (CONFORMANCE_CLUSTER_TESTS, default 0098
+# 0101 0103: transactions with RF=3 topics, fetch from follower) against a three-node Kafka
+# (compat/kafka-ref/cluster.sh) and a three-node highwater
+# (compat/with-highwater-cluster.sh), each node in rack RACK<id> with Kafka's
+# RackAwareReplicaSelector, as librdkafka's trivup clusters run; suite `librdkafka-cluster`.
 #
 # Usage: compat/conformance/run.sh
 #        compat/conformance/run.sh --suites LABEL BOOTSTRAP   (the suites against one broker)
@@ -53,6 +58,20 @@ if [[ "${1:-}" == --suites ]]; then
     exit "$rc"
 fi
 
+# --cluster-suite LABEL BOOTSTRAP: librdkafka's three-broker tests against a running
+# three-node cluster; results in $out/LABEL/librdkafka-cluster.tsv.
+if [[ "${1:-}" == --cluster-suite ]]; then
+    label="$2" bootstrap="$3"
+    mkdir -p "$out/$label"
+    echo "== conformance: librdkafka's three-broker tests against $label ($bootstrap)"
+    LIBRDKAFKA_TESTS="${CONFORMANCE_CLUSTER_TESTS:-0098 0101 0103}" \
+        LIBRDKAFKA_TEST_TIMEOUT="${LIBRDKAFKA_TEST_TIMEOUT:-600}" \
+        LIBRDKAFKA_RESULTS="$out/$label/librdkafka-cluster.tsv" \
+        LIBRDKAFKA_LOG_DIR="$out/$label/librdkafka-cluster" \
+        nice "$root/compat/librdkafka/run.sh" "$bootstrap"
+    exit $?
+fi
+
 # table: one row per test with each broker's result and seconds, then the reasons of the
 # tests that did not pass everywhere; also written to $out/table.md.
 table() {
@@ -62,7 +81,7 @@ out = sys.argv[1]
 brokers = [b for b in ("kafka", "highwater") if os.path.isdir(os.path.join(out, b))]
 rows, order = {}, []
 for b in brokers:
-    for suite in ("kgo", "librdkafka"):
+    for suite in ("kgo", "librdkafka", "librdkafka-cluster"):
         path = os.path.join(out, b, suite + ".tsv")
         if not os.path.exists(path):
             continue
@@ -122,6 +141,12 @@ for broker in ${CONFORMANCE_BROKERS:-kafka highwater}; do
         cp "$root/.kafka-ref/logs/server.log" "$out/kafka/broker.log" 2>/dev/null || true
         "$root/compat/kafka-ref/stop.sh"
         trap - EXIT
+        if [[ " $suites " == *" librdkafka "* ]]; then
+            KAFKA_REF_EXTRA_CONFIG="num.partitions=4
+broker.rack=RACK@NODE@
+replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector" \
+                "$root/compat/kafka-ref/cluster.sh" run "$0" --cluster-suite kafka || true
+        fi
         ;;
     highwater)
         mkdir -p "$out/highwater"
@@ -129,6 +154,11 @@ for broker in ${CONFORMANCE_BROKERS:-kafka highwater}; do
         sed 's/^"num.partitions" = .*/"num.partitions" = 4/' "$root/config/server.toml" >"$config"
         HIGHWATER_CONFIG="$config" COMPAT_BROKER_LOG="$out/highwater/broker.log" \
             "$root/compat/with-highwater.sh" "$0" --suites highwater || true
+        if [[ " $suites " == *" librdkafka "* ]]; then
+            HIGHWATER_CLUSTER_SET="num.partitions=4" \
+                COMPAT_BROKER_LOG="$out/highwater/cluster-logs" \
+                "$root/compat/with-highwater-cluster.sh" "$0" --cluster-suite highwater || true
+        fi
         ;;
     *) echo "conformance: unknown broker $broker" >&2; exit 2 ;;
     esac

@@ -19,7 +19,8 @@
 # Environment: KAFKA_REF_CLUSTER_PORTS and KAFKA_REF_CLUSTER_CONTROLLER_PORTS (three
 # comma-separated ports each; default: free ports), KAFKA_REF_START_TIMEOUT seconds (default
 # 120), KAFKA_REF_HEAP (default -Xmx384m), KAFKA_REF_EXTRA_CONFIG: lines appended to every
-# node's server.properties.
+# node's server.properties, with @NODE@ replaced by the node's id (e.g.
+# `broker.rack=RACK@NODE@`).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -28,6 +29,7 @@ dir="$ref/cluster"
 here="$root/compat/kafka-ref"
 timeout_s="${KAFKA_REF_START_TIMEOUT:-120}"
 classpath="$ref/libs/*"
+extra_config="${KAFKA_REF_EXTRA_CONFIG:-}"
 
 stop() {
     local node pid pids=()
@@ -161,7 +163,7 @@ transaction.state.log.replication.factor=3
 transaction.state.log.min.isr=2
 transaction.state.log.num.partitions=4
 group.initial.rebalance.delay.ms=0
-${KAFKA_REF_EXTRA_CONFIG:-}
+${extra_config//@NODE@/$node}
 EOF
     java "${java_opts[@]}" "-Dkafka.logs.dir=$n/logs" -cp "$classpath" kafka.tools.StorageTool \
         format -t "$cluster_id" -c "$n/server.properties" >"$n/logs/format.out" 2>&1 || {
