@@ -97,10 +97,13 @@ compat-kafka-ref: compat-deps
 	./compat/kafka-ref/cluster.sh run ./compat/cluster/reassign.sh
 
 # Kafka's kafka-reassign-partitions (compat/cluster/reassign.sh, all six tests) against a
-# three-node Apache Kafka 4.1.1 that compat/kafka-ref/cluster.sh starts, then stops and wipes
-# (~65 s). Never part of `make test`; `make compat-cluster` runs the suite against highwater.
+# three-node Apache Kafka 4.1.1 that compat/kafka-ref/cluster.sh starts, then stops and wipes,
+# then compat/cluster/fetch_from_follower.py against another in racks rack-1..3 (~2 min).
+# Never part of `make test`; `make compat-cluster` runs both against highwater.
 compat-cluster-kafka-ref: compat-deps
 	./compat/kafka-ref/cluster.sh run ./compat/cluster/reassign.sh
+	KAFKA_REF_EXTRA_CONFIG="$$(printf 'broker.rack=rack-@NODE@\nreplica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector')" \
+		./compat/kafka-ref/cluster.sh run ./compat/.venv/bin/python ./compat/cluster/fetch_from_follower.py
 
 # kcat, confluent-kafka and Kafka's console tools over TLS and mTLS against a highwater with
 # PLAINTEXT, SSL and client-authenticating SSL listeners of its own (compat/tls/run.sh, ~70 s).

@@ -8,12 +8,13 @@ with no client.rack. librdkafka's statistics give the bytes received from each b
 first consumer must have received the records from the follower (the leader answers its
 first fetch with only `preferred_read_replica`), the second from the leader.
 
-Usage: fetch_from_follower.py BOOTSTRAP TOPIC
+Usage: fetch_from_follower.py BOOTSTRAP [TOPIC]   (TOPIC: a new name by default)
 """
 
 import json
 import sys
 import time
+import uuid
 
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -72,7 +73,8 @@ def consume(bootstrap, topic, rack):
 
 
 def main():
-    bootstrap, topic = sys.argv[1], sys.argv[2]
+    bootstrap = sys.argv[1]
+    topic = sys.argv[2] if len(sys.argv) > 2 else f"fetch-from-follower-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(30)
     leader, replicas = replicas_of(admin, topic)

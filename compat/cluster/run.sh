@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Compat suite for a multi-node cluster: starts three combined highwater nodes
 # (config/cluster/node-*.toml on free ports, temporary data dirs, a 2 s broker session, racks
-# rack-1..3 with rack-aware reads), then
-# real clients check what they see: kcat -L (librdkafka) lists three brokers and a leader for
-# every partition of an auto-created topic, and the Java AdminClient's describeCluster and
-# describeTopics agree (compat/java/.../ClusterTest.java); Kafka's kafka-reassign-partitions
-# tool moves partitions, throttles, lists and cancels (reassign.sh, run while all three nodes
-# are up); after kill -9 of a broker that leads a partition, both show two brokers and new
-# leaders, none of them the killed one.
+# rack-1..3 with Kafka's RackAwareReplicaSelector), then real clients check what they see:
+# kcat -L (librdkafka) lists three brokers and a leader for every partition of an
+# auto-created topic, and the Java AdminClient's describeCluster and describeTopics agree
+# (compat/java/.../ClusterTest.java); Kafka's kafka-reassign-partitions tool moves
+# partitions, throttles, lists and cancels (reassign.sh, run while all three nodes are up);
+# a librdkafka consumer in a follower's rack reads from it (fetch_from_follower.py); after
+# kill -9 of a broker that leads a partition, both show two brokers and new leaders, none
+# of them the killed one.
 # Usage: compat/cluster/run.sh [ignored]   (it makes its own cluster)
 # Environment: HIGHWATER_BIN (default ./target/release/highwater); COMPAT_KEEP_DATA=1 keeps the
 # nodes' data and logs; COMPAT_REASSIGN_SKIP: the reassign.sh tests not to run (a regex).
