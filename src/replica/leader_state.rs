@@ -198,6 +198,25 @@ mod tests {
     }
 
     #[test]
+    fn only_in_sync_followers_holding_the_offset_may_serve_a_consumer() {
+        let mut state = three();
+        assert!(state.read_candidates(0, 5).is_empty(), "not heard from yet");
+        state.record_fetch(2, 7, 10, 1);
+        state.record_fetch(3, 10, 10, 4);
+        let ids = |s: &LeaderState, offset| -> Vec<i32> {
+            s.read_candidates(offset, 5)
+                .iter()
+                .map(|v| v.broker_id)
+                .collect()
+        };
+        assert_eq!(ids(&state, 7), vec![2, 3]);
+        assert_eq!(ids(&state, 8), vec![3], "2 does not hold offset 8 yet");
+        assert_eq!(state.read_candidates(8, 5)[0].since_caught_up_ms, 1);
+        state.isr = vec![1, 2];
+        assert_eq!(ids(&state, 7), vec![2], "3 left the ISR");
+    }
+
+    #[test]
     fn the_high_watermark_is_the_least_log_end_offset_in_the_isr() {
         let mut state = three();
         assert_eq!(

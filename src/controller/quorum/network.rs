@@ -57,7 +57,7 @@ impl Network {
 #[derive(Debug)]
 pub struct Connection {
     target: NodeId,
-    client: Option<RpcClient>,
+    client: RpcClient,
     idle: IdleClients,
 }
 
@@ -74,7 +74,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             reused.unwrap_or_else(|| RpcClient::new(node.addr.clone(), self.outbound.clone()));
         Connection {
             target,
-            client: Some(client),
+            client,
             idle: self.idle.clone(),
         }
     }
@@ -82,12 +82,14 @@ impl RaftNetworkFactory<TypeConfig> for Network {
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        let (Some(client), Ok(mut idle)) = (self.client.take(), self.idle.lock()) else {
+        let Ok(mut idle) = self.idle.lock() else {
             return;
         };
         let clients = idle.entry(self.target).or_default();
         if clients.len() < IDLE_CLIENTS_MAX {
-            clients.push(client);
+            // What is left in its place is dropped with the connection, unused.
+            let unused = RpcClient::new(String::new(), Outbound::default());
+            clients.push(std::mem::replace(&mut self.client, unused));
         }
     }
 }
@@ -101,12 +103,7 @@ impl Connection {
         let timeout = option.hard_ttl().max(Duration::from_millis(50));
         // Unreachable (not NetworkError) makes openraft back off before retrying a voter
         // that is down, instead of retrying in a tight loop.
-        let Some(client) = self.client.as_mut() else {
-            return Err(RPCError::Unreachable(Unreachable::new(
-                &std::io::Error::from(std::io::ErrorKind::NotConnected),
-            )));
-        };
-        client.call(&request, timeout).await.map_err(|error| {
+        self.client.call(&request, timeout).await.map_err(|error| {
             tracing::trace!(target_node = self.target, %error, "raft RPC failed");
             RPCError::Unreachable(Unreachable::new(&error))
         })
