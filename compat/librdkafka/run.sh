@@ -25,6 +25,7 @@ set -euo pipefail
 
 bootstrap="${1:?usage: compat/librdkafka/run.sh BOOTSTRAP}"
 src="${LIBRDKAFKA_SRC:?set LIBRDKAFKA_SRC to a librdkafka source tree}"
+src="$(cd "$src" && pwd)" # absolute: the tests run from $src/tests
 tests="${LIBRDKAFKA_TESTS:-0055 0061 0103 0129 0137}"
 per_test_timeout="${LIBRDKAFKA_TEST_TIMEOUT:-900}"
 logdir="${LIBRDKAFKA_LOG_DIR:-$src/tests}"

@@ -20,7 +20,7 @@ use super::errors::{controller_error, refusal_error};
 use super::refusal::Refusal;
 use super::{Broker, HandlerError, Outcome, Request};
 use crate::acl::{AclBinding, AclFilter, Operation, PatternType, Permission, ResourceType};
-use crate::controller::{ControllerError, ControllerReply, ControllerRequest};
+use crate::controller::{AclOutcome, ControllerError, ControllerRequest};
 
 /// Kafka's message when no authorizer is configured.
 const NO_AUTHORIZER: &str = "No Authorizer is configured.";
@@ -155,17 +155,11 @@ async fn create_bindings(
     let valid: Vec<AclBinding> = parsed.iter().flatten().cloned().collect();
     let outcomes = match broker
         .controller
-        .request(ControllerRequest::CreateAcls { bindings: valid })
+        .ask::<Vec<AclOutcome>>(ControllerRequest::CreateAcls { bindings: valid })
         .await
     {
-        Ok(ControllerReply::AclsCreated(outcomes)) => outcomes,
-        failed => {
-            let error = match failed {
-                Err(e) => e,
-                Ok(other) => ControllerError::Conflict {
-                    reason: format!("unexpected controller reply {other:?}"),
-                },
-            };
+        Ok(outcomes) => outcomes,
+        Err(error) => {
             tracing::warn!(client = %request.client, api = "CreateAcls", %error, "refused");
             let refused = (
                 controller_error(&error).code(),
@@ -261,17 +255,11 @@ async fn delete_bindings(
     let valid: Vec<AclFilter> = parsed.iter().flatten().cloned().collect();
     let removed = match broker
         .controller
-        .request(ControllerRequest::DeleteAcls { filters: valid })
+        .ask::<Vec<Vec<AclBinding>>>(ControllerRequest::DeleteAcls { filters: valid })
         .await
     {
-        Ok(ControllerReply::AclsDeleted(removed)) => removed,
-        failed => {
-            let error = match failed {
-                Err(e) => e,
-                Ok(other) => ControllerError::Conflict {
-                    reason: format!("unexpected controller reply {other:?}"),
-                },
-            };
+        Ok(removed) => removed,
+        Err(error) => {
             tracing::warn!(client = %request.client, api = "DeleteAcls", %error, "refused");
             let code = controller_error(&error).code();
             return body

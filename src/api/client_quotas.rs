@@ -15,7 +15,7 @@ use kafka_protocol::messages::{
 use super::errors::{controller_error, refusal_error};
 use super::refusal::Refusal;
 use super::{str_bytes, Broker, HandlerError, Outcome, Request};
-use crate::controller::{ControllerError, ControllerReply, ControllerRequest, QuotaAlteration};
+use crate::controller::{ControllerError, ControllerRequest, QuotaAlteration, QuotaOutcome};
 use crate::metadata::client_quotas::{EntityName, QuotaEntity, CLIENT_ID, IP, USER};
 
 /// Match types: an exact name, the default entity, any entity of the type.
@@ -192,8 +192,8 @@ pub async fn alter(broker: &Broker, request: &Request) -> Result<Outcome, Handle
         alterations,
         validate_only: body.validate_only,
     };
-    let entries = match broker.controller.request(to_controller).await {
-        Ok(ControllerReply::ClientQuotas(outcomes)) => outcomes
+    let entries = match broker.controller.ask::<Vec<QuotaOutcome>>(to_controller).await {
+        Ok(outcomes) => outcomes
             .into_iter()
             .map(|(entity, outcome)| {
                 let error = outcome.err().map(ControllerError::from);
@@ -203,8 +203,7 @@ pub async fn alter(broker: &Broker, request: &Request) -> Result<Outcome, Handle
                 altered(&entity, error.as_ref())
             })
             .collect(),
-        failed => {
-            let error = super::failed_controller_request(failed);
+        Err(error) => {
             tracing::warn!(client = %request.client, api = "AlterClientQuotas", %error, "refused");
             asked.iter().map(|e| altered(e, Some(&error))).collect()
         }

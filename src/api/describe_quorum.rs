@@ -14,7 +14,7 @@ use super::errors::controller_error;
 use super::errors::refusal_error;
 use super::refusal::Refusal;
 use super::{str_bytes, topic_name, Broker, HandlerError, Outcome, Request};
-use crate::controller::{ControllerReply, ControllerRequest};
+use crate::controller::{ControllerRequest, QuorumDescription};
 
 /// The metadata log's topic.
 const METADATA_TOPIC: &str = "__cluster_metadata";
@@ -46,10 +46,10 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
 async fn partition(broker: &Broker, request: &Request) -> PartitionData {
     match broker
         .controller
-        .request(ControllerRequest::DescribeQuorum)
+        .ask::<QuorumDescription>(ControllerRequest::DescribeQuorum)
         .await
     {
-        Ok(ControllerReply::Quorum(quorum)) => {
+        Ok(quorum) => {
             let now = crate::clock::system_now_ms();
             let voters = quorum
                 .voters
@@ -68,10 +68,6 @@ async fn partition(broker: &Broker, request: &Request) -> PartitionData {
                 .with_leader_epoch(quorum.leader_epoch)
                 .with_high_watermark(quorum.high_watermark)
                 .with_current_voters(voters)
-        }
-        Ok(other) => {
-            tracing::error!(client = %request.client, ?other, "DescribeQuorum: unexpected reply");
-            PartitionData::default().with_error_code(refusal_error(Refusal::Internal).code())
         }
         Err(error) => {
             tracing::debug!(client = %request.client, %error, "DescribeQuorum refused");

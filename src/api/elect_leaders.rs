@@ -7,11 +7,9 @@ use std::collections::BTreeMap;
 use kafka_protocol::messages::elect_leaders_response::{PartitionResult, ReplicaElectionResult};
 use kafka_protocol::messages::{ElectLeadersRequest, ElectLeadersResponse};
 
-use super::errors::refusal_error;
 use super::errors::{controller_error, election_error};
-use super::refusal::Refusal;
 use super::{str_bytes, topic_name, Broker, HandlerError, Outcome, Request};
-use crate::controller::{ControllerReply, ControllerRequest};
+use crate::controller::{ControllerRequest, ElectionResults};
 
 /// `election_type` of an unclean election (0 is preferred; v0 requests are preferred).
 const UNCLEAN: i8 = 1;
@@ -32,22 +30,14 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
         unclean,
         partitions: partitions.clone(),
     };
-    let outcomes = match broker.controller.request(asked).await {
-        Ok(ControllerReply::Elections(outcomes)) => outcomes
+    let outcomes = match broker.controller.ask::<ElectionResults>(asked).await {
+        Ok(outcomes) => outcomes
             .into_iter()
             .map(|(topic, partition, outcome)| (topic, partition, election_error(outcome)))
             .collect(),
-        failed => {
-            let code = match failed {
-                Err(error) => {
-                    tracing::warn!(client = %request.client, api = "ElectLeaders", %error, "refused");
-                    controller_error(&error)
-                }
-                Ok(other) => {
-                    tracing::error!(client = %request.client, ?other, "unexpected controller reply");
-                    refusal_error(Refusal::Internal)
-                }
-            };
+        Err(error) => {
+            tracing::warn!(client = %request.client, api = "ElectLeaders", %error, "refused");
+            let code = controller_error(&error);
             if request.version() >= TOP_LEVEL_ERROR_VERSION {
                 let response = ElectLeadersResponse::default().with_error_code(code.code());
                 return request.respond(&response);

@@ -77,7 +77,7 @@ pub fn controller_error(error: &ControllerError) -> ResponseError {
         ErrorKind::StalePartitionEpoch => ResponseError::InvalidUpdateVersion,
         ErrorKind::NotPartitionLeader => ResponseError::NotLeaderOrFollower,
         ErrorKind::InvalidIsr => ResponseError::IneligibleReplica,
-        ErrorKind::Conflict => ResponseError::UnknownServerError,
+        ErrorKind::Conflict | ErrorKind::UnexpectedReply => ResponseError::UnknownServerError,
         ErrorKind::InvalidFeatureUpdate => ResponseError::InvalidUpdateVersion,
         ErrorKind::NoReassignmentInProgress => ResponseError::NoReassignmentInProgress,
         ErrorKind::UnacceptableCredential => ResponseError::UnacceptableCredential,

@@ -53,11 +53,12 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
 use crate::clock::Clock;
 use crate::config::BrokerConfig;
-use crate::controller::{AlterPartition, ControllerReply, ControllerRequest};
+use crate::controller::{AlterPartition, ControllerRequest};
 use crate::controller::{Controller, ControllerError};
 use crate::faults::{Faults, Outbound};
 use crate::group::{GroupConfig, GroupCoordinator};
 use crate::metadata::MetadataImage;
+use crate::metadata::PartitionImage;
 use crate::metrics::Metrics;
 use crate::replica::{IsrChange, Partition, ReplicaError, ReplicaManager};
 use crate::txn::{TransactionCoordinator, TxnConfig};
@@ -270,17 +271,12 @@ impl Broker {
                 false => self.metrics.isr_expands.clone(),
             };
             tokio::spawn(async move {
-                match controller.request(request).await {
-                    Ok(ControllerReply::Partition(answer)) => {
+                match controller.ask::<PartitionImage>(request).await {
+                    Ok(answer) => {
                         counter.inc();
                         tracing::info!(partition = %change.topic_partition, isr = ?answer.isr,
                             "ISR changed");
                         partition.complete_isr_change(proposed, Some(&answer));
-                    }
-                    Ok(other) => {
-                        tracing::error!(partition = %change.topic_partition, ?other,
-                            "unexpected answer to an ISR change");
-                        partition.complete_isr_change(proposed, None);
                     }
                     Err(error) => {
                         tracing::warn!(partition = %change.topic_partition, %error,
@@ -527,18 +523,6 @@ async fn handle_admin(broker: &Broker, request: &Request) -> Result<Outcome, Han
             api_key,
             version: request.version(),
         }),
-    }
-}
-
-/// Why a request to the controller failed: its error, or a reply of the wrong kind.
-pub fn failed_controller_request(
-    failed: Result<ControllerReply, ControllerError>,
-) -> ControllerError {
-    match failed {
-        Err(error) => error,
-        Ok(other) => ControllerError::Conflict {
-            reason: format!("unexpected controller reply {other:?}"),
-        },
     }
 }
 

@@ -16,10 +16,9 @@ use kafka_protocol::messages::{
     ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
 };
 
-use super::errors::{controller_error, refusal_error};
-use super::refusal::Refusal;
+use super::errors::controller_error;
 use super::{str_bytes, topic_name, Broker, HandlerError, Outcome, Request};
-use crate::controller::{ControllerError, ControllerReply, ControllerRequest, Reassignment};
+use crate::controller::{ControllerError, ControllerRequest, Reassignment, ReassignmentOutcome};
 
 /// Answers AlterPartitionReassignments: every partition's outcome, or one top-level error
 /// when the controller could not be asked.
@@ -42,23 +41,16 @@ pub async fn alter(broker: &Broker, request: &Request) -> Result<Outcome, Handle
         reassignments,
         allow_replication_factor_change: allow,
     };
-    let outcomes = match broker.controller.request(asked).await {
-        Ok(ControllerReply::Reassignments(outcomes)) => outcomes,
-        failed => {
-            let (code, message) = match failed {
-                Err(error) => {
-                    tracing::warn!(client = %request.client, api = "AlterPartitionReassignments",
-                        %error, "refused");
-                    (controller_error(&error), error.to_string())
-                }
-                Ok(other) => {
-                    tracing::error!(client = %request.client, ?other, "unexpected controller reply");
-                    (
-                        refusal_error(Refusal::Internal),
-                        "unexpected controller reply".into(),
-                    )
-                }
-            };
+    let outcomes = match broker
+        .controller
+        .ask::<Vec<ReassignmentOutcome>>(asked)
+        .await
+    {
+        Ok(outcomes) => outcomes,
+        Err(error) => {
+            tracing::warn!(client = %request.client, api = "AlterPartitionReassignments",
+                %error, "refused");
+            let (code, message) = (controller_error(&error), error.to_string());
             let response = AlterPartitionReassignmentsResponse::default()
                 .with_allow_replication_factor_change(allow)
                 .with_error_code(code.code())

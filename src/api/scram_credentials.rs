@@ -15,7 +15,7 @@ use kafka_protocol::messages::{
 use super::errors::controller_error;
 use super::{str_bytes, Broker, HandlerError, Outcome, Request};
 use crate::controller::error::{ControllerError, ErrorKind};
-use crate::controller::{ControllerReply, ControllerRequest, ScramUpsertion};
+use crate::controller::{ControllerRequest, CredentialOutcome, ScramUpsertion};
 use crate::sasl::ScramMechanism;
 
 /// One user's described credentials, or why not.
@@ -101,8 +101,12 @@ pub async fn alter(broker: &Broker, request: &Request) -> Result<Outcome, Handle
         deletions,
         upsertions,
     };
-    let results = match broker.controller.request(request_to_controller).await {
-        Ok(ControllerReply::Credentials(outcomes)) => outcomes
+    let results = match broker
+        .controller
+        .ask::<Vec<CredentialOutcome>>(request_to_controller)
+        .await
+    {
+        Ok(outcomes) => outcomes
             .into_iter()
             .map(|(user, outcome)| {
                 let result = AlterUserScramCredentialsResult::default().with_user(str_bytes(&user));
@@ -117,8 +121,7 @@ pub async fn alter(broker: &Broker, request: &Request) -> Result<Outcome, Handle
                 }
             })
             .collect(),
-        failed => {
-            let error = super::failed_controller_request(failed);
+        Err(error) => {
             tracing::warn!(client = %request.client, api = "AlterUserScramCredentials", %error, "refused");
             let mut users = asked;
             users.dedup();

@@ -103,6 +103,12 @@ pub enum ControllerError {
         "The update failed for all features since the following feature had an error: {reason}"
     )]
     InvalidFeatureUpdate { reason: String },
+    /// A reply of another kind than the request expects (a controller of another version).
+    #[error("unexpected controller reply to {request}: {reply}")]
+    UnexpectedReply {
+        request: &'static str,
+        reply: String,
+    },
     /// An error the active controller returned, in its wire form.
     #[error("{message}")]
     Remote { kind: ErrorKind, message: String },
@@ -131,6 +137,7 @@ pub enum ErrorKind {
     NotPartitionLeader,
     InvalidIsr,
     Conflict,
+    UnexpectedReply,
     InvalidFeatureUpdate,
     NoReassignmentInProgress,
     UnacceptableCredential,
@@ -179,6 +186,7 @@ impl ControllerError {
             ControllerError::NotPartitionLeader { .. } => ErrorKind::NotPartitionLeader,
             ControllerError::InvalidIsr { .. } => ErrorKind::InvalidIsr,
             ControllerError::Conflict { .. } => ErrorKind::Conflict,
+            ControllerError::UnexpectedReply { .. } => ErrorKind::UnexpectedReply,
             ControllerError::InvalidFeatureUpdate { .. } => ErrorKind::InvalidFeatureUpdate,
             ControllerError::Remote { kind, .. } => *kind,
         }

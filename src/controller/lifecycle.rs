@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use super::publisher::Publisher;
 use super::rpc::{RpcClient, RpcRequest, RpcResponse};
-use super::{Controller, ControllerError, ControllerReply, ControllerRequest, ErrorKind};
+use super::{
+    Controller, ControllerError, ControllerReply, ControllerRequest, ErrorKind, Registration,
+};
 use crate::faults::Outbound;
 use crate::metadata::Endpoint;
 
@@ -107,15 +109,11 @@ impl Controller {
             rack: self.config.rack.clone(),
             previous_broker_epoch: self.previous_broker_epoch.load(Ordering::Relaxed),
         };
-        match self.request(request).await? {
-            ControllerReply::Registered { broker_epoch } => {
-                self.broker_epoch.store(broker_epoch, Ordering::Relaxed);
-                tracing::info!(node_id = self.config.node_id, broker_epoch,
-                    incarnation_id = %self.incarnation_id, "registered with the controller");
-                Ok(())
-            }
-            other => Err(super::unexpected(&other)),
-        }
+        let Registration { broker_epoch } = self.ask(request).await?;
+        self.broker_epoch.store(broker_epoch, Ordering::Relaxed);
+        tracing::info!(node_id = self.config.node_id, broker_epoch,
+            incarnation_id = %self.incarnation_id, "registered with the controller");
+        Ok(())
     }
 
     async fn heartbeat(&self, want_shut_down: bool) -> Result<ControllerReply, ControllerError> {

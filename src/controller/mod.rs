@@ -20,6 +20,7 @@ pub mod placement;
 pub mod publisher;
 pub mod quorum;
 pub mod reassignment;
+pub mod reply;
 pub mod rpc;
 pub mod state;
 
@@ -43,13 +44,16 @@ use crate::metadata::uuid_text::base64url;
 use crate::metadata::{MetadataImage, PartitionImage, TopicImage};
 use active::ActiveController;
 pub use active::{
-    AlterPartition, ControllerReply, ControllerRequest, CredentialOutcome, QuotaAlteration,
-    QuotaOutcome, Reassignment, ReassignmentOutcome, ScramUpsertion, PARTITIONS_PER_TOPIC_MAX,
+    AclOutcome, AlterPartition, ControllerReply, ControllerRequest, CredentialOutcome,
+    ElectionResults, QuotaAlteration, QuotaOutcome, Reassignment, ReassignmentOutcome,
+    ScramUpsertion, PARTITIONS_PER_TOPIC_MAX,
 };
 pub use error::{ControllerError, ErrorKind};
 pub use placement::ElectionOutcome;
 use publisher::Publisher;
 use quorum::Quorum;
+pub use quorum::QuorumDescription;
+pub use reply::{ProducerIdBlock, Registration, ReplyKind};
 use rpc::{RpcClient, RpcRequest, RpcResponse};
 use state::Record;
 pub use state::PRODUCER_ID_BLOCK_SIZE;
@@ -366,6 +370,23 @@ impl Controller {
         found.map_or_else(|_| String::new(), |image| image.cluster_id.clone())
     }
 
+    /// [`Controller::request`], answered with the reply of kind `T`; a reply of another kind
+    /// (a controller of another version) is logged and refused as
+    /// [`ControllerError::UnexpectedReply`].
+    pub async fn ask<T: ReplyKind>(
+        &self,
+        request: ControllerRequest,
+    ) -> Result<T, ControllerError> {
+        let name = request.name();
+        T::take(self.request(request).await?).map_err(|other| {
+            tracing::error!(request = name, reply = ?other, "unexpected controller reply");
+            ControllerError::UnexpectedReply {
+                request: name,
+                reply: format!("{other:?}"),
+            }
+        })
+    }
+
     /// Sends `request` to the active controller, wherever it is, retrying while none is
     /// known for up to [`REQUEST_TIMEOUT`].
     ///
@@ -506,10 +527,7 @@ impl Controller {
             topic: topic.clone(),
             validate_only,
         };
-        match self.request(request).await? {
-            ControllerReply::Topic(image) => Ok(image),
-            other => Err(unexpected(&other)),
-        }
+        self.ask(request).await
     }
 
     /// Deletes a topic by name.
@@ -517,10 +535,7 @@ impl Controller {
         let request = ControllerRequest::DeleteTopic {
             name: name.to_string(),
         };
-        match self.request(request).await? {
-            ControllerReply::Topic(image) => Ok(image),
-            other => Err(unexpected(&other)),
-        }
+        self.ask(request).await
     }
 
     /// Grows a topic to `count` partitions.
@@ -546,10 +561,8 @@ impl Controller {
             let request = ControllerRequest::AllocateProducerIds {
                 node_id: self.config.node_id,
             };
-            match self.request(request).await? {
-                ControllerReply::ProducerIds { first, count } => *ids = (first, first + count),
-                other => return Err(unexpected(&other)),
-            }
+            let block: ProducerIdBlock = self.ask(request).await?;
+            *ids = (block.first, block.first + block.count);
         }
         let id = ids.0;
         ids.0 += 1;
@@ -581,11 +594,5 @@ impl Controller {
 impl Drop for Controller {
     fn drop(&mut self) {
         self.abort_tasks();
-    }
-}
-
-fn unexpected(reply: &ControllerReply) -> ControllerError {
-    ControllerError::Conflict {
-        reason: format!("unexpected controller reply {reply:?}"),
     }
 }

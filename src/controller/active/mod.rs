@@ -151,6 +151,35 @@ pub enum ControllerRequest {
     },
 }
 
+impl ControllerRequest {
+    /// The request's name, for logs.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ControllerRequest::CreateTopic { .. } => "CreateTopic",
+            ControllerRequest::DeleteTopic { .. } => "DeleteTopic",
+            ControllerRequest::CreatePartitions { .. } => "CreatePartitions",
+            ControllerRequest::AlterTopicConfigs { .. } => "AlterTopicConfigs",
+            ControllerRequest::AlterConfigs { .. } => "AlterConfigs",
+            ControllerRequest::AllocateProducerIds { .. } => "AllocateProducerIds",
+            ControllerRequest::RegisterBroker { .. } => "RegisterBroker",
+            ControllerRequest::BrokerHeartbeat { .. } => "BrokerHeartbeat",
+            ControllerRequest::AlterPartition(_) => "AlterPartition",
+            ControllerRequest::ReplicasOffline { .. } => "ReplicasOffline",
+            ControllerRequest::ElectLeaders { .. } => "ElectLeaders",
+            ControllerRequest::UpdateFeatures { .. } => "UpdateFeatures",
+            ControllerRequest::DescribeQuorum => "DescribeQuorum",
+            ControllerRequest::AlterScramCredentials { .. } => "AlterScramCredentials",
+            ControllerRequest::AlterClientQuotas { .. } => "AlterClientQuotas",
+            ControllerRequest::CreateAcls { .. } => "CreateAcls",
+            ControllerRequest::DeleteAcls { .. } => "DeleteAcls",
+            ControllerRequest::AlterReassignments { .. } => "AlterReassignments",
+        }
+    }
+}
+
+/// Per partition: its topic, index and election outcome.
+pub type ElectionResults = Vec<(String, i32, ElectionOutcome)>;
+
 /// The active controller's answer.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum ControllerReply {
@@ -169,7 +198,7 @@ pub enum ControllerReply {
     },
     Partition(PartitionImage),
     /// Per partition asked for (or, when all were, per partition elected).
-    Elections(Vec<(String, i32, ElectionOutcome)>),
+    Elections(ElectionResults),
     Quorum(QuorumDescription),
     /// Per partition asked for: reassigned (or cancelled), or why not.
     Reassignments(Vec<ReassignmentOutcome>),
