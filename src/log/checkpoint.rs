@@ -22,16 +22,29 @@ pub fn write(path: &Path, lines: &[String]) -> Result<(), LogError> {
 
 /// Writes `bytes` to `path` through a fsynced temporary file and a rename.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), LogError> {
+    write_replacing(path, bytes, true)
+}
+
+/// [`write_atomically`] without its fsyncs, for a caller that syncs the file and its
+/// directory later (a roll's sync): after a crash before then, the file may hold nothing
+/// or part of `bytes`, so its reader must detect that (a CRC) and fall back.
+pub fn write_unsynced(path: &Path, bytes: &[u8]) -> Result<(), LogError> {
+    write_replacing(path, bytes, false)
+}
+
+fn write_replacing(path: &Path, bytes: &[u8], durable: bool) -> Result<(), LogError> {
     let tmp = path.with_extension("tmp");
     let io = |e| LogError::io(path, e);
     let mut file = std::fs::File::create(&tmp).map_err(io)?;
     file.write_all(bytes).map_err(io)?;
-    super::fsync::sync_all(&file).map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(io)?;
-    if let Some(dir) = path.parent() {
-        sync_dir(dir)?;
+    if durable {
+        super::fsync::sync_all(&file).map_err(io)?;
     }
-    Ok(())
+    std::fs::rename(&tmp, path).map_err(io)?;
+    match path.parent() {
+        Some(dir) if durable => sync_dir(dir),
+        _ => Ok(()),
+    }
 }
 
 /// Removes `path`; a file already gone is no error.

@@ -401,8 +401,15 @@ impl Log {
         let segment = Segment::create(&self.dir, base_offset, self.config.segment)?;
         tracing::debug!(dir = %self.dir.display(), base_offset, "rolled a new segment");
         self.segments.roll(segment);
-        self.rolls.start(sealed, self.dir.clone(), base_offset);
-        self.take_producer_snapshot()
+        // The snapshot's fsync joins the sealed segment's, off the partition's lock; the
+        // recovery point passes `base_offset` only once both are done.
+        let (sync, snapshot) = match self.take_producer_snapshot_unsynced() {
+            Ok(Some(path)) => (sealed.and_file(path), Ok(())),
+            Ok(None) => (sealed, Ok(())),
+            Err(error) => (sealed, Err(error)),
+        };
+        self.rolls.start(sync, self.dir.clone(), base_offset);
+        snapshot
     }
 
     fn active_mut(&mut self) -> &mut Segment {

@@ -10,7 +10,7 @@
 //! older one used, or the whole log replayed. Index entries before the snapshot are trusted
 //! (they were fsynced before it was written); later ones are found again by the replay.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::batch::BatchHeader;
 use super::control::Marker;
@@ -124,16 +124,29 @@ impl Log {
 
     /// Writes a producer snapshot at the log end offset, unless one is there already.
     pub(super) fn take_producer_snapshot(&mut self) -> Result<(), LogError> {
+        self.write_producer_snapshot(true).map(|_| ())
+    }
+
+    /// Writes a producer snapshot at the log end offset, unless one is there already, and
+    /// does not sync it: returns its path, for the caller to sync (a roll's sync thread).
+    pub(super) fn take_producer_snapshot_unsynced(&mut self) -> Result<Option<PathBuf>, LogError> {
+        self.write_producer_snapshot(false)
+    }
+
+    fn write_producer_snapshot(&mut self, durable: bool) -> Result<Option<PathBuf>, LogError> {
         let offset = self.log_end_offset();
         if self.last_snapshot_offset() == offset {
-            return Ok(());
+            return Ok(None);
         }
         let entries = self.producers().snapshot_entries();
-        producer_snapshot::write(self.dir(), offset, &entries)?;
+        let written = match durable {
+            true => producer_snapshot::write(self.dir(), offset, &entries).map(|()| None),
+            false => producer_snapshot::write_unsynced(self.dir(), offset, &entries).map(Some),
+        }?;
         tracing::debug!(dir = %self.dir().display(), offset, producers = entries.len(),
-            "wrote producer snapshot");
+            durable, "wrote producer snapshot");
         self.set_last_snapshot_offset(offset);
-        Ok(())
+        Ok(written)
     }
 
     /// Reloads the producer state after the log's end was truncated.

@@ -59,6 +59,18 @@ pub fn write(dir: &Path, offset: i64, entries: &[SnapshotEntry]) -> Result<(), L
     super::checkpoint::write_atomically(&path(dir, offset), &encode(entries))
 }
 
+/// [`write`] without its fsyncs (a roll hands them to its sync thread, as Kafka's roll
+/// writes the snapshot and schedules its flush); returns the file's path.
+pub fn write_unsynced(
+    dir: &Path,
+    offset: i64,
+    entries: &[SnapshotEntry],
+) -> Result<PathBuf, LogError> {
+    let path = path(dir, offset);
+    super::checkpoint::write_unsynced(&path, &encode(entries))?;
+    Ok(path)
+}
+
 /// Reads the snapshot at `offset`.
 pub fn read(dir: &Path, offset: i64) -> Result<Vec<SnapshotEntry>, LogError> {
     let path = path(dir, offset);

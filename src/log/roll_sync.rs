@@ -19,23 +19,31 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::error::LogError;
 
 /// What syncs one sealed segment: its files (handles on them, valid even once the segment
-/// is deleted) and its transaction index, if it has unsynced entries.
+/// is deleted), and files named by path, synced if they are still there when the sync runs
+/// — its transaction index if it has unsynced entries, the producer snapshot the roll wrote.
 #[derive(Debug)]
 pub struct SegmentSync {
     files: Vec<(PathBuf, File)>,
-    txn_index: Option<PathBuf>,
+    by_path: Vec<PathBuf>,
 }
 
 impl SegmentSync {
     pub fn new(files: Vec<(PathBuf, File)>, txn_index: Option<PathBuf>) -> Self {
-        SegmentSync { files, txn_index }
+        let by_path = txn_index.into_iter().collect();
+        SegmentSync { files, by_path }
+    }
+
+    /// Syncs `path` too (if it still exists then).
+    pub fn and_file(mut self, path: PathBuf) -> Self {
+        self.by_path.push(path);
+        self
     }
 
     fn run(&self) -> Result<(), LogError> {
         for (path, file) in &self.files {
             super::fsync::sync_data(file).map_err(|e| LogError::io(path, e))?;
         }
-        if let Some(path) = &self.txn_index {
+        for path in &self.by_path {
             match File::open(path) {
                 Ok(file) => super::fsync::sync_all(&file).map_err(|e| LogError::io(path, e))?,
                 // Deleted meanwhile (retention, a truncation): nothing left to keep.
@@ -274,5 +282,26 @@ mod tests {
         let error = syncs.check().expect_err("the failure");
         assert!(error.to_string().contains("highwater-roll-sync"), "{error}");
         assert!(syncs.finish().is_err());
+    }
+
+    #[test]
+    fn a_file_named_to_a_roll_is_part_of_its_sync_unless_deleted_meanwhile() {
+        let dir = tempfile::tempdir().expect("dir");
+        let syncs = RollSyncs::default();
+        let deleted = SegmentSync::new(vec![], None).and_file(dir.path().join("gone.snapshot"));
+        let fine = syncs.enqueue(deleted, dir.path().to_path_buf(), 100);
+        syncs.complete(&fine, fine.run());
+        assert_eq!(
+            syncs.recovery_point(0),
+            100,
+            "a deleted file has nothing to keep"
+        );
+        let not_a_dir = dir.path().join("file");
+        std::fs::write(&not_a_dir, b"x").expect("write");
+        let unopenable = SegmentSync::new(vec![], None).and_file(not_a_dir.join("a.snapshot"));
+        let failing = syncs.enqueue(unopenable, dir.path().to_path_buf(), 200);
+        syncs.complete(&failing, failing.run());
+        assert_eq!(syncs.recovery_point(0), 100, "not past the failed sync");
+        assert!(syncs.check().is_err());
     }
 }
