@@ -3,7 +3,7 @@ CONFIG ?= config/server.toml
 BOOTSTRAP ?= 127.0.0.1:9092
 CARGO ?= cargo
 
-.PHONY: build run cluster cluster-split test lint unit examples bench-dev compat compat-cluster compat-cluster-kafka-ref compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref compat-tls compat-acl conformance conformance-fast fmt clippy fuzz simulate chaos
+.PHONY: build run cluster cluster-split test lint unit examples bench-dev bench-efficient compat compat-cluster compat-cluster-kafka-ref compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref compat-tls compat-acl conformance conformance-fast fmt clippy fuzz simulate chaos
 
 build:
 	$(CARGO) build --release
@@ -160,6 +160,14 @@ bench-smoke: build compat-deps
 # bench/results/<date>-dev.{md,json}.
 bench-dev: build compat-deps
 	python3 bench/dev.py
+
+# The broker's own ceiling (issue 16): bench/loadgen (franz-go, built from the Go module
+# proxy) against highwater and Apache Kafka 4.1.1: one node at 100 B / 1 KiB, acks 1 / all,
+# 1 / 64 partitions, produce and consume, with broker and client CPU per GB; three nodes,
+# RF=3 against RF=1; latency at linger.ms 0 and 1 at fixed rates (~20 min); writes
+# bench/results/<date>-efficient.{md,json}. Never part of `make test`.
+bench-efficient: build compat-deps
+	python3 bench/efficient.py
 
 fmt:
 	$(CARGO) fmt --all

@@ -1,0 +1,269 @@
+// Command loadgen is the benchmark's efficient load generator (issue 16): franz-go's
+// client producing or consuming as fast as it can, or producing at a fixed rate, with
+// what a reader needs to tell who was the bottleneck — the client's own CPU seconds —
+// and, when producing, each record's latency from Produce to its acknowledgement in
+// microseconds. It prints one JSON object on stdout.
+//
+//	loadgen create  -brokers B -topic T -partitions P -rf R
+//	loadgen produce -brokers B -topic T -size S (-records N | -seconds S) [-acks 1|all]
+//	                [-linger-ms L] [-rate R] [-keys K]
+//	loadgen consume -brokers B -topic T -records N
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Result is what one run prints.
+type Result struct {
+	Records    int64             `json:"records"`
+	Bytes      int64             `json:"bytes"`
+	Seconds    float64           `json:"seconds"`
+	ClientCPUS float64           `json:"client_cpu_s"`
+	LatencyUS  map[string]int64  `json:"latency_us,omitempty"`
+	Errors     int64             `json:"errors"`
+	Config     map[string]string `json:"config"`
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		fail("usage: loadgen create|produce|consume [flags]")
+	}
+	mode, args := os.Args[1], os.Args[2:]
+	fs := flag.NewFlagSet(mode, flag.ExitOnError)
+	brokers := fs.String("brokers", "127.0.0.1:9092", "bootstrap servers, comma-separated")
+	topic := fs.String("topic", "loadgen", "topic")
+	partitions := fs.Int("partitions", 1, "create: partitions")
+	rf := fs.Int("rf", 1, "create: replication factor")
+	size := fs.Int("size", 100, "produce: value bytes per record")
+	records := fs.Int64("records", 0, "records to produce or consume")
+	seconds := fs.Float64("seconds", 0, "produce: for this long instead of -records")
+	acks := fs.String("acks", "1", "produce: 1 or all")
+	linger := fs.Int("linger-ms", 0, "produce: linger")
+	rate := fs.Int("rate", 0, "produce: records per second (0: as fast as possible)")
+	keys := fs.Int("keys", 0, "produce: distinct keys cycled through (0: no key, sticky partitioning)")
+	_ = fs.Parse(args)
+	seeds := strings.Split(*brokers, ",")
+	var result Result
+	switch mode {
+	case "create":
+		create(seeds, *topic, int32(*partitions), int16(*rf))
+		result.Config = map[string]string{"topic": *topic}
+	case "produce":
+		result = produce(seeds, *topic, *size, *records, *seconds, *acks, *linger, *rate, *keys)
+	case "consume":
+		result = consume(seeds, *topic, *records)
+	default:
+		fail("unknown mode " + mode)
+	}
+	result.ClientCPUS = cpuSeconds()
+	out, _ := json.Marshal(result)
+	fmt.Println(string(out))
+}
+
+func fail(msg string) {
+	fmt.Fprintln(os.Stderr, "loadgen:", msg)
+	os.Exit(1)
+}
+
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return -1
+	}
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return tv(ru.Utime) + tv(ru.Stime)
+}
+
+func create(seeds []string, topic string, partitions int32, rf int16) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		fail(err.Error())
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, rf, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		fail("create " + topic + ": " + err.Error())
+	}
+	// Wait until every partition has a leader that answers.
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		md, err := kadm.NewClient(cl).Metadata(ctx, topic)
+		if err != nil {
+			continue
+		}
+		t, ok := md.Topics[topic]
+		if !ok || t.Err != nil || len(t.Partitions) != int(partitions) {
+			continue
+		}
+		ready := true
+		for _, p := range t.Partitions {
+			ready = ready && p.Err == nil && p.Leader >= 0 && len(p.ISR) == int(rf)
+		}
+		if ready {
+			return
+		}
+	}
+	fail("topic " + topic + " not ready in 60 s")
+}
+
+func produce(seeds []string, topic string, size int, records int64, seconds float64,
+	acks string, linger, rate, keys int) Result {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(seeds...),
+		kgo.DefaultProduceTopic(topic),
+		kgo.ProducerBatchMaxBytes(1 << 20),
+		kgo.ProducerLinger(time.Duration(linger) * time.Millisecond),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.MaxBufferedRecords(1 << 16),
+	}
+	if acks == "all" {
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	} else {
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		fail(err.Error())
+	}
+	defer cl.Close()
+	value := make([]byte, size)
+	for i := range value {
+		value[i] = byte('a' + i%26)
+	}
+	var keyList [][]byte
+	for i := 0; i < keys; i++ {
+		keyList = append(keyList, []byte(fmt.Sprintf("key-%06d", i)))
+	}
+	samples := newSamples(rate)
+	var acked, failed atomic.Int64
+	var wg sync.WaitGroup
+	ctx := context.Background()
+	start := time.Now()
+	var deadline time.Time
+	if seconds > 0 {
+		deadline = start.Add(time.Duration(seconds * float64(time.Second)))
+	}
+	var sent int64
+	for ; records == 0 || sent < records; sent++ {
+		if rate > 0 {
+			due := start.Add(time.Duration(float64(sent) / float64(rate) * float64(time.Second)))
+			if wait := time.Until(due); wait > 0 {
+				time.Sleep(wait)
+			}
+		}
+		if !deadline.IsZero() && sent%256 == 0 && time.Now().After(deadline) {
+			break
+		}
+		r := &kgo.Record{Value: value}
+		if keys > 0 {
+			r.Key = keyList[sent%int64(keys)]
+		}
+		wg.Add(1)
+		at := time.Now()
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+			defer wg.Done()
+			if err != nil {
+				failed.Add(1)
+				return
+			}
+			acked.Add(1)
+			samples.add(time.Since(at))
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start).Seconds()
+	n := acked.Load()
+	return Result{
+		Records: n, Bytes: n * int64(size), Seconds: elapsed, Errors: failed.Load(),
+		LatencyUS: samples.percentiles(),
+		Config: map[string]string{"acks": acks, "linger_ms": fmt.Sprint(linger),
+			"size": fmt.Sprint(size), "rate": fmt.Sprint(rate), "topic": topic},
+	}
+}
+
+// samples keeps every latency (in µs) of a fixed-rate run, and one in 64 of an
+// unthrottled one, whose latencies are mostly queueing in the client.
+type samples struct {
+	mu    sync.Mutex
+	every int64
+	n     int64
+	us    []int64
+}
+
+func newSamples(rate int) *samples {
+	every := int64(64)
+	if rate > 0 {
+		every = 1
+	}
+	return &samples{every: every, us: make([]int64, 0, 1<<16)}
+}
+
+func (s *samples) add(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	if s.n%s.every == 0 {
+		s.us = append(s.us, d.Microseconds())
+	}
+}
+
+func (s *samples) percentiles() map[string]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.us) == 0 {
+		return nil
+	}
+	sort.Slice(s.us, func(i, j int) bool { return s.us[i] < s.us[j] })
+	at := func(q float64) int64 { return s.us[int(q*float64(len(s.us)-1))] }
+	return map[string]int64{"p50": at(0.5), "p99": at(0.99), "p99.9": at(0.999),
+		"max": s.us[len(s.us)-1], "count": int64(len(s.us))}
+}
+
+func consume(seeds []string, topic string, records int64) Result {
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(seeds...),
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxBytes(64<<20),
+		kgo.FetchMaxPartitionBytes(8<<20),
+	)
+	if err != nil {
+		fail(err.Error())
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Second)
+	defer cancel()
+	var n, bytes, errs int64
+	start := time.Now()
+	for n < records {
+		fetches := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			fail(fmt.Sprintf("consumed %d of %d records before the timeout", n, records))
+		}
+		fetches.EachError(func(string, int32, error) { errs++ })
+		fetches.EachRecord(func(r *kgo.Record) {
+			n++
+			bytes += int64(len(r.Value))
+		})
+	}
+	return Result{Records: n, Bytes: bytes, Seconds: time.Since(start).Seconds(), Errors: errs,
+		Config: map[string]string{"topic": topic}}
+}
