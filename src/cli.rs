@@ -131,6 +131,29 @@ impl ServeArgs {
     }
 }
 
+/// Raises the soft limit on open files to the hard limit, as the JVM does for Kafka: every
+/// partition holds its active segment's log open (and its two indexes while they take
+/// entries), so a shell's soft limit of 1,024 would otherwise fail a log directory at a few
+/// hundred partitions.
+fn raise_open_file_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current >= limit.maximum {
+        return;
+    }
+    let raised = rustix::process::Rlimit {
+        current: limit.maximum,
+        maximum: limit.maximum,
+    };
+    match setrlimit(Resource::Nofile, raised) {
+        Ok(()) => {
+            tracing::debug!(from = ?limit.current, to = ?limit.maximum, "open-file limit raised")
+        }
+        Err(error) => tracing::warn!(soft = ?limit.current, hard = ?limit.maximum, %error,
+            "cannot raise the open-file limit; many partitions may exhaust it"),
+    }
+}
+
 fn init_tracing(default_filter: &str) {
     // openraft narrates every election at info and reports a voter that is not up yet as
     // an error; it is silent unless the filter names it (e.g. --log-level info,openraft=warn).
@@ -196,6 +219,7 @@ pub fn dump(args: &DumpArgs) -> anyhow::Result<()> {
 /// Runs `highwater serve`.
 pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     init_tracing(&args.log_level);
+    raise_open_file_limit();
     let map = args.config_map()?;
     if args.strict_config {
         if let Some(error) = config::unknown_keys(&map).into_iter().next() {
@@ -235,6 +259,7 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
 /// every node cleanly (and removes the directory) on SIGTERM or ctrl-c.
 pub fn dev(args: &DevArgs) -> anyhow::Result<()> {
     init_tracing(&args.log_level);
+    raise_open_file_limit();
     let mut settings = Vec::with_capacity(args.overrides.len());
     for pair in &args.overrides {
         let (key, value) = pair

@@ -24,7 +24,20 @@ fn spawn(dir: &Path, port: u16) -> Child {
 
 /// Starts the binary with `sets` as `--set key=value` overrides.
 fn spawn_with(dir: &Path, port: u16, sets: &[&str]) -> Child {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_highwater"));
+    serve_command(
+        Command::new(env!("CARGO_BIN_EXE_highwater")),
+        dir,
+        port,
+        sets,
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("spawn highwater")
+}
+
+/// `command` (the binary, or a shell that execs it) given `serve`'s arguments.
+fn serve_command(mut command: Command, dir: &Path, port: u16, sets: &[&str]) -> Command {
     command
         .args([
             "serve",
@@ -38,10 +51,6 @@ fn spawn_with(dir: &Path, port: u16, sets: &[&str]) -> Child {
         command.args(["--set", set]);
     }
     command
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn highwater")
 }
 
 async fn connect(port: u16) -> Client {
@@ -279,6 +288,63 @@ fn lines_of(stderr: std::process::ChildStderr) -> tokio::sync::mpsc::UnboundedRe
 }
 
 /// A `/proc/<pid>/status` field in KiB (`VmRSS`, `VmHWM`).
+#[tokio::test]
+async fn a_partition_holds_one_descriptor_and_a_low_soft_open_file_limit_is_raised() {
+    // Goal: a shell's soft limit on open files does not fail the log directory at a few
+    // hundred partitions, as it did (three descriptors a partition, the soft limit kept).
+    // Method: the binary started under a soft limit of 256, 300 partitions created and
+    // written to; the process's limit and its open descriptors read from /proc.
+    const PARTITIONS: i32 = 300;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = free_port();
+    let shell = {
+        let mut shell = Command::new("sh");
+        shell.args([
+            "-c",
+            "ulimit -Sn 256 && exec \"$0\" \"$@\"",
+            env!("CARGO_BIN_EXE_highwater"),
+        ]);
+        shell
+    };
+    let mut child = serve_command(shell, dir.path(), port, &[])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn highwater");
+    let mut client = connect(port).await;
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", child.id())).expect("limits");
+    let open_files: Vec<&str> = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .expect("Max open files")
+        .split_whitespace()
+        .skip(3)
+        .take(2)
+        .collect();
+    assert_eq!(
+        open_files[0], open_files[1],
+        "soft limit raised to the hard one: {limits}"
+    );
+    let descriptors = || {
+        std::fs::read_dir(format!("/proc/{}/fd", child.id()))
+            .expect("fd")
+            .count()
+    };
+    let before = descriptors();
+    assert_eq!(create_topic(&mut client, "many", PARTITIONS).await, 0);
+    for partition in 0..PARTITIONS {
+        let response = produce(&mut client, "many", partition, batch(1, -1, -1, 0)).await;
+        assert_eq!(response.error_code, 0, "many-{partition}");
+    }
+    let grown = descriptors() - before;
+    assert!(
+        grown <= PARTITIONS as usize + 20,
+        "{grown} descriptors for {PARTITIONS} partitions"
+    );
+    signal(&child, "-TERM");
+    assert!(child.wait().expect("wait").success());
+}
+
 fn status_kib(child: &Child, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).expect("status");
     let line = status

@@ -9,12 +9,12 @@
 use std::path::Path;
 
 use super::error::LogError;
-use super::mmap::MappedFile;
+use super::mmap::WritableMap;
 
 /// A file of `ENTRY_BYTES`-sized entries.
 #[derive(Debug)]
 pub struct IndexFile<const ENTRY_BYTES: usize> {
-    file: MappedFile,
+    file: WritableMap,
     entries: usize,
     max_entries: usize,
 }
@@ -31,7 +31,7 @@ impl<const ENTRY_BYTES: usize> IndexFile<ENTRY_BYTES> {
             0 => 0,
             _ => (max_bytes / ENTRY_BYTES).max(1) * ENTRY_BYTES,
         };
-        let file = MappedFile::open(path, capacity.max(existing))?;
+        let file = WritableMap::open(path, capacity.max(existing))?;
         let max_entries = file.capacity() / ENTRY_BYTES;
         let entries = if trust_existing {
             existing / ENTRY_BYTES
@@ -70,7 +70,7 @@ impl<const ENTRY_BYTES: usize> IndexFile<ENTRY_BYTES> {
         if self.is_full() {
             return Ok(false);
         }
-        self.file.write_at(self.entries * ENTRY_BYTES, &[raw])?;
+        self.file.write_at(self.entries * ENTRY_BYTES, raw)?;
         self.entries += 1;
         Ok(true)
     }
@@ -97,7 +97,8 @@ impl<const ENTRY_BYTES: usize> IndexFile<ENTRY_BYTES> {
 
     /// Flushes the entries and trims the file to them.
     pub fn trim(&self) -> Result<(), LogError> {
-        self.file.trim(self.entries * ENTRY_BYTES)
+        self.file.flush()?;
+        self.file.shrink(self.entries * ENTRY_BYTES)
     }
 
     /// Flushes the entries to disk.
