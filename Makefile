@@ -3,7 +3,7 @@ CONFIG ?= config/server.toml
 BOOTSTRAP ?= 127.0.0.1:9092
 CARGO ?= cargo
 
-.PHONY: build run cluster cluster-split test lint unit examples bench-dev bench-efficient compat compat-cluster compat-cluster-kafka-ref compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref compat-tls compat-acl conformance conformance-fast fmt clippy fuzz simulate chaos
+.PHONY: build run cluster cluster-split test lint unit examples bench-dev bench-efficient bench-partitions compat compat-cluster compat-cluster-kafka-ref compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref compat-tls compat-acl conformance conformance-fast fmt clippy fuzz simulate chaos
 
 build:
 	$(CARGO) build --release
@@ -168,6 +168,13 @@ bench-dev: build compat-deps
 # bench/results/<date>-efficient.{md,json}. Never part of `make test`.
 bench-efficient: build compat-deps
 	python3 bench/efficient.py
+
+# Many partitions on one node (issue 16): 1,000 and 10,000 partitions (RF=1) on highwater and
+# Apache Kafka 4.1.1: creation, idle CPU and memory per partition, Metadata for all topics,
+# keyed produce and a 10-member group over 1,000, a clean restart with 10,000 (~13 min);
+# writes bench/results/<date>-partitions.{md,json}. Never part of `make test`.
+bench-partitions: build compat-deps
+	python3 bench/partitions.py
 
 fmt:
 	$(CARGO) fmt --all

@@ -4,7 +4,10 @@
 // and, when producing, each record's latency from Produce to its acknowledgement in
 // microseconds. It prints one JSON object on stdout.
 //
-//	loadgen create  -brokers B -topic T -partitions P -rf R
+//	loadgen create  -brokers B -topic T -partitions P -rf R  (seconds until all are led)
+//	loadgen ready   -brokers B -topic T -partitions P -rf R  (the same, for an existing topic)
+//	loadgen metadata -brokers B -records N  (N Metadata requests for all topics, timed)
+//	loadgen group   -brokers B -topic T -partitions P -members M  (seconds until assigned)
 //	loadgen produce -brokers B -topic T -size S (-records N | -seconds S) [-acks 1|all]
 //	                [-linger-ms L] [-rate R] [-keys K]
 //	loadgen consume -brokers B -topic T -records N
@@ -25,6 +28,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Result is what one run prints.
@@ -54,14 +58,26 @@ func main() {
 	acks := fs.String("acks", "1", "produce: 1 or all")
 	linger := fs.Int("linger-ms", 0, "produce: linger")
 	rate := fs.Int("rate", 0, "produce: records per second (0: as fast as possible)")
+	timeout := fs.Duration("timeout", 600*time.Second, "create, ready, group: give up after")
+	members := fs.Int("members", 10, "group: consumers in the group")
 	keys := fs.Int("keys", 0, "produce: distinct keys cycled through (0: no key, sticky partitioning)")
 	_ = fs.Parse(args)
 	seeds := strings.Split(*brokers, ",")
 	var result Result
 	switch mode {
 	case "create":
-		create(seeds, *topic, int32(*partitions), int16(*rf))
+		start := time.Now()
+		create(seeds, *topic, int32(*partitions), int16(*rf), *timeout)
+		result.Seconds = time.Since(start).Seconds()
 		result.Config = map[string]string{"topic": *topic}
+	case "ready":
+		start := time.Now()
+		ready(seeds, *topic, int32(*partitions), int16(*rf), *timeout)
+		result.Seconds = time.Since(start).Seconds()
+	case "metadata":
+		result = metadata(seeds, *records)
+	case "group":
+		result = group(seeds, *topic, *members, int32(*partitions), *timeout)
 	case "produce":
 		result = produce(seeds, *topic, *size, *records, *seconds, *acks, *linger, *rate, *keys)
 	case "consume":
@@ -88,13 +104,13 @@ func cpuSeconds() float64 {
 	return tv(ru.Utime) + tv(ru.Stime)
 }
 
-func create(seeds []string, topic string, partitions int32, rf int16) {
+func create(seeds []string, topic string, partitions int32, rf int16, timeout time.Duration) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
 		fail(err.Error())
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, rf, nil, topic)
 	if err == nil {
@@ -103,9 +119,15 @@ func create(seeds []string, topic string, partitions int32, rf int16) {
 	if err != nil {
 		fail("create " + topic + ": " + err.Error())
 	}
-	// Wait until every partition has a leader that answers.
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		md, err := kadm.NewClient(cl).Metadata(ctx, topic)
+	waitReady(ctx, cl, topic, partitions, rf)
+}
+
+// waitReady returns once every partition of topic has a leader and an ISR of rf replicas
+// in a Metadata answer, or fails when ctx ends first.
+func waitReady(ctx context.Context, cl *kgo.Client, topic string, partitions int32, rf int16) {
+	adm := kadm.NewClient(cl)
+	for ; ctx.Err() == nil; time.Sleep(50 * time.Millisecond) {
+		md, err := adm.Metadata(ctx, topic)
 		if err != nil {
 			continue
 		}
@@ -121,7 +143,119 @@ func create(seeds []string, topic string, partitions int32, rf int16) {
 			return
 		}
 	}
-	fail("topic " + topic + " not ready in 60 s")
+	fail(fmt.Sprintf("topic %s: not every partition led with an ISR of %d in time", topic, rf))
+}
+
+// ready waits, retrying connections, until topic is ready (after a broker restart).
+func ready(seeds []string, topic string, partitions int32, rf int16, timeout time.Duration) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		fail(err.Error())
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	waitReady(ctx, cl, topic, partitions, rf)
+}
+
+// metadata times n Metadata requests for all topics, one at a time on one connection.
+func metadata(seeds []string, n int64) Result {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		fail(err.Error())
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	samples := newSamples(1)
+	var partitions int64
+	for i := int64(0); i <= n; i++ {
+		req := kmsg.NewPtrMetadataRequest() // Topics nil: every topic
+		at := time.Now()
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			fail("metadata: " + err.Error())
+		}
+		if i == 0 {
+			continue // the first one also connects
+		}
+		samples.add(time.Since(at))
+		partitions = 0
+		for _, t := range resp.Topics {
+			partitions += int64(len(t.Partitions))
+		}
+	}
+	return Result{Records: n, LatencyUS: samples.percentiles(),
+		Config: map[string]string{"partitions_seen": fmt.Sprint(partitions)}}
+}
+
+// group starts members consumers in one new group on topic and returns the seconds until
+// their assignments cover all its partitions, each member holding at least one.
+func group(seeds []string, topic string, members int, partitions int32, timeout time.Duration) Result {
+	var mu sync.Mutex
+	owned := make([]map[int32]bool, members)
+	done := make(chan struct{})
+	var once sync.Once
+	check := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		total := 0
+		for _, m := range owned {
+			if len(m) == 0 {
+				return
+			}
+			total += len(m)
+		}
+		if total == int(partitions) {
+			once.Do(func() { close(done) })
+		}
+	}
+	name := fmt.Sprintf("loadgen-%d", time.Now().UnixNano())
+	start := time.Now()
+	var clients []*kgo.Client
+	for i := 0; i < members; i++ {
+		i := i
+		owned[i] = map[int32]bool{}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumerGroup(name),
+			kgo.ConsumeTopics(topic),
+			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, got map[string][]int32) {
+				mu.Lock()
+				for _, p := range got[topic] {
+					owned[i][p] = true
+				}
+				mu.Unlock()
+				check()
+			}),
+			kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+				mu.Lock()
+				for _, p := range lost[topic] {
+					delete(owned[i], p)
+				}
+				mu.Unlock()
+			}))
+		if err != nil {
+			fail(err.Error())
+		}
+		clients = append(clients, cl)
+		go func() {
+			for {
+				if f := cl.PollFetches(context.Background()); f.IsClientClosed() {
+					return
+				}
+			}
+		}()
+	}
+	defer func() {
+		for _, cl := range clients {
+			cl.Close()
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		fail(fmt.Sprintf("group of %d over %d partitions not assigned in %s", members, partitions, timeout))
+	}
+	return Result{Seconds: time.Since(start).Seconds(),
+		Config: map[string]string{"members": fmt.Sprint(members), "topic": topic}}
 }
 
 func produce(seeds []string, topic string, size int, records int64, seconds float64,
