@@ -12,10 +12,13 @@ from hwbench.records import (BrokerMemory, ClusterStart, EndToEndRun, ProducerRu
                              Session, StartFigures, to_json)
 
 RESULTS = Path(__file__).resolve().parent / "results"
+# Results of the scripts beside bench/run.sh, each of its own shape (dev.py, efficient.py,
+# partitions.py).
+OTHER_SCRIPTS = ("-dev.json", "-efficient.json", "-partitions.json")
 
 
 def committed_results() -> list[Path]:
-    return sorted(p for p in RESULTS.glob("*.json") if not p.name.endswith("-dev.json"))
+    return sorted(p for p in RESULTS.glob("*.json") if not p.name.endswith(OTHER_SCRIPTS))
 
 
 def producer_run(**fields) -> ProducerRun:
