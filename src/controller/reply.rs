@@ -1,6 +1,6 @@
 //! What each controller request is answered with: [`Controller::ask`](super::Controller::ask)
 //! takes the reply of the kind its caller names, and any other kind becomes one error,
-//! [`ControllerError::UnexpectedReply`], logged once there instead of at every caller.
+//! [`ControllerError::UnexpectedReply`](super::error::ControllerError::UnexpectedReply), logged once there instead of at every caller.
 
 use super::active::{AclOutcome, ControllerReply, ElectionResults};
 use super::{CredentialOutcome, QuotaOutcome, ReassignmentOutcome};

@@ -59,7 +59,7 @@ pub fn write(dir: &Path, offset: i64, entries: &[SnapshotEntry]) -> Result<(), L
     super::checkpoint::write_atomically(&path(dir, offset), &encode(entries))
 }
 
-/// [`write`] without its fsyncs (a roll hands them to its sync thread, as Kafka's roll
+/// [`write()`] without its fsyncs (a roll hands them to its sync thread, as Kafka's roll
 /// writes the snapshot and schedules its flush); returns the file's path.
 pub fn write_unsynced(
     dir: &Path,
