@@ -17,16 +17,15 @@ timeout_s="${HIGHWATER_START_TIMEOUT:-30}"
 (($# > 0)) || { echo "usage: compat/with-highwater-cluster.sh CMD [ARGS...]" >&2; exit 2; }
 [[ -x "$bin" || -x "$root/$bin" ]] || { echo "with-highwater-cluster: no broker binary at $bin (make build)" >&2; exit 1; }
 
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])'
-}
+# shellcheck source=lib/free_ports.sh source-path=SCRIPTDIR
+source "$root/compat/lib/free_ports.sh"
 
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/highwater-cluster.XXXXXX")"
 declare -a client_ports controller_ports pids
+mapfile -t ports < <(free_ports 6)
 for node in 1 2 3; do
-    client_ports[node]="$(free_port)"
-    controller_ports[node]="$(free_port)"
+    client_ports[node]="${ports[node - 1]}"
+    controller_ports[node]="${ports[node + 2]}"
 done
 voters="1@127.0.0.1:${controller_ports[1]},2@127.0.0.1:${controller_ports[2]},3@127.0.0.1:${controller_ports[3]}"
 bootstrap="127.0.0.1:${client_ports[1]},127.0.0.1:${client_ports[2]},127.0.0.1:${client_ports[3]}"

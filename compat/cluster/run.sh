@@ -24,16 +24,15 @@ source "$root/compat/lib/testlib.sh"
 [[ -x "$bin" ]] || fail "no broker binary at $bin (make build)"
 command -v kcat >/dev/null || fail "kcat is not installed; run compat/install-deps.sh"
 
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])'
-}
+# shellcheck source=../lib/free_ports.sh source-path=SCRIPTDIR
+source "$root/compat/lib/free_ports.sh"
 
 data="$(mktemp -d "${TMPDIR:-/tmp}/highwater-cluster.XXXXXX")"
 declare -a client_ports controller_ports
+mapfile -t ports < <(free_ports 6)
 for node in 1 2 3; do
-    client_ports[node]="$(free_port)"
-    controller_ports[node]="$(free_port)"
+    client_ports[node]="${ports[node - 1]}"
+    controller_ports[node]="${ports[node + 2]}"
 done
 voters="1@127.0.0.1:${controller_ports[1]},2@127.0.0.1:${controller_ports[2]},3@127.0.0.1:${controller_ports[3]}"
 
