@@ -46,7 +46,9 @@ pub fn replica_error(error: &ReplicaError) -> ResponseError {
         ReplicaError::InconsistentLogDir { .. } => ResponseError::KafkaStorageError,
         ReplicaError::LogDirNotFound { .. } => ResponseError::LogDirNotFound,
         ReplicaError::ReplicaNotAvailable { .. } => ResponseError::ReplicaNotAvailable,
-        ReplicaError::LogDirOffline { .. } => ResponseError::KafkaStorageError,
+        ReplicaError::LogDirOffline { .. } | ReplicaError::NoLogDirOnline { .. } => {
+            ResponseError::KafkaStorageError
+        }
         ReplicaError::NotEnoughReplicas { .. } => ResponseError::NotEnoughReplicas,
         ReplicaError::NotEnoughReplicasAfterAppend { .. } => {
             ResponseError::NotEnoughReplicasAfterAppend

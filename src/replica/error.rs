@@ -55,6 +55,8 @@ pub enum ReplicaError {
         partition: i32,
         log_dir: std::path::PathBuf,
     },
+    #[error("{topic}-{partition}: no log directory of this broker is online")]
+    NoLogDirOnline { topic: String, partition: i32 },
     #[error("log directory {path} is not in this broker's log.dirs")]
     LogDirNotFound { path: String },
     #[error("{topic}-{partition}: no replica here")]

@@ -515,10 +515,14 @@ impl ReplicaManager {
         };
         match chosen {
             Some(dir) if !dir.is_offline() => Ok(Arc::clone(dir)),
-            found => Err(ReplicaError::LogDirOffline {
+            Some(dir) => Err(ReplicaError::LogDirOffline {
                 topic: tp.topic.clone(),
                 partition: tp.partition,
-                log_dir: found.map_or_else(PathBuf::new, |d| d.path.clone()),
+                log_dir: dir.path.clone(),
+            }),
+            None => Err(ReplicaError::NoLogDirOnline {
+                topic: tp.topic.clone(),
+                partition: tp.partition,
             }),
         }
     }
