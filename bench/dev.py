@@ -20,26 +20,22 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime as dt
-import json
 import socket
 import statistics
 import struct
-import tempfile
 import threading
 import time
 import urllib.request
 from pathlib import Path
 
 from hwbench.brokers import BROKER_STOP_GRACE_S, Highwater
-from hwbench.context import BENCH, ROOT, Context, prepare
+from hwbench import standalone
+from hwbench.context import Context
 from hwbench.errors import BenchError
-from hwbench.main import command_output, machine
-from hwbench.plans import PLANS, Workload
+from hwbench.plans import Workload
 from hwbench.probes import (BROKER_START_TIMEOUT_S, PROBE_RECV_TIMEOUT_S, free_ports, recv_exact,
                             wait_for_metadata)
-from hwbench.processes import (forget, idle_figures, kill_all, memory_kib, spawn, start_watchdog,
-                               stop)
+from hwbench.processes import forget, idle_figures, memory_kib, spawn, stop
 from hwbench.tools import create_topics, producer_performance
 
 SETTLE_S = 1.0
@@ -279,43 +275,23 @@ def markdown(results: dict) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--out", type=Path, default=BENCH / "results")
-    parser.add_argument("--highwater-bin", type=Path,
-                        default=ROOT / "target" / "release" / "highwater")
-    args = parser.parse_args()
-    began = time.monotonic()
-    work = Path(tempfile.mkdtemp(prefix="highwater-bench-dev."))
-    guard = start_watchdog(work, False)
-    try:
-        ctx = prepare(PLANS["smoke"], work, args.highwater_bin, False, began)
-        results: dict = {"dev": [], "dev3": [], "metrics": []}
-        for round_no in range(args.rounds):
-            ctx.log(f"round {round_no + 1}/{args.rounds}: highwater dev, --nodes 3, metrics")
-            results["dev"].append(single_node_round(ctx, work, round_no))
-            results["dev3"].append(three_node_round(ctx, work, round_no))
-            for on in ((False, True) if round_no % 2 == 0 else (True, False)):
-                results["metrics"].append(metrics_round(ctx, work, on, round_no))
-        today = dt.date.today().isoformat()
-        results["meta"] = {"date": today, "rounds": args.rounds,
-                           "highwater_commit": command_output(
-                               ["git", "rev-parse", "--short", "HEAD"]),
-                           "duration_s": time.monotonic() - began,
-                           "machine": machine()}
-        args.out.mkdir(parents=True, exist_ok=True)
-        md = markdown(results)
-        (args.out / f"{today}-dev.md").write_text(md)
-        (args.out / f"{today}-dev.json").write_text(json.dumps(results, indent=1) + "\n")
-        print(md)
-        return 0
-    except BenchError as err:
-        print(f"bench dev: FAILED: {err}")
-        return 1
-    finally:
-        kill_all()
-        guard.kill()
-        guard.wait()
+    args = standalone.parser(__doc__, rounds=5).parse_args()
+    return standalone.run("dev", args, lambda ctx: run(ctx, args))
+
+
+def run(ctx: Context, args: argparse.Namespace) -> int:
+    results: dict = {"dev": [], "dev3": [], "metrics": []}
+    for round_no in range(args.rounds):
+        ctx.log(f"round {round_no + 1}/{args.rounds}: highwater dev, --nodes 3, metrics")
+        results["dev"].append(single_node_round(ctx, ctx.work, round_no))
+        results["dev3"].append(three_node_round(ctx, ctx.work, round_no))
+        for on in ((False, True) if round_no % 2 == 0 else (True, False)):
+            results["metrics"].append(metrics_round(ctx, ctx.work, on, round_no))
+    results["meta"] = standalone.meta(ctx, args)
+    md = markdown(results)
+    standalone.write_results(args.out, results["meta"]["date"], "dev", md, results)
+    print(md)
+    return 0
 
 
 if __name__ == "__main__":

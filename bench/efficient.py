@@ -24,21 +24,17 @@ Usage: make bench-efficient, or python3 bench/efficient.py [--rounds N] [--quick
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import statistics
 import subprocess
-import tempfile
-import time
 from pathlib import Path
 
 from hwbench.brokers import Highwater, Kafka
 from hwbench.clusters import HighwaterCluster, KafkaCluster
-from hwbench.context import BENCH, ROOT, Context, prepare
+from hwbench import standalone
+from hwbench.context import BENCH, Context
 from hwbench.errors import BenchError
-from hwbench.main import command_output, machine
-from hwbench.plans import PLANS
-from hwbench.processes import cpu_seconds, kill_all, start_watchdog
+from hwbench.processes import cpu_seconds
 
 BROKERS = ("kafka", "highwater")
 SIZES = (100, 1024)
@@ -251,50 +247,32 @@ def markdown(results: dict) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
+    parser = standalone.parser(__doc__, rounds=3)
     parser.add_argument("--quick", action="store_true", help="tiny workloads (a smoke run)")
-    parser.add_argument("--out", type=Path, default=BENCH / "results")
-    parser.add_argument("--highwater-bin", type=Path,
-                        default=ROOT / "target" / "release" / "highwater")
     args = parser.parse_args()
-    began = time.monotonic()
-    work = Path(tempfile.mkdtemp(prefix="highwater-bench-efficient."))
-    guard = start_watchdog(work, False)
-    try:
-        ctx = prepare(PLANS["smoke"], work, args.highwater_bin, False, began)
-        build_loadgen(work)
-        results: dict = {"single": [], "cluster": []}
-        for round_no in range(args.rounds):
-            order = BROKERS if round_no % 2 == 0 else BROKERS[::-1]
-            ctx.log(f"round {round_no + 1}/{args.rounds}: one node, {' then '.join(order)}")
-            for kind in order:
-                results["single"] += single_node(ctx, kind, round_no, args.quick)
-            # Kafka's cluster first: its RF=3 rate sets the fixed rates of both.
-            ctx.log(f"round {round_no + 1}/{args.rounds}: three nodes")
-            runs, kafka_rate = three_nodes(ctx, "kafka", round_no, None, args.quick)
-            results["cluster"] += runs
-            results["cluster"] += three_nodes(ctx, "highwater", round_no, kafka_rate,
-                                              args.quick)[0]
-        today = dt.date.today().isoformat()
-        results["meta"] = {"date": today, "rounds": args.rounds, "quick": args.quick,
-                           "highwater_commit": command_output(
-                               ["git", "rev-parse", "--short", "HEAD"]),
-                           "duration_s": time.monotonic() - began, "machine": machine()}
-        md = markdown(results)
-        if not args.quick:
-            args.out.mkdir(parents=True, exist_ok=True)
-            (args.out / f"{today}-efficient.md").write_text(md)
-            (args.out / f"{today}-efficient.json").write_text(json.dumps(results, indent=1))
-        print(md)
-        return 0
-    except BenchError as err:
-        print(f"bench efficient: FAILED: {err}")
-        return 1
-    finally:
-        kill_all()
-        guard.kill()
-        guard.wait()
+    return standalone.run("efficient", args, lambda ctx: run(ctx, args))
+
+
+def run(ctx: Context, args: argparse.Namespace) -> int:
+    build_loadgen(ctx.work)
+    results: dict = {"single": [], "cluster": []}
+    for round_no in range(args.rounds):
+        order = BROKERS if round_no % 2 == 0 else BROKERS[::-1]
+        ctx.log(f"round {round_no + 1}/{args.rounds}: one node, {' then '.join(order)}")
+        for kind in order:
+            results["single"] += single_node(ctx, kind, round_no, args.quick)
+        # Kafka's cluster first: its RF=3 rate sets the fixed rates of both.
+        ctx.log(f"round {round_no + 1}/{args.rounds}: three nodes")
+        runs, kafka_rate = three_nodes(ctx, "kafka", round_no, None, args.quick)
+        results["cluster"] += runs
+        results["cluster"] += three_nodes(ctx, "highwater", round_no, kafka_rate,
+                                          args.quick)[0]
+    results["meta"] = standalone.meta(ctx, args, quick=args.quick)
+    md = markdown(results)
+    if not args.quick:
+        standalone.write_results(args.out, results["meta"]["date"], "efficient", md, results)
+    print(md)
+    return 0
 
 
 if __name__ == "__main__":

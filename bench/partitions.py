@@ -22,19 +22,13 @@ Usage: make bench-partitions, or python3 bench/partitions.py [--rounds N] [--qui
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
-import tempfile
 import time
-from pathlib import Path
 
 from efficient import BROKERS, build_loadgen, loadgen, mb_s, measured, median, spread
 from hwbench.brokers import Broker, Highwater, Kafka
-from hwbench.context import BENCH, ROOT, Context, prepare
-from hwbench.errors import BenchError
-from hwbench.main import command_output, machine
-from hwbench.plans import PLANS
-from hwbench.processes import idle_figures, kill_all, spawn, start_watchdog, write_live_file
+from hwbench import standalone
+from hwbench.context import Context
+from hwbench.processes import idle_figures, spawn, write_live_file
 
 COUNTS = (1_000, 10_000)
 PER_TOPIC = 1_000
@@ -149,49 +143,32 @@ def table(runs: list[dict]) -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
+    parser = standalone.parser(__doc__, rounds=3)
     parser.add_argument("--quick", action="store_true", help="short waits (a smoke run)")
-    parser.add_argument("--out", type=Path, default=BENCH / "results")
-    parser.add_argument("--highwater-bin", type=Path,
-                        default=ROOT / "target" / "release" / "highwater")
     args = parser.parse_args()
-    began = time.monotonic()
-    work = Path(tempfile.mkdtemp(prefix="highwater-bench-partitions."))
-    guard = start_watchdog(work, False)
-    try:
-        ctx = prepare(PLANS["smoke"], work, args.highwater_bin, False, began)
-        build_loadgen(work)
-        runs = []
-        for round_no in range(args.rounds):
-            order = BROKERS if round_no % 2 == 0 else BROKERS[::-1]
-            ctx.log(f"round {round_no + 1}/{args.rounds}: {' then '.join(order)}")
-            for count in COUNTS:
-                for kind in order:
-                    runs.append(one_count(ctx, kind, round_no, count, args.quick))
-        today = dt.date.today().isoformat()
-        meta = {"date": today, "rounds": args.rounds, "quick": args.quick,
-                "highwater_commit": command_output(["git", "rev-parse", "--short", "HEAD"]),
-                "duration_s": time.monotonic() - began, "machine": machine()}
-        md = "\n".join([
-            f"# Many partitions on one node, {today} (highwater {meta['highwater_commit']})",
-            "", f"{args.rounds} rounds, medians (min–max), RF=1, topics of {PER_TOPIC:,} "
-            f"partitions; {meta['machine']['cpus']} cores; {meta['duration_s']:.0f} s.", "",
-            *table(runs), ""])
-        if not args.quick:
-            args.out.mkdir(parents=True, exist_ok=True)
-            (args.out / f"{today}-partitions.md").write_text(md)
-            (args.out / f"{today}-partitions.json").write_text(
-                json.dumps({"meta": meta, "runs": runs}, indent=1))
-        print(md)
-        return 0
-    except BenchError as err:
-        print(f"bench partitions: FAILED: {err}")
-        return 1
-    finally:
-        kill_all()
-        guard.kill()
-        guard.wait()
+    return standalone.run("partitions", args, lambda ctx: run(ctx, args))
+
+
+def run(ctx: Context, args: argparse.Namespace) -> int:
+    build_loadgen(ctx.work)
+    runs = []
+    for round_no in range(args.rounds):
+        order = BROKERS if round_no % 2 == 0 else BROKERS[::-1]
+        ctx.log(f"round {round_no + 1}/{args.rounds}: {' then '.join(order)}")
+        for count in COUNTS:
+            for kind in order:
+                runs.append(one_count(ctx, kind, round_no, count, args.quick))
+    meta = standalone.meta(ctx, args, quick=args.quick)
+    md = "\n".join([
+        f"# Many partitions on one node, {meta['date']} (highwater {meta['highwater_commit']})",
+        "", f"{args.rounds} rounds, medians (min–max), RF=1, topics of {PER_TOPIC:,} "
+        f"partitions; {meta['machine']['cpus']} cores; {meta['duration_s']:.0f} s.", "",
+        *table(runs), ""])
+    if not args.quick:
+        standalone.write_results(args.out, meta["date"], "partitions", md,
+                                 {"meta": meta, "runs": runs})
+    print(md)
+    return 0
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ PACKAGE = Path(__file__).resolve().parent / "hwbench"
 
 # Bottom to top, as hwbench/__init__.py describes them.
 LAYERS = ("errors", "parsers", "records", "processes", "watchdog", "probes", "plans", "context",
-          "brokers", "clusters", "tools", "sessions", "figures", "report", "main", "__main__")
+          "brokers", "clusters", "tools", "sessions", "figures", "report", "main", "standalone",
+          "__main__")
 
 
 def package_imports(source: str) -> set[str]:
