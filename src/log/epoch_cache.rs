@@ -24,11 +24,21 @@ pub struct EpochEntry {
 pub struct EpochCache {
     path: PathBuf,
     entries: Vec<EpochEntry>,
+    /// The file still holds entries that [`EpochCache::load`] dropped. It is rewritten at
+    /// the next change or append, before the log grows past them and one could pass for
+    /// the epoch of records appended later.
+    file_behind: bool,
 }
 
 impl EpochCache {
-    /// Loads the cache from `dir`, empty if the file does not exist.
-    pub fn load(dir: &Path) -> Result<Self, LogError> {
+    /// Loads the cache from `dir` (empty if the file does not exist) for a log that ends
+    /// at `log_end_offset`: entries starting at or after it are dropped (an epoch taken
+    /// with nothing appended, or records lost in a crash) in memory only; the file follows
+    /// at the next [`EpochCache::maybe_assign`] (every append makes one) or truncation.
+    /// Rewriting it here cost two fsyncs per partition on every start, and a restarted
+    /// leader rewrites it anyway when it takes its new epoch; until then a crash leaves
+    /// the dropped entries in the file, and the next load drops them again.
+    pub fn load(dir: &Path, log_end_offset: i64) -> Result<Self, LogError> {
         let path = dir.join(FILE_NAME);
         let mut entries = Vec::new();
         for line in checkpoint::read(&path)?.unwrap_or_default() {
@@ -58,7 +68,13 @@ impl EpochCache {
                 }
             }
         }
-        let cache = EpochCache { path, entries };
+        let loaded = entries.len();
+        entries.retain(|e| e.start_offset < log_end_offset);
+        let cache = EpochCache {
+            path,
+            file_behind: entries.len() != loaded,
+            entries,
+        };
         cache.check_invariants();
         Ok(cache)
     }
@@ -79,6 +95,9 @@ impl EpochCache {
     pub fn maybe_assign(&mut self, epoch: i32, start_offset: i64) -> Result<bool, LogError> {
         if let Some(last) = self.entries.last() {
             if last.epoch == epoch && last.start_offset <= start_offset {
+                if self.file_behind {
+                    self.persist()?;
+                }
                 return Ok(false);
             }
             if epoch < last.epoch {
@@ -132,19 +151,21 @@ impl EpochCache {
     pub fn truncate_from_end(&mut self, offset: i64) -> Result<(), LogError> {
         let before = self.entries.len();
         self.entries.retain(|e| e.start_offset < offset);
-        if self.entries.len() != before {
+        if self.entries.len() != before || self.file_behind {
             self.persist()?;
         }
         Ok(())
     }
 
-    fn persist(&self) -> Result<(), LogError> {
+    fn persist(&mut self) -> Result<(), LogError> {
         let lines: Vec<String> = self
             .entries
             .iter()
             .map(|e| format!("{} {}", e.epoch, e.start_offset))
             .collect();
-        checkpoint::write(&self.path, &lines)
+        checkpoint::write(&self.path, &lines)?;
+        self.file_behind = false;
+        Ok(())
     }
 
     /// Checks that entries increase (debug builds).
@@ -165,7 +186,7 @@ mod tests {
 
     fn cache(entries: &[(i32, i64)]) -> (tempfile::TempDir, EpochCache) {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut cache = EpochCache::load(dir.path()).expect("load");
+        let mut cache = EpochCache::load(dir.path(), i64::MAX).expect("load");
         for (epoch, start) in entries {
             cache.maybe_assign(*epoch, *start).expect("assign");
         }
@@ -187,7 +208,7 @@ mod tests {
     fn assign_is_persisted_and_reloaded() {
         let (dir, cache) = cache(&[(0, 0), (2, 7)]);
         drop(cache);
-        let reloaded = EpochCache::load(dir.path()).expect("reload");
+        let reloaded = EpochCache::load(dir.path(), i64::MAX).expect("reload");
         assert_eq!(reloaded.entries().len(), 2);
         assert_eq!(
             reloaded.entries()[1],
@@ -214,12 +235,44 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         for body in ["0\n2\n3 10\n1 20\n", "0\n2\n1 10\n2 5\n", "0\n1\n-4 0\n"] {
             std::fs::write(dir.path().join(FILE_NAME), body).expect("write");
-            let loaded = EpochCache::load(dir.path());
+            let loaded = EpochCache::load(dir.path(), i64::MAX);
             assert!(
                 matches!(loaded, Err(LogError::CorruptFile { .. })),
                 "{body:?}"
             );
         }
+    }
+
+    #[test]
+    fn load_drops_entries_at_the_log_end_without_rewriting_the_file() {
+        let (dir, cache) = cache(&[(0, 0), (2, 7), (3, 9)]);
+        drop(cache);
+        let before = std::fs::read(dir.path().join(FILE_NAME)).expect("read");
+        let mut loaded = EpochCache::load(dir.path(), 7).expect("load");
+        assert_eq!(loaded.latest_epoch(), Some(0));
+        assert_eq!(
+            std::fs::read(dir.path().join(FILE_NAME)).expect("read"),
+            before
+        );
+        // The next change writes the file without the dropped entries.
+        loaded.maybe_assign(4, 7).expect("assign");
+        let reloaded = EpochCache::load(dir.path(), i64::MAX).expect("reload");
+        let epochs: Vec<i32> = reloaded.entries().iter().map(|e| e.epoch).collect();
+        assert_eq!(epochs, [0, 4]);
+    }
+
+    #[test]
+    fn an_append_in_the_latest_epoch_rewrites_a_file_still_holding_dropped_entries() {
+        // Epoch 2 started at 7 here, then its records were lost; the next leader's log has
+        // more of epoch 0, which this replica appends. Were the file left as it was, a
+        // crash after those appends would load epoch 2 as the epoch of offsets 7 and on.
+        let (dir, cache) = cache(&[(0, 0), (2, 7)]);
+        drop(cache);
+        let mut loaded = EpochCache::load(dir.path(), 7).expect("load");
+        assert!(!loaded.maybe_assign(0, 7).expect("append at epoch 0"));
+        let reloaded = EpochCache::load(dir.path(), 20).expect("reload after more appends");
+        assert_eq!(reloaded.entries(), loaded.entries());
+        assert_eq!(reloaded.epoch_at(10), Some(0));
     }
 
     #[test]

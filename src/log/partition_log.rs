@@ -178,8 +178,7 @@ impl Log {
             .log_start_offset
             .unwrap_or(0)
             .clamp(first_base, log_end_offset);
-        let mut epoch_cache = EpochCache::load(dir)?;
-        epoch_cache.truncate_from_end(log_end_offset)?;
+        let epoch_cache = EpochCache::load(dir, log_end_offset)?;
         let (producers, last_snapshot_offset) =
             super::producer_recovery::load_producers(dir, &segments, log_start_offset)?;
         let log = Log {

@@ -6,6 +6,7 @@
 //! the marker again.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use dashmap::DashMap;
@@ -15,6 +16,7 @@ use super::cleaner::LogCleaner;
 use super::error::ReplicaError;
 use super::log_dirs::{is_dir_failure, LogDir, LogDirs};
 use super::log_mover::{self, FutureReplica, Moves};
+use super::parallel;
 use super::partition::{Partition, TopicPartition, THROTTLED_AS_FOLLOWER, THROTTLED_AS_LEADER};
 use super::quota::{self, ReplicationQuotas};
 use crate::clock::Clock;
@@ -269,6 +271,7 @@ impl ReplicaManager {
             self.cleaner.reconfigure(&live);
         }
         let mut missing = Vec::new();
+        let mut changing = Vec::new();
         for topic_image in image.topics.values() {
             let reconfigured = broker_reconfigured
                 || previous
@@ -291,18 +294,26 @@ impl ReplicaManager {
                             hosted.set_log_config(config);
                         }
                         hosted.set_throttles(self.throttles(topic_image, tp.partition, wanted));
-                        if let Err(error) =
-                            hosted.apply_partition_image(self.config.node_id, wanted)
-                        {
-                            tracing::error!(topic = %tp.topic, partition = tp.partition, %error,
-                                "cannot take the partition's new role");
-                        }
+                        changing.push((Arc::clone(hosted.value()), wanted));
                     }
                     None => missing.push((tp, topic_image)),
                 }
             }
         }
+        self.take_roles(&changing);
         self.open_partitions(&missing)
+    }
+
+    /// Gives each hosted partition its role in the new image, many at once (a new leader
+    /// epoch costs a checkpoint's fsyncs). A partition that cannot take its role logs why.
+    fn take_roles(&self, changing: &[(Arc<Partition>, &PartitionImage)]) {
+        let node_id = self.config.node_id;
+        parallel::for_all(changing, |(partition, wanted)| {
+            if let Err(error) = partition.apply_partition_image(node_id, wanted) {
+                tracing::error!(partition = %partition.topic_partition, %error,
+                    "cannot take the partition's new role");
+            }
+        });
     }
 
     /// Which replication throttles apply to this broker's replica of partition `index` of
@@ -378,36 +389,8 @@ impl ReplicaManager {
         &self,
         missing: &[(TopicPartition, &Arc<TopicImage>)],
     ) -> Result<(), ReplicaError> {
-        // Asked only when there is more than one to open: the answer reads cgroup files
-        // (30-70 µs here), and every metadata image comes through here, mostly with none.
-        let threads = match missing.len() {
-            0 | 1 => 1,
-            many => std::thread::available_parallelism().map_or(1, |n| n.get().min(many)),
-        };
-        if threads <= 1 {
-            for (tp, topic_image) in missing {
-                self.open_and_host(tp, topic_image)?;
-            }
-            return Ok(());
-        }
-        let chunk = missing.len().div_ceil(threads);
-        std::thread::scope(|scope| {
-            let workers: Vec<_> = missing
-                .chunks(chunk)
-                .map(|part| {
-                    scope.spawn(move || -> Result<(), ReplicaError> {
-                        for (tp, topic_image) in part {
-                            self.open_and_host(tp, topic_image)?;
-                        }
-                        Ok(())
-                    })
-                })
-                .collect();
-            workers.into_iter().try_for_each(|worker| {
-                worker
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
+        parallel::for_each(missing, |(tp, topic_image)| {
+            self.open_and_host(tp, topic_image)
         })
     }
 
@@ -665,15 +648,17 @@ impl ReplicaManager {
             tracing::error!(%error, "cannot write checkpoints");
         }
         for dir in self.log_dirs.all().iter().filter(|d| !d.is_offline()) {
-            let mut clean = checkpointed.is_ok();
-            for partition in self.partitions_in(dir) {
+            // Closing flushes and fsyncs each log: many at once, as they were opened. Every
+            // log is closed even after one fails; then the directory is not marked clean.
+            let failed = AtomicBool::new(false);
+            parallel::for_all(&self.partitions_in(dir), |partition| {
                 if let Err(error) = partition.close() {
                     tracing::error!(partition = %partition.topic_partition, %error,
                         "cannot close partition log cleanly");
-                    clean = false;
+                    failed.store(true, Ordering::Relaxed);
                 }
-            }
-            if clean {
+            });
+            if checkpointed.is_ok() && !failed.load(Ordering::Relaxed) {
                 let marker = dir.path.join(CLEAN_SHUTDOWN_FILE);
                 let content = format!(r#"{{"version":0,"brokerEpoch":{broker_epoch}}}"#);
                 write_atomically(&marker, content.as_bytes()).map_err(|source| {

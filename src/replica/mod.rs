@@ -11,6 +11,7 @@ pub mod leader_state;
 pub mod log_dirs;
 pub mod log_mover;
 pub mod manager;
+pub mod parallel;
 pub mod partition;
 pub mod quota;
 pub mod read_replica;
