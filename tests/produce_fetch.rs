@@ -108,6 +108,25 @@ async fn data_survives_a_clean_restart_and_a_kill() {
 }
 
 #[tokio::test]
+async fn a_partition_metadata_file_a_crash_cut_is_written_again_at_the_next_start() {
+    // Goal: partition.metadata is written without fsyncs, so a crash may leave it empty or
+    // cut; the next start rewrites it with the topic id, as Kafka's tools read it.
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "t", 1).await;
+    drop(client);
+    let dir = broker.kill().await;
+    let path = dir.path().join("t-0").join("partition.metadata");
+    let written = std::fs::read_to_string(&path).expect("partition.metadata");
+    assert!(written.starts_with("version: 0\ntopic_id: "), "{written:?}");
+    std::fs::write(&path, "versi").expect("cut the file");
+    let broker = TestBroker::start_in(dir, &[]).await;
+    let _dir = broker.stop().await;
+    let rewritten = std::fs::read_to_string(&path).expect("partition.metadata");
+    assert_eq!(rewritten, written);
+}
+
+#[tokio::test]
 async fn acks_zero_gets_no_response_but_is_appended() {
     // Goal: acks=0 produces are written and never answered.
     let broker = TestBroker::start(&[]).await;

@@ -22,7 +22,7 @@ use super::quota::{self, ReplicationQuotas};
 use crate::clock::Clock;
 use crate::config::{topic, BrokerConfig, LiveConfig};
 use crate::faults::Outbound;
-use crate::log::checkpoint::write_atomically;
+use crate::log::checkpoint::{write_atomically, write_unsynced};
 use crate::log::cleaner::CompactionConfig;
 use crate::log::segment::SegmentConfig;
 use crate::log::{Log, LogConfig, LogError, OpenOptions};
@@ -459,10 +459,13 @@ impl ReplicaManager {
             tracing::debug!(topic = %tp.topic, partition = tp.partition, expired,
                 "producers idle past producer.id.expiration.ms forgotten at open");
         }
+        // For Kafka's tools (highwater never reads it back): written without fsyncs, two
+        // of a new partition's five, and rewritten at the next open if a crash lost or
+        // cut it, as Kafka flushes its own later.
         let metadata_path = dir.join(PARTITION_METADATA_FILE);
-        if !metadata_path.exists() {
-            let text = format!("version: 0\ntopic_id: {}\n", base64url(image.topic_id));
-            write_atomically(&metadata_path, text.as_bytes()).map_err(wrap)?;
+        let text = format!("version: 0\ntopic_id: {}\n", base64url(image.topic_id));
+        if std::fs::read(&metadata_path).ok().as_deref() != Some(text.as_bytes()) {
+            write_unsynced(&metadata_path, text.as_bytes()).map_err(wrap)?;
         }
         let high_watermark = log_dir.high_watermarks.get(tp).copied();
         let wanted = image.partition(tp.partition);
