@@ -185,18 +185,50 @@ impl LogDirs {
     }
 
     /// The live directory for a new log: the one with the fewest partitions hosted
-    /// (`hosted(dir)`), the first of equals, as Kafka's LogManager chooses.
+    /// (`hosted(dir)`), the first of equals, as Kafka's LogManager chooses. With one
+    /// directory live (the usual case) nothing is counted: `hosted` walks every partition,
+    /// which made creating N partitions cost O(N²).
     pub fn for_new_log(&self, hosted: impl Fn(&LogDir) -> usize) -> Option<&Arc<LogDir>> {
-        self.dirs
-            .iter()
-            .filter(|d| !d.is_offline())
-            .min_by_key(|d| hosted(d))
+        let mut live = self.dirs.iter().filter(|d| !d.is_offline());
+        let first = live.next()?;
+        match live.next() {
+            None => Some(first),
+            Some(second) => [first, second]
+                .into_iter()
+                .chain(live)
+                .min_by_key(|d| hosted(d)),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_log_goes_to_the_live_directory_with_fewest_partitions_counted_only_if_several() {
+        let dirs: Vec<tempfile::TempDir> =
+            (0..3).map(|_| tempfile::tempdir().expect("dir")).collect();
+        let paths: Vec<PathBuf> = dirs.iter().map(|d| d.path().to_path_buf()).collect();
+        let all = LogDirs::open(&paths).expect("open");
+        let counted = std::cell::Cell::new(0);
+        let hosted = |dir: &LogDir| {
+            counted.set(counted.get() + 1);
+            // The first directory holds 5, the other two 2 each.
+            if dir.path == paths[0] {
+                5
+            } else {
+                2
+            }
+        };
+        let chosen = all.for_new_log(hosted).expect("a live dir");
+        assert_eq!(chosen.path, paths[1], "fewest, first of equals");
+        assert_eq!(counted.get(), 3);
+        let one = LogDirs::open(&paths[..1]).expect("open");
+        counted.set(0);
+        assert_eq!(one.for_new_log(hosted).expect("live").path, paths[0]);
+        assert_eq!(counted.get(), 0, "one live directory: nothing counted");
+    }
 
     #[test]
     fn a_clean_shutdown_marker_names_its_broker_epoch_and_a_damaged_one_none() {
