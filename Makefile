@@ -3,7 +3,7 @@ CONFIG ?= config/server.toml
 BOOTSTRAP ?= 127.0.0.1:9092
 CARGO ?= cargo
 
-.PHONY: build run cluster cluster-split test lint unit examples bench-dev bench-efficient bench-partitions compat compat-cluster compat-cluster-kafka-ref compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref compat-tls compat-acl conformance conformance-fast fmt clippy fuzz simulate chaos
+.PHONY: build run cluster cluster-split test lint unit examples bench-dev bench-efficient bench-partitions bench-partitions-cluster compat compat-cluster compat-cluster-kafka-ref compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref compat-tls compat-acl conformance conformance-fast fmt clippy fuzz simulate chaos
 
 build:
 	$(CARGO) build --release
@@ -175,6 +175,11 @@ bench-efficient: build compat-deps
 # writes bench/results/<date>-partitions.{md,json}. Never part of `make test`.
 bench-partitions: build compat-deps
 	python3 bench/partitions.py
+
+# The same on three nodes of each, RF=3, with a node's restart until back in every ISR
+# (bench/partitions_cluster.py, about 25 minutes).
+bench-partitions-cluster: build compat-deps
+	python3 bench/partitions_cluster.py
 
 fmt:
 	$(CARGO) fmt --all

@@ -21,8 +21,8 @@ Usage: make bench-partitions, or python3 bench/partitions.py [--rounds N] [--qui
 
 from __future__ import annotations
 
-import argparse
 import time
+from collections.abc import Callable
 
 from efficient import BROKERS, build_loadgen, loadgen, mb_s, measured, median, spread
 from hwbench.brokers import Broker, Highwater, Kafka
@@ -111,64 +111,88 @@ def row(name: str, unit: str, runs: list[dict], pick) -> str:
             f"| {ratio} |")
 
 
-def table(runs: list[dict]) -> list[str]:
+def table_of(runs: list[dict], suffix: str,
+             rows_at: Callable[[int, str, list[dict]], list[str]]) -> list[str]:
+    """The table header, then rows_at(count, label, runs of that count) for each count."""
     lines = ["| figure | unit | highwater | Kafka | hw/Kafka |", "|---|---|---|---|---|"]
     for count in COUNTS:
-        at = [r for r in runs if r["partitions"] == count]
-        n = f"{count:,} partitions"
+        lines += rows_at(count, f"{count:,} partitions{suffix}",
+                         [r for r in runs if r["partitions"] == count])
+    return lines
+
+
+def table(runs: list[dict]) -> list[str]:
+    return table_of(runs, "", rows_at)
+
+
+def metadata_rows(n: str, at: list[dict]) -> list[str]:
+    return [row(f"{n}: Metadata, all topics, {q}", "ms", at,
+                lambda r, q=q: r["metadata"]["latency_us"][q] / 1e3) for q in ("p50", "p99")]
+
+
+def rows_at(count: int, n: str, at: list[dict]) -> list[str]:
+    lines = [
+        row(f"{n}: create until all led", "s", at, lambda r: r["create_s"]),
+        row(f"{n}: idle CPU", "% of a core", at, lambda r: r["idle_cpu_pct"]),
+        row(f"{n}: anonymous memory per partition", "KiB", at,
+            lambda r: r["anon_kib_per_partition"]),
+        row(f"{n}: RSS per partition", "KiB", at, lambda r: r["rss_kib_per_partition"]),
+        *metadata_rows(n, at),
+    ]
+    if count == COUNTS[0]:
         lines += [
-            row(f"{n}: create until all led", "s", at, lambda r: r["create_s"]),
-            row(f"{n}: idle CPU", "% of a core", at, lambda r: r["idle_cpu_pct"]),
-            row(f"{n}: anonymous memory per partition", "KiB", at,
-                lambda r: r["anon_kib_per_partition"]),
-            row(f"{n}: RSS per partition", "KiB", at, lambda r: r["rss_kib_per_partition"]),
-            row(f"{n}: Metadata, all topics, p50", "ms", at,
-                lambda r: r["metadata"]["latency_us"]["p50"] / 1e3),
-            row(f"{n}: Metadata, all topics, p99", "ms", at,
-                lambda r: r["metadata"]["latency_us"]["p99"] / 1e3),
+            row(f"{n}: produce, 100 B, {KEYS:,} keys, acks=1", "MB/s", at,
+                lambda r: mb_s(r["keyed_produce"])),
+            row(f"{n}: broker CPU per GB of that", "s/GB", at,
+                lambda r: r["keyed_produce"]["broker_cpu_s"]
+                / (r["keyed_produce"]["bytes"] / 1e9)),
+            row(f"{n}: group of {MEMBERS} assigned all", "s", at, lambda r: r["group_s"]),
         ]
-        if count == COUNTS[0]:
-            lines += [
-                row(f"{n}: produce, 100 B, {KEYS:,} keys, acks=1", "MB/s", at,
-                    lambda r: mb_s(r["keyed_produce"])),
-                row(f"{n}: broker CPU per GB of that", "s/GB", at,
-                    lambda r: r["keyed_produce"]["broker_cpu_s"]
-                    / (r["keyed_produce"]["bytes"] / 1e9)),
-                row(f"{n}: group of {MEMBERS} assigned all", "s", at, lambda r: r["group_s"]),
-            ]
-        else:
-            lines.append(row(f"{n}: clean restart until all led", "s", at,
-                             lambda r: r["restart_s"]))
+    else:
+        lines.append(row(f"{n}: clean restart until all led", "s", at,
+                         lambda r: r["restart_s"]))
     return lines
 
 
 def main() -> int:
-    parser = standalone.parser(__doc__, rounds=3)
+    return main_of("partitions", __doc__, one_count, "Many partitions on one node", "RF=1",
+                   table)
+
+
+# One session: (ctx, broker kind, round, partition count, quick) -> its figures.
+OneCount = Callable[[Context, str, int, int, bool], dict]
+
+
+def main_of(name: str, doc: str | None, one_count: OneCount, title: str, setting: str,
+            table: Callable[[list[dict]], list[str]]) -> int:
+    """The command line and rounds of this script and of partitions_cluster.py: every
+    count of COUNTS per broker per round, then the table, written as results/DATE-NAME."""
+    parser = standalone.parser(doc, rounds=3)
     parser.add_argument("--quick", action="store_true", help="short waits (a smoke run)")
     args = parser.parse_args()
-    return standalone.run("partitions", args, lambda ctx: run(ctx, args))
 
+    def run(ctx: Context) -> int:
+        build_loadgen(ctx.work)
+        runs = []
+        for round_no in range(args.rounds):
+            order = BROKERS if round_no % 2 == 0 else BROKERS[::-1]
+            ctx.log(f"round {round_no + 1}/{args.rounds}: {' then '.join(order)}")
+            for count in COUNTS:
+                for kind in order:
+                    runs.append(one_count(ctx, kind, round_no, count, args.quick))
+        meta = standalone.meta(ctx, args, quick=args.quick)
+        md = "\n".join([
+            f"# {title}, {meta['date']} (highwater {meta['highwater_commit']})", "",
+            f"{args.rounds} rounds, medians (min–max), {setting}, topics of {PER_TOPIC:,} "
+            f"partitions; {meta['machine']['cpus']} cores; {meta['duration_s']:.0f} s.", "",
+            *table(runs), ""])
+        if not args.quick:
+            standalone.write_results(args.out, meta["date"], name, md,
+                                     {"meta": meta, "runs": runs})
+        print(md)
+        return 0
 
-def run(ctx: Context, args: argparse.Namespace) -> int:
-    build_loadgen(ctx.work)
-    runs = []
-    for round_no in range(args.rounds):
-        order = BROKERS if round_no % 2 == 0 else BROKERS[::-1]
-        ctx.log(f"round {round_no + 1}/{args.rounds}: {' then '.join(order)}")
-        for count in COUNTS:
-            for kind in order:
-                runs.append(one_count(ctx, kind, round_no, count, args.quick))
-    meta = standalone.meta(ctx, args, quick=args.quick)
-    md = "\n".join([
-        f"# Many partitions on one node, {meta['date']} (highwater {meta['highwater_commit']})",
-        "", f"{args.rounds} rounds, medians (min–max), RF=1, topics of {PER_TOPIC:,} "
-        f"partitions; {meta['machine']['cpus']} cores; {meta['duration_s']:.0f} s.", "",
-        *table(runs), ""])
-    if not args.quick:
-        standalone.write_results(args.out, meta["date"], "partitions", md,
-                                 {"meta": meta, "runs": runs})
-    print(md)
-    return 0
+    return standalone.run(name, args, run)
 
 
 if __name__ == "__main__":
