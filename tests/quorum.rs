@@ -6,35 +6,59 @@ mod common;
 
 use common::*;
 use highwater::api::errors::controller_error;
-use highwater::controller::{AlterPartition, ControllerReply, ControllerRequest};
+use highwater::controller::{
+    AlterPartition, Controller, ControllerReply, ControllerRequest, PartitionIsr,
+};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::protocol::StrBytes;
 
-fn alter(
-    broker_epoch: i64,
-    leader_epoch: i32,
-    partition_epoch: i32,
-    isr: &[i32],
-) -> ControllerRequest {
-    ControllerRequest::AlterPartition(AlterPartition {
-        node_id: 1,
-        broker_epoch,
+fn isr(leader_epoch: i32, partition_epoch: i32, isr: &[i32]) -> PartitionIsr {
+    PartitionIsr {
         topic: "t".into(),
         partition: 0,
         leader_epoch,
         partition_epoch,
         isr: isr.to_vec(),
+    }
+}
+
+fn alter(broker_epoch: i64, partitions: Vec<PartitionIsr>) -> ControllerRequest {
+    ControllerRequest::AlterPartition(AlterPartition {
+        node_id: 1,
+        broker_epoch,
+        partitions,
     })
+}
+
+/// The outcome of each partition of an AlterPartition, or the request's own refusal.
+async fn outcomes(
+    controller: &Controller,
+    request: ControllerRequest,
+) -> Result<Vec<Result<(i32, i32), ResponseError>>, ResponseError> {
+    let answer = controller.request(request).await;
+    match answer {
+        Ok(ControllerReply::Partitions(outcomes)) => Ok(outcomes
+            .into_iter()
+            .map(|o| {
+                o.map(|p| (p.leader_epoch, p.partition_epoch))
+                    .map_err(|e| controller_error(&e.into()))
+            })
+            .collect()),
+        Ok(other) => panic!("expected per-partition outcomes, got {other:?}"),
+        Err(error) => Err(controller_error(&error)),
+    }
 }
 
 #[tokio::test]
 async fn alter_partition_is_checked_against_the_leader_and_partition_epochs() {
     // Goal: the active controller accepts an ISR change only from the current leader at the
     // current epochs, bumps the partition epoch, and refuses stale or invalid changes with
-    // Kafka's codes. Method: one node, requests through the broker's controller handle.
+    // Kafka's codes, each partition of a request alone. Method: one node, requests through
+    // the broker's controller handle.
     let broker = TestBroker::start(&[]).await;
     let mut client = broker.client().await;
     assert_eq!(create_topic(&mut client, "t", 1).await, 0);
+    assert_eq!(create_topic(&mut client, "u", 1).await, 0);
     let controller = &broker.broker.controller;
     let epoch = controller
         .image()
@@ -42,35 +66,34 @@ async fn alter_partition_is_checked_against_the_leader_and_partition_epochs() {
         .expect("registered")
         .broker_epoch;
 
-    let accepted = controller.request(alter(epoch, 0, 0, &[1])).await;
-    match accepted {
-        Ok(ControllerReply::Partition(partition)) => {
-            assert_eq!((partition.leader_epoch, partition.partition_epoch), (0, 1));
-        }
-        other => panic!("expected the new partition state, got {other:?}"),
-    }
+    let accepted = outcomes(controller, alter(epoch, vec![isr(0, 0, &[1])])).await;
+    assert_eq!(accepted, Ok(vec![Ok((0, 1))]));
     let refusals = [
-        (
-            alter(epoch, 0, 0, &[1]),
-            ResponseError::InvalidUpdateVersion,
-        ),
-        (alter(epoch, 1, 1, &[1]), ResponseError::NotLeaderOrFollower),
-        (alter(epoch, 0, 1, &[2]), ResponseError::IneligibleReplica),
-        (
-            alter(epoch - 1, 0, 1, &[1]),
-            ResponseError::StaleBrokerEpoch,
-        ),
+        (isr(0, 0, &[1]), ResponseError::InvalidUpdateVersion),
+        (isr(1, 1, &[1]), ResponseError::NotLeaderOrFollower),
+        (isr(0, 1, &[2]), ResponseError::IneligibleReplica),
     ];
-    for (request, expected) in refusals {
-        let error = controller
-            .request(request.clone())
-            .await
-            .expect_err("refused");
-        assert_eq!(controller_error(&error), expected, "{request:?}: {error}");
+    for (refused, expected) in refusals {
+        let answer = outcomes(controller, alter(epoch, vec![refused.clone()])).await;
+        assert_eq!(answer, Ok(vec![Err(expected)]), "{refused:?}");
     }
+    let stale = outcomes(controller, alter(epoch - 1, vec![isr(0, 1, &[1])])).await;
+    assert_eq!(stale, Err(ResponseError::StaleBrokerEpoch));
     let image = controller.image();
     let partition = image.topic("t").and_then(|t| t.partition(0)).expect("t-0");
     assert_eq!(partition.partition_epoch, 1, "refusals changed nothing");
+
+    // One request for several partitions: a refused one does not hold back the others.
+    let mut stale_other = isr(0, 5, &[1]);
+    stale_other.topic = "u".into();
+    let mixed = vec![isr(0, 1, &[1]), stale_other, isr(0, 1, &[1])];
+    let answer = outcomes(controller, alter(epoch, mixed)).await;
+    let expected = vec![
+        Ok((0, 2)),
+        Err(ResponseError::InvalidUpdateVersion),
+        Err(ResponseError::IneligibleReplica),
+    ];
+    assert_eq!(answer, Ok(expected), "accepted, stale, named twice");
 }
 
 #[tokio::test]

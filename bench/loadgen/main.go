@@ -126,24 +126,36 @@ func create(seeds []string, topic string, partitions int32, rf int16, timeout ti
 // in a Metadata answer, or fails when ctx ends first.
 func waitReady(ctx context.Context, cl *kgo.Client, topic string, partitions int32, rf int16) {
 	adm := kadm.NewClient(cl)
+	last := "no metadata"
 	for ; ctx.Err() == nil; time.Sleep(50 * time.Millisecond) {
 		md, err := adm.Metadata(ctx, topic)
 		if err != nil {
+			last = err.Error()
 			continue
 		}
 		t, ok := md.Topics[topic]
 		if !ok || t.Err != nil || len(t.Partitions) != int(partitions) {
+			last = fmt.Sprintf("topic not there with %d partitions", partitions)
 			continue
 		}
-		ready := true
+		failed, leaderless, short := 0, 0, 0
 		for _, p := range t.Partitions {
-			ready = ready && p.Err == nil && p.Leader >= 0 && len(p.ISR) == int(rf)
+			switch {
+			case p.Err != nil:
+				failed++
+			case p.Leader < 0:
+				leaderless++
+			case len(p.ISR) != int(rf):
+				short++
+			}
 		}
-		if ready {
+		if failed+leaderless+short == 0 {
 			return
 		}
+		last = fmt.Sprintf("%d partitions with an error, %d without a leader, %d with an ISR not of %d",
+			failed, leaderless, short, rf)
 	}
-	fail(fmt.Sprintf("topic %s: not every partition led with an ISR of %d in time", topic, rf))
+	fail(fmt.Sprintf("topic %s: not every partition led with an ISR of %d in time (last seen: %s)", topic, rf, last))
 }
 
 // ready waits, retrying connections, until topic is ready (after a broker restart).

@@ -24,6 +24,7 @@ pub mod find_coordinator;
 pub mod groups;
 pub mod init_producer_id;
 pub mod injected;
+mod isr_changes;
 pub mod list_offsets;
 pub mod log_dirs;
 pub mod metadata;
@@ -53,14 +54,12 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
 use crate::clock::Clock;
 use crate::config::BrokerConfig;
-use crate::controller::{AlterPartition, ControllerRequest};
 use crate::controller::{Controller, ControllerError};
 use crate::faults::{Faults, Outbound};
 use crate::group::{GroupConfig, GroupCoordinator};
 use crate::metadata::MetadataImage;
-use crate::metadata::PartitionImage;
 use crate::metrics::Metrics;
-use crate::replica::{IsrChange, Partition, ReplicaError, ReplicaManager};
+use crate::replica::{Partition, ReplicaError, ReplicaManager};
 use crate::txn::{TransactionCoordinator, TxnConfig};
 use fetch_sessions::FetchSessions;
 use kafka_protocol::error::ResponseError;
@@ -85,6 +84,8 @@ pub struct Broker {
     pub authorizer: Option<crate::acl::Authorizer>,
     /// Client quota usage (`crate::quota`).
     pub quotas: crate::quota::Quotas,
+    /// ISR changes waiting for the next AlterPartition (`isr_changes`).
+    isr_queue: isr_changes::IsrQueue,
 }
 
 impl Broker {
@@ -157,6 +158,7 @@ impl Broker {
             faults,
             fetch_sessions,
             quotas: crate::quota::Quotas::default(),
+            isr_queue: isr_changes::IsrQueue::default(),
         })
     }
 
@@ -223,99 +225,12 @@ impl Broker {
                 self.follow_metadata(),
                 self.replicas.run_fetchers(),
                 self.shrink_isrs(),
+                self.send_isr_changes(),
                 self.report_offline_replicas(),
                 self.groups.run(&self.replicas),
                 self.run_transactions()
             );
         }
-    }
-
-    /// Sends ISR changes proposed by the leaders here to the active controller
-    /// (AlterPartition, checked against the partition epoch); each partition records the
-    /// outcome, and the next metadata image confirms it.
-    pub fn propose_isr_changes(&self, changes: &[IsrChange]) {
-        let image = self.image();
-        let node_id = self.config.node_id;
-        let broker_epoch = image.broker(node_id).map_or(-1, |b| b.broker_epoch);
-        for change in changes {
-            let tp = &change.topic_partition;
-            let Ok(partition) = self.replicas.partition(&tp.topic, tp.partition) else {
-                continue;
-            };
-            // As Kafka's leader does (KIP-841): a fenced broker is not proposed; it is
-            // proposed again once the metadata shows it unfenced.
-            let fenced = |r: &i32| image.broker(*r).is_none_or(|b| b.fenced);
-            let proposed = (change.leader_epoch, change.partition_epoch);
-            if change.isr.iter().any(fenced) {
-                partition.complete_isr_change(proposed, None);
-                continue;
-            }
-            let request = ControllerRequest::AlterPartition(AlterPartition {
-                node_id,
-                broker_epoch,
-                topic: tp.topic.clone(),
-                partition: tp.partition,
-                leader_epoch: change.leader_epoch,
-                partition_epoch: change.partition_epoch,
-                isr: change.isr.clone(),
-            });
-            let controller = Arc::clone(&self.controller);
-            let change = change.clone();
-            let current = image
-                .topics
-                .get(&tp.topic)
-                .and_then(|t| t.partition(tp.partition))
-                .map_or(0, |p| p.isr.len());
-            let counter = match change.isr.len() < current {
-                true => self.metrics.isr_shrinks.clone(),
-                false => self.metrics.isr_expands.clone(),
-            };
-            tokio::spawn(async move {
-                match controller.ask::<PartitionImage>(request).await {
-                    Ok(answer) => {
-                        counter.inc();
-                        tracing::info!(partition = %change.topic_partition, isr = ?answer.isr,
-                            "ISR changed");
-                        partition.complete_isr_change(proposed, Some(&answer));
-                    }
-                    Err(error) => {
-                        tracing::warn!(partition = %change.topic_partition, %error,
-                            "ISR change refused");
-                        partition.complete_isr_change(proposed, None);
-                    }
-                }
-            });
-        }
-    }
-
-    /// Proposes ISRs without followers that fell `replica.lag.time.max.ms` behind, every
-    /// half of it.
-    async fn shrink_isrs(&self) {
-        let period =
-            std::time::Duration::from_millis((self.lag_max_ms() / 2).clamp(100, 5_000) as u64);
-        let mut ticks = tokio::time::interval(period);
-        loop {
-            ticks.tick().await;
-            self.propose_isr_changes(&self.isr_shrinks());
-        }
-    }
-
-    fn lag_max_ms(&self) -> i64 {
-        self.config
-            .parse("replica.lag.time.max.ms")
-            .unwrap_or(30_000)
-    }
-
-    /// The ISRs this broker's leaders want without the followers that have not caught up
-    /// for `replica.lag.time.max.ms`, by the replicas' clock (each marked pending until the
-    /// controller answers).
-    pub fn isr_shrinks(&self) -> Vec<IsrChange> {
-        let (now, lag_max_ms) = (self.replicas.clock().now_ms(), self.lag_max_ms());
-        self.replicas
-            .hosted()
-            .iter()
-            .filter_map(|p| p.maybe_shrink_isr(now, lag_max_ms))
-            .collect()
     }
 }
 

@@ -45,8 +45,8 @@ use crate::metadata::{MetadataImage, PartitionImage, TopicImage};
 use active::ActiveController;
 pub use active::{
     AclOutcome, AlterPartition, ControllerReply, ControllerRequest, CredentialOutcome,
-    ElectionResults, QuotaAlteration, QuotaOutcome, Reassignment, ReassignmentOutcome,
-    ScramUpsertion, PARTITIONS_PER_TOPIC_MAX,
+    ElectionResults, IsrOutcome, PartitionIsr, QuotaAlteration, QuotaOutcome, Reassignment,
+    ReassignmentOutcome, ScramUpsertion, PARTITIONS_PER_TOPIC_MAX,
 };
 pub use error::{ControllerError, ErrorKind};
 pub use placement::ElectionOutcome;

@@ -2,11 +2,11 @@
 //! takes the reply of the kind its caller names, and any other kind becomes one error,
 //! [`ControllerError::UnexpectedReply`](super::error::ControllerError::UnexpectedReply), logged once there instead of at every caller.
 
-use super::active::{AclOutcome, ControllerReply, ElectionResults};
+use super::active::{AclOutcome, ControllerReply, ElectionResults, IsrOutcome};
 use super::{CredentialOutcome, QuotaOutcome, ReassignmentOutcome};
 use crate::acl::AclBinding;
 use crate::controller::quorum::QuorumDescription;
-use crate::metadata::{PartitionImage, TopicImage};
+use crate::metadata::TopicImage;
 
 /// A kind of [`ControllerReply`]: its payload, if the reply is of this kind.
 pub trait ReplyKind: Sized {
@@ -30,7 +30,7 @@ macro_rules! reply_kinds {
 
 reply_kinds! {
     Topic(TopicImage),
-    Partition(PartitionImage),
+    Partitions(Vec<IsrOutcome>),
     Elections(ElectionResults),
     Quorum(QuorumDescription),
     Reassignments(Vec<ReassignmentOutcome>),

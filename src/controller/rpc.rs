@@ -168,13 +168,42 @@ pub async fn serve<H: RpcHandler>(
                         break;
                     }
                 };
-                let response = handler.handle(request).await;
+                // Served on its own task: a peer that gave up (its call timed out) and
+                // closed the connection frees it now, not when a slow request completes.
+                let serving = tokio::spawn({
+                    let handler = Arc::clone(&handler);
+                    async move { handler.handle(request).await }
+                });
+                let response = tokio::select! {
+                    served = serving => match served {
+                        Ok(response) => response,
+                        Err(error) => {
+                            tracing::error!(%peer, %error, "controller request handler failed");
+                            break;
+                        }
+                    },
+                    () = peer_gone(&stream) => {
+                        tracing::debug!(%peer,
+                            "controller connection closed by its peer while its request was served");
+                        break;
+                    }
+                };
                 if let Err(error) = write_message(&mut stream, &response).await {
                     tracing::debug!(%peer, %error, "controller connection lost");
                     break;
                 }
             }
         });
+    }
+}
+
+/// Resolves once the peer closed the connection (or it failed). A connection carries one
+/// request at a time, so nothing else is expected on it while a request is served.
+async fn peer_gone(stream: &TcpStream) {
+    let mut byte = [0u8; 1];
+    match stream.peek(&mut byte).await {
+        Ok(0) | Err(_) => {}
+        Ok(_) => std::future::pending().await,
     }
 }
 
@@ -305,6 +334,42 @@ mod tests {
         assert_eq!(
             answered_after(client.call(&next, second).await.expect("answer")),
             "2"
+        );
+    }
+
+    /// Never answers.
+    struct Stuck;
+
+    impl RpcHandler for Stuck {
+        async fn handle(&self, _request: RpcRequest) -> RpcResponse {
+            std::future::pending().await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_connection_whose_peer_gave_up_is_closed_while_its_request_is_served() {
+        // Goal: a caller that timed out and closed its connection does not leave it open
+        // on the server until the request completes (thousands of such connections ran a
+        // controller out of file descriptors). Method: a handler that never answers; the
+        // client half-closes after its request and must see the server close too.
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("address");
+        tokio::spawn(serve(listener, Arc::new(Stuck), Arc::default()));
+        let mut stream = TcpStream::connect(addr).await.expect("connect");
+        write_message(&mut stream, &RpcRequest::FetchMetadata { after: 0 })
+            .await
+            .expect("sent");
+        // Let the server read the request before the end of stream follows it.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        stream.shutdown().await.expect("half-closed");
+        let closed = tokio::time::timeout(
+            Duration::from_secs(5),
+            read_message::<RpcResponse>(&mut stream),
+        );
+        let answer = closed.await.expect("the server closed the connection");
+        assert!(
+            matches!(answer, Ok(None)),
+            "closed without an answer: {answer:?}"
         );
     }
 }

@@ -7,6 +7,7 @@
 //! How requests reach a leader is a [`LeaderLink`]: a TCP connection between brokers, or a
 //! scripted in-process network in tests, so the same code runs in both.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -50,41 +51,46 @@ pub struct Round {
     pub errors: usize,
 }
 
-/// The Fetch request of one round for `partitions`.
+/// The Fetch request of one round for `partitions`, and the leader epoch it carries for
+/// each of them (in their order).
 pub fn fetch_request(
     local_id: i32,
     partitions: &[Arc<Partition>],
     max_wait_ms: i32,
-) -> FetchRequest {
+) -> (FetchRequest, Vec<i32>) {
     let mut topics: Vec<FetchTopic> = Vec::new();
+    let mut topic_index: HashMap<&str, usize> = HashMap::new();
+    let mut epochs = Vec::with_capacity(partitions.len());
     for partition in partitions {
         let (last_fetched_epoch, log_end_offset) = partition.last_fetched_epoch();
         let tp = &partition.topic_partition;
+        let leader_epoch = partition.leader_epoch();
+        epochs.push(leader_epoch);
         let fetch = FetchPartition::default()
             .with_partition(tp.partition)
-            .with_current_leader_epoch(partition.leader_epoch())
+            .with_current_leader_epoch(leader_epoch)
             .with_fetch_offset(log_end_offset)
             .with_last_fetched_epoch(last_fetched_epoch)
             .with_log_start_offset(-1)
             .with_partition_max_bytes(REPLICA_FETCH_PARTITION_BYTES);
-        match topics.iter_mut().find(|t| t.topic.0.as_str() == tp.topic) {
-            Some(topic) => topic.partitions.push(fetch),
-            None => topics.push(
-                FetchTopic::default()
-                    .with_topic(crate::wire::topic_name(&tp.topic))
-                    .with_partitions(vec![fetch]),
-            ),
-        }
+        let index = *topic_index.entry(tp.topic.as_str()).or_insert_with(|| {
+            topics.push(FetchTopic::default().with_topic(crate::wire::topic_name(&tp.topic)));
+            topics.len() - 1
+        });
+        topics[index].partitions.push(fetch);
     }
-    FetchRequest::default()
+    let request = FetchRequest::default()
         .with_replica_id(BrokerId(local_id))
         .with_max_wait_ms(max_wait_ms)
         .with_min_bytes(1)
         .with_max_bytes(REPLICA_FETCH_RESPONSE_BYTES)
-        .with_topics(topics)
+        .with_topics(topics);
+    (request, epochs)
 }
 
-/// Fetches once from `leader` for `partitions` and applies the answer.
+/// Fetches once from `leader` for `partitions` and applies the answer. Partitions of the
+/// answer are found through a map, not a scan: a round of thousands of partitions stays
+/// linear in their number.
 pub async fn fetch_round<L: LeaderLink>(
     link: &mut L,
     local_id: i32,
@@ -92,18 +98,30 @@ pub async fn fetch_round<L: LeaderLink>(
     partitions: &[Arc<Partition>],
     max_wait_ms: i32,
 ) -> Result<Round, LinkError> {
-    let request = fetch_request(local_id, partitions, max_wait_ms);
-    let response = link.fetch(leader, request.clone()).await?;
+    let (request, epochs) = fetch_request(local_id, partitions, max_wait_ms);
+    let by_name: HashMap<(&str, i32), usize> = partitions
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            (
+                (
+                    p.topic_partition.topic.as_str(),
+                    p.topic_partition.partition,
+                ),
+                i,
+            )
+        })
+        .collect();
+    let response = link.fetch(leader, request).await?;
     let mut round = Round::default();
     for topic in &response.responses {
         for data in &topic.partitions {
-            let found = partitions.iter().find(|p| {
-                p.topic_partition.topic == topic.topic.0.as_str()
-                    && p.topic_partition.partition == data.partition_index
-            });
-            let Some(partition) = found else { continue };
-            let fetched_epoch = sent_epoch(&request, &topic.topic.0, data.partition_index);
-            match apply(partition, fetched_epoch, data) {
+            let key = (topic.topic.0.as_str(), data.partition_index);
+            let Some(&index) = by_name.get(&key) else {
+                continue;
+            };
+            let partition = &partitions[index];
+            match apply(partition, epochs[index], data) {
                 Ok(Applied::Appended(bytes)) => {
                     round.appended_bytes += bytes;
                     if partition.is_throttled(super::partition::THROTTLED_AS_FOLLOWER) {
@@ -125,17 +143,6 @@ pub async fn fetch_round<L: LeaderLink>(
 enum Applied {
     Appended(usize),
     Truncated,
-}
-
-/// The leader epoch a round's request carried for one partition (-1 if it was not asked).
-fn sent_epoch(request: &FetchRequest, topic: &str, partition: i32) -> i32 {
-    request
-        .topics
-        .iter()
-        .filter(|t| t.topic.0.as_str() == topic)
-        .flat_map(|t| &t.partitions)
-        .find(|p| p.partition == partition)
-        .map_or(-1, |p| p.current_leader_epoch)
 }
 
 fn apply(

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::{conflict, ActiveController, ControllerReply};
-use crate::controller::error::ControllerError;
+use crate::controller::error::{ControllerError, RemoteError};
 use crate::controller::placement::{
     elect_leaders, elect_requested, move_away_from, move_replicas_away, Election, ElectionOutcome,
 };
@@ -224,45 +224,68 @@ impl ActiveController {
         Ok(ControllerReply::Done)
     }
 
+    /// Applies a leader's ISR changes (KIP-497's AlterPartition): each partition is checked
+    /// alone, and the accepted ones are committed together in one record, as Kafka's
+    /// controller writes one batch per request — a broker that leads thousands of
+    /// partitions rejoining followers costs one commit, not one per partition.
     pub(super) async fn alter_partition(
         &self,
         wanted: AlterPartition,
     ) -> Result<ControllerReply, ControllerError> {
         self.check_epoch(wanted.node_id, wanted.broker_epoch)?;
-        let (current, fenced_members) = self.state(|s| {
-            let partition = s
-                .topics
-                .get(&wanted.topic)
-                .and_then(|t| t.partition(wanted.partition))
-                .cloned();
-            let fenced = wanted.isr.iter().any(|r| {
-                s.brokers.get(r).is_none_or(|b| b.fenced)
-                    || s.replica_offline(*r, &wanted.topic, wanted.partition)
-            });
-            (partition, fenced)
+        let checked: Vec<Result<PartitionChange, ControllerError>> = self.state(|s| {
+            let mut named = std::collections::HashSet::new();
+            wanted
+                .partitions
+                .iter()
+                .map(|isr| {
+                    if !named.insert((&isr.topic, isr.partition)) {
+                        return Err(isr.invalid("the partition is named twice in one request"));
+                    }
+                    let current = s
+                        .topics
+                        .get(&isr.topic)
+                        .and_then(|t| t.partition(isr.partition))
+                        .ok_or_else(|| ControllerError::UnknownTopic {
+                            topic: isr.topic.clone(),
+                        })?;
+                    let fenced = isr.isr.iter().any(|r| {
+                        s.brokers.get(r).is_none_or(|b| b.fenced)
+                            || s.replica_offline(*r, &isr.topic, isr.partition)
+                    });
+                    isr.check(wanted.node_id, current, fenced)?;
+                    Ok(PartitionChange::new(
+                        &isr.topic,
+                        isr.partition,
+                        current.leader,
+                        isr.isr.clone(),
+                    ))
+                })
+                .collect()
         });
-        let current = current.ok_or_else(|| ControllerError::UnknownTopic {
-            topic: wanted.topic.clone(),
-        })?;
-        wanted.check(&current, fenced_members)?;
-        let change = PartitionChange::new(
-            &wanted.topic,
-            wanted.partition,
-            current.leader,
-            wanted.isr.clone(),
-        );
-        self.propose_changes(vec![change]).await?;
-        let updated = self.state(|s| {
-            s.topics
-                .get(&wanted.topic)
-                .and_then(|t| t.partition(wanted.partition))
-                .cloned()
+        let accepted = checked.iter().filter_map(|c| c.as_ref().ok().cloned());
+        self.propose_changes(accepted.collect()).await?;
+        let outcomes = self.state(|s| {
+            wanted
+                .partitions
+                .iter()
+                .zip(checked)
+                .map(|(isr, checked)| {
+                    checked.map_err(|e| e.to_remote())?;
+                    s.topics
+                        .get(&isr.topic)
+                        .and_then(|t| t.partition(isr.partition))
+                        .cloned()
+                        .ok_or_else(|| {
+                            ControllerError::UnknownTopic {
+                                topic: isr.topic.clone(),
+                            }
+                            .to_remote()
+                        })
+                })
+                .collect()
         });
-        updated
-            .map(ControllerReply::Partition)
-            .ok_or(ControllerError::UnknownTopic {
-                topic: wanted.topic,
-            })
+        Ok(ControllerReply::Partitions(outcomes))
     }
 
     pub(super) async fn elect_preferred(&self) -> Result<(), ControllerError> {
@@ -323,13 +346,20 @@ impl ActiveController {
     }
 }
 
-/// An AlterPartition request from the leader of a partition, checked against the
-/// partition as Kafka's controller does: the sender must lead it at `leader_epoch`, and
-/// `partition_epoch` must be the current one (a stale one is INVALID_UPDATE_VERSION).
+/// An AlterPartition request: ISR changes proposed by broker `node_id` for partitions it
+/// leads, answered per partition in order.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AlterPartition {
     pub node_id: i32,
     pub broker_epoch: i64,
+    pub partitions: Vec<PartitionIsr>,
+}
+
+/// One partition's new ISR, checked as Kafka's controller does: the sender must lead it at
+/// `leader_epoch`, and `partition_epoch` must be the current one (a stale one is
+/// INVALID_UPDATE_VERSION).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PartitionIsr {
     pub topic: String,
     pub partition: i32,
     pub leader_epoch: i32,
@@ -337,18 +367,23 @@ pub struct AlterPartition {
     pub isr: Vec<i32>,
 }
 
-impl AlterPartition {
-    pub(super) fn check(
+/// The answer for one partition of an [`AlterPartition`]: its state after the change, or
+/// why the change was refused.
+pub type IsrOutcome = Result<PartitionImage, RemoteError>;
+
+impl PartitionIsr {
+    fn check(
         &self,
+        node_id: i32,
         current: &PartitionImage,
         fenced_members: bool,
     ) -> Result<(), ControllerError> {
         let (topic, partition) = (self.topic.clone(), self.partition);
-        if current.leader != self.node_id || current.leader_epoch != self.leader_epoch {
+        if current.leader != node_id || current.leader_epoch != self.leader_epoch {
             return Err(ControllerError::NotPartitionLeader {
                 topic,
                 partition,
-                node_id: self.node_id,
+                node_id,
                 leader_epoch: self.leader_epoch,
             });
         }
@@ -360,22 +395,23 @@ impl AlterPartition {
                 current: current.partition_epoch,
             });
         }
-        let invalid = |reason| ControllerError::InvalidIsr {
-            topic: self.topic.clone(),
-            partition,
-            reason,
-        };
-        if !self.isr.contains(&self.node_id) {
-            return Err(invalid("the ISR must hold the leader"));
+        if !self.isr.contains(&node_id) {
+            return Err(self.invalid("the ISR must hold the leader"));
         }
         if self.isr.iter().any(|r| !current.replicas.contains(r)) {
-            return Err(invalid("the ISR must be a subset of the replicas"));
+            return Err(self.invalid("the ISR must be a subset of the replicas"));
         }
         if fenced_members {
-            return Err(invalid(
-                "a fenced broker or offline replica cannot join the ISR",
-            ));
+            return Err(self.invalid("a fenced broker or offline replica cannot join the ISR"));
         }
         Ok(())
+    }
+
+    fn invalid(&self, reason: &'static str) -> ControllerError {
+        ControllerError::InvalidIsr {
+            topic: self.topic.clone(),
+            partition: self.partition,
+            reason,
+        }
     }
 }

@@ -29,7 +29,7 @@ use super::NewTopic;
 use crate::clock::Clock;
 use crate::config::BrokerConfig;
 use crate::metadata::features::UpgradeType;
-use crate::metadata::{PartitionImage, TopicImage};
+use crate::metadata::TopicImage;
 
 mod acls;
 mod brokers;
@@ -44,7 +44,7 @@ mod topics;
 use sessions::Sessions;
 
 pub use acls::AclOutcome;
-pub use brokers::AlterPartition;
+pub use brokers::{AlterPartition, IsrOutcome, PartitionIsr};
 pub use client_quotas::{QuotaAlteration, QuotaOutcome};
 pub use reassignments::{Reassignment, ReassignmentOutcome};
 pub use scram::{CredentialOutcome, ScramUpsertion};
@@ -105,7 +105,7 @@ pub enum ControllerRequest {
         metadata_offset: u64,
         want_shut_down: bool,
     },
-    /// An ISR change from a partition leader (KIP-497's AlterPartition).
+    /// ISR changes from a partition leader (KIP-497's AlterPartition).
     AlterPartition(AlterPartition),
     /// The broker's replicas of these partitions went offline with a failed log directory
     /// (KIP-112; Kafka's brokers report the directory in their heartbeats, KIP-858).
@@ -196,7 +196,8 @@ pub enum ControllerReply {
         fenced: bool,
         should_shut_down: bool,
     },
-    Partition(PartitionImage),
+    /// Per partition of an AlterPartition, in order.
+    Partitions(Vec<IsrOutcome>),
     /// Per partition asked for (or, when all were, per partition elected).
     Elections(ElectionResults),
     Quorum(QuorumDescription),
