@@ -454,3 +454,51 @@ async fn a_follower_takes_the_leaders_log_start_so_deleted_records_stay_deleted(
         "offset 0 is out of range"
     );
 }
+
+#[tokio::test]
+async fn a_follower_fetches_in_a_session_and_opens_another_when_the_leader_restarts() {
+    // Goal: followers fetch in a fetch session (KIP-227), so an idle round names no
+    // partition, and a leader that lost its sessions (restarted) costs one refused request,
+    // not a stalled follower. Method: in-process brokers through the real Fetch handler.
+    let mut cluster = SimCluster::new(&[A, B]).await;
+    replicate_between(&cluster, A, B, 0);
+    produce(&cluster, A, "m1");
+    cluster.catch_up(B, A).await;
+    let sessions = |cluster: &SimCluster| cluster.broker(A).expect("up").fetch_sessions.counts();
+    assert_eq!(
+        sessions(&cluster),
+        (1, 1),
+        "the follower's session at the leader"
+    );
+    produce(&cluster, A, "m2");
+    let round = cluster.fetch(B, A).await.expect("fetch");
+    assert!(
+        round.appended_bytes > 0,
+        "an incremental round brings the new batch"
+    );
+
+    cluster.crash(A);
+    cluster.start(A, A).await;
+    let both = vec![A, B];
+    cluster
+        .partition(A)
+        .make_leader(A, 1, 1, both.clone(), both)
+        .expect("leader");
+    cluster
+        .partition(B)
+        .make_follower(A, 1, 1)
+        .expect("follower");
+    produce(&cluster, A, "m3");
+    let round = cluster.fetch(B, A).await.expect("fetch");
+    assert_eq!(
+        round.errors, 0,
+        "the unknown session is replaced within the round"
+    );
+    cluster.catch_up(B, A).await;
+    assert_eq!(values(&cluster, B), ["m1", "m2", "m3"]);
+    assert_eq!(
+        sessions(&cluster),
+        (1, 1),
+        "one new session, none left behind"
+    );
+}

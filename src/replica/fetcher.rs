@@ -1,6 +1,8 @@
 //! The follower's fetcher: one Kafka Fetch request (v12, as a replica) per round to a
-//! leader for every partition this broker follows there, with each partition's log end
-//! offset as fetch offset and the epoch of its last batch; the answer is appended as is,
+//! leader, in a fetch session ([`super::fetch_session`]) for every partition this broker
+//! follows there, with each partition's log end offset as fetch offset and the epoch of
+//! its last batch (an incremental request names only the partitions whose position
+//! moved); the answer is appended as is,
 //! or, when the leader reports a diverging epoch, the log is truncated where it diverges
 //! (Kafka's rule, never to the high watermark) and the next round fetches from there.
 //!
@@ -11,11 +13,11 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse};
 
 use super::error::ReplicaError;
+use super::fetch_session::{FetchSession, Position};
 use super::partition::Partition;
 
 /// The Fetch version followers send: topic names, replica id in the body, last fetched
@@ -51,58 +53,83 @@ pub struct Round {
     pub errors: usize,
 }
 
-/// The Fetch request of one round for `partitions`, and the leader epoch it carries for
-/// each of them (in their order).
-pub fn fetch_request(
-    local_id: i32,
-    partitions: &[Arc<Partition>],
-    max_wait_ms: i32,
-) -> (FetchRequest, Vec<i32>) {
-    let mut topics: Vec<FetchTopic> = Vec::new();
-    let mut topic_index: HashMap<&str, usize> = HashMap::new();
-    let mut epochs = Vec::with_capacity(partitions.len());
-    for partition in partitions {
-        let (last_fetched_epoch, log_end_offset) = partition.last_fetched_epoch();
-        let tp = &partition.topic_partition;
-        let leader_epoch = partition.leader_epoch();
-        epochs.push(leader_epoch);
-        let fetch = FetchPartition::default()
-            .with_partition(tp.partition)
-            .with_current_leader_epoch(leader_epoch)
-            .with_fetch_offset(log_end_offset)
-            .with_last_fetched_epoch(last_fetched_epoch)
-            .with_log_start_offset(-1)
-            .with_partition_max_bytes(REPLICA_FETCH_PARTITION_BYTES);
-        let index = *topic_index.entry(tp.topic.as_str()).or_insert_with(|| {
-            topics.push(FetchTopic::default().with_topic(crate::wire::topic_name(&tp.topic)));
-            topics.len() - 1
-        });
-        topics[index].partitions.push(fetch);
-    }
-    let request = FetchRequest::default()
-        .with_replica_id(BrokerId(local_id))
-        .with_max_wait_ms(max_wait_ms)
-        .with_min_bytes(1)
-        .with_max_bytes(REPLICA_FETCH_RESPONSE_BYTES)
-        .with_topics(topics);
-    (request, epochs)
-}
-
-/// Fetches once from `leader` for `partitions` and applies the answer. Partitions of the
-/// answer are found through a map, not a scan: a round of thousands of partitions stays
-/// linear in their number.
+/// Fetches once from `leader` for `partitions` in `session` and applies the answer.
 pub async fn fetch_round<L: LeaderLink>(
     link: &mut L,
-    local_id: i32,
-    leader: i32,
+    session: &mut FetchSession,
+    ids: (i32, i32),
     partitions: &[Arc<Partition>],
     max_wait_ms: i32,
 ) -> Result<Round, LinkError> {
-    let (request, epochs) = fetch_request(local_id, partitions, max_wait_ms);
-    let by_name: HashMap<(&str, i32), usize> = partitions
+    let followed: Vec<(Arc<Partition>, Position)> = partitions
+        .iter()
+        .map(|p| (Arc::clone(p), Position::of(p)))
+        .collect();
+    match exchange(link, session, &followed, ids, max_wait_ms).await? {
+        Some(response) => Ok(apply_answer(&followed, ids.1, &response)),
+        None => Ok(Round {
+            errors: 1,
+            ..Round::default()
+        }),
+    }
+}
+
+/// Sends the session's next request and returns the leader's answer (`None`: refused as a
+/// whole). A session the leader no longer knows (it restarted, or evicted it) is refused;
+/// the request is then sent again at once as a full one that opens a new session.
+async fn exchange<L: LeaderLink>(
+    link: &mut L,
+    session: &mut FetchSession,
+    followed: &[(Arc<Partition>, Position)],
+    (local_id, leader): (i32, i32),
+    max_wait_ms: i32,
+) -> Result<Option<FetchResponse>, LinkError> {
+    for attempt in 1..=2 {
+        let outgoing = session.next(followed.iter().map(|(p, at)| (&p.topic_partition, *at)));
+        let request = outgoing.fill(
+            FetchRequest::default()
+                .with_replica_id(BrokerId(local_id))
+                .with_max_wait_ms(max_wait_ms)
+                .with_min_bytes(1)
+                .with_max_bytes(REPLICA_FETCH_RESPONSE_BYTES),
+        );
+        let response = match link.fetch(leader, request).await {
+            Ok(response) => response,
+            Err(error) => {
+                session.failed();
+                return Err(error);
+            }
+        };
+        if response.error_code == 0 {
+            session.answered(outgoing, response.session_id);
+            return Ok(Some(response));
+        }
+        tracing::debug!(
+            leader,
+            error_code = response.error_code,
+            session_id = outgoing.session_id,
+            session_epoch = outgoing.session_epoch,
+            "replica fetch refused as a whole; the next one opens a new session"
+        );
+        session.failed();
+        if attempt == 2 || !outgoing.in_session() {
+            break;
+        }
+    }
+    Ok(None)
+}
+
+/// Applies each partition of `response`, found through a map, not a scan: a round of
+/// thousands of partitions stays linear in their number.
+fn apply_answer(
+    followed: &[(Arc<Partition>, Position)],
+    leader: i32,
+    response: &FetchResponse,
+) -> Round {
+    let by_name: HashMap<(&str, i32), usize> = followed
         .iter()
         .enumerate()
-        .map(|(i, p)| {
+        .map(|(i, (p, _))| {
             (
                 (
                     p.topic_partition.topic.as_str(),
@@ -112,7 +139,6 @@ pub async fn fetch_round<L: LeaderLink>(
             )
         })
         .collect();
-    let response = link.fetch(leader, request).await?;
     let mut round = Round::default();
     for topic in &response.responses {
         for data in &topic.partitions {
@@ -120,8 +146,8 @@ pub async fn fetch_round<L: LeaderLink>(
             let Some(&index) = by_name.get(&key) else {
                 continue;
             };
-            let partition = &partitions[index];
-            match apply(partition, epochs[index], data) {
+            let (partition, position) = &followed[index];
+            match apply(partition, position.current_leader_epoch, data) {
                 Ok(Applied::Appended(bytes)) => {
                     round.appended_bytes += bytes;
                     if partition.is_throttled(super::partition::THROTTLED_AS_FOLLOWER) {
@@ -137,7 +163,7 @@ pub async fn fetch_round<L: LeaderLink>(
             }
         }
     }
-    Ok(round)
+    round
 }
 
 enum Applied {

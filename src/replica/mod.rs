@@ -4,6 +4,7 @@
 pub mod checkpoints;
 pub mod cleaner;
 pub mod error;
+pub mod fetch_session;
 pub mod fetcher;
 pub mod invariants;
 pub mod journal;

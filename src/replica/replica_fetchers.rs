@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
 
+use super::fetch_session::FetchSession;
 use super::fetcher::fetch_round;
 use super::manager::ReplicaManager;
 use super::partition::{Partition, Role, THROTTLED_AS_FOLLOWER};
@@ -77,6 +78,7 @@ impl ReplicaManager {
     async fn fetch_loop(&self, leader: i32) -> i32 {
         let local = self.config().node_id;
         let mut link: Option<(String, TcpLink)> = None;
+        let mut session = FetchSession::default();
         tracing::info!(leader, "replica fetcher started");
         loop {
             let mut partitions = self.followed_partitions(leader);
@@ -106,7 +108,14 @@ impl ReplicaManager {
             let Some((_, tcp)) = link.as_mut() else {
                 continue;
             };
-            let round = fetch_round(tcp, local, leader, &partitions, REPLICA_FETCH_WAIT_MS).await;
+            let round = fetch_round(
+                tcp,
+                &mut session,
+                (local, leader),
+                &partitions,
+                REPLICA_FETCH_WAIT_MS,
+            )
+            .await;
             if let Ok(round) = &round {
                 let now = self.clock().now_ms();
                 let quota = &self.replication_quotas().follower;

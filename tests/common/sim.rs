@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use highwater::api::{Broker, Outcome};
 use highwater::clock::Clock;
 use highwater::metadata::{PartitionImage, TopicImage};
+use highwater::replica::fetch_session::FetchSession;
 use highwater::replica::fetcher::{
     decode_fetch_response, encode_fetch, fetch_round, LeaderLink, LinkError, Round,
 };
@@ -28,6 +29,8 @@ pub struct SimNetwork {
     down: Mutex<HashSet<i32>>,
     /// Followers whose next fetch reaches the leader but whose answer is lost.
     lose_next_response: Mutex<HashSet<i32>>,
+    /// Each follower's fetch session with each leader, as its fetcher keeps it.
+    sessions: Mutex<HashMap<(i32, i32), FetchSession>>,
 }
 
 /// One follower's view of the network.
@@ -166,6 +169,10 @@ impl SimCluster {
     pub fn crash(&mut self, id: i32) {
         self.net.down.lock().expect("lock").insert(id);
         self.net.brokers.lock().expect("lock").remove(&id);
+        // Its fetch sessions as a follower die with it (those it led live on at their
+        // followers, which learn of the loss from the restarted leader).
+        let mut sessions = self.net.sessions.lock().expect("lock");
+        sessions.retain(|(follower, _), _| *follower != id);
     }
 
     /// Loses the data of broker `id` past the first `bytes` of its first segment, as a
@@ -228,7 +235,18 @@ impl SimCluster {
             from: follower,
         };
         let partition = self.partition(follower);
-        fetch_round(&mut link, follower, leader, &[partition], 0).await
+        let taken = self
+            .net
+            .sessions
+            .lock()
+            .expect("lock")
+            .remove(&(follower, leader));
+        let mut session = taken.unwrap_or_default();
+        let round = fetch_round(&mut link, &mut session, (follower, leader), &[partition], 0).await;
+        let mut sessions = self.net.sessions.lock().expect("lock");
+        sessions.insert((follower, leader), session);
+        drop(sessions);
+        round
     }
 
     /// Fetch rounds until one brings nothing and truncates nothing.
