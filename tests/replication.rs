@@ -53,12 +53,18 @@ fn replicate_between(cluster: &SimCluster, leader: i32, follower: i32, epoch: i3
         .expect("follower");
 }
 
+/// A leads B at epoch 0 and both hold `first`.
+async fn in_sync_with(first: &str) -> SimCluster {
+    let cluster = SimCluster::new(&[A, B]).await;
+    replicate_between(&cluster, A, B, 0);
+    produce(&cluster, A, first);
+    cluster.catch_up(B, A).await;
+    cluster
+}
+
 /// Scenario 1; returns the new leader's values.
 async fn follower_restarts_then_leader_dies(pre_kip_101: bool) -> Vec<String> {
-    let mut cluster = SimCluster::new(&[A, B]).await;
-    replicate_between(&cluster, A, B, 0);
-    produce(&cluster, A, "m1");
-    cluster.catch_up(B, A).await;
+    let mut cluster = in_sync_with("m1").await;
     produce(&cluster, A, "m2");
     cluster.fetch(B, A).await.expect("B gets m2");
     // B's next fetch tells A that B has m2: A's high watermark passes m2, so an acks=all
@@ -108,10 +114,7 @@ async fn truncating_to_the_high_watermark_would_lose_the_acknowledged_record() {
 
 /// Scenario 2; returns both replicas' values after they settle.
 async fn both_crash_and_the_shorter_log_leads(pre_kip_101: bool) -> (Vec<String>, Vec<String>) {
-    let mut cluster = SimCluster::new(&[A, B]).await;
-    replicate_between(&cluster, A, B, 0);
-    produce(&cluster, A, "m1");
-    cluster.catch_up(B, A).await;
+    let mut cluster = in_sync_with("m1").await;
     let m1_bytes = cluster
         .partition(B)
         .log()
@@ -169,10 +172,7 @@ async fn a_follower_far_behind_converges_across_several_leader_changes() {
     // KIP-279: A leads epoch 0 (m0, m1; B gets m0), B leads epoch 1 alone (b1), A leads
     // epoch 2 without having followed B (a2). B then follows A: its epoch 1 is unknown to
     // A, which answers with the end of epoch 0; B truncates b1 and takes m1 and a2.
-    let mut cluster = SimCluster::new(&[A, B]).await;
-    replicate_between(&cluster, A, B, 0);
-    produce(&cluster, A, "m0");
-    cluster.catch_up(B, A).await;
+    let mut cluster = in_sync_with("m0").await;
     produce(&cluster, A, "m1");
     cluster.crash(A);
     cluster
@@ -460,10 +460,7 @@ async fn a_follower_fetches_in_a_session_and_opens_another_when_the_leader_resta
     // Goal: followers fetch in a fetch session (KIP-227), so an idle round names no
     // partition, and a leader that lost its sessions (restarted) costs one refused request,
     // not a stalled follower. Method: in-process brokers through the real Fetch handler.
-    let mut cluster = SimCluster::new(&[A, B]).await;
-    replicate_between(&cluster, A, B, 0);
-    produce(&cluster, A, "m1");
-    cluster.catch_up(B, A).await;
+    let mut cluster = in_sync_with("m1").await;
     let sessions = |cluster: &SimCluster| cluster.broker(A).expect("up").fetch_sessions.counts();
     assert_eq!(
         sessions(&cluster),
