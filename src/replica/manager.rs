@@ -65,6 +65,11 @@ pub struct ReplicaManager {
     moves: Moves,
     /// What throttled replicas moved recently (`quota`).
     quotas: ReplicationQuotas,
+    /// Bumped after every image applied: the hosted partitions and their roles may have
+    /// changed (the fetchers' grouping by leader is rebuilt then, not every round).
+    pub(super) roles_version: std::sync::atomic::AtomicU64,
+    /// The followed partitions by leader, as of a roles version (`replica_fetchers`).
+    pub(super) followed: Mutex<super::replica_fetchers::Followed>,
 }
 
 /// Stops the log cleaner's running round when the maintenance task ends or is aborted.
@@ -144,6 +149,8 @@ impl ReplicaManager {
             outbound,
             moves: Moves::default(),
             quotas: ReplicationQuotas::default(),
+            roles_version: Default::default(),
+            followed: Default::default(),
         })
     }
 
@@ -301,7 +308,10 @@ impl ReplicaManager {
             }
         }
         self.take_roles(&changing);
-        self.open_partitions(&missing)
+        let opened = self.open_partitions(&missing);
+        self.roles_version
+            .fetch_add(1, std::sync::atomic::Ordering::Release);
+        opened
     }
 
     /// Gives each hosted partition its role in the new image, many at once (a new leader
@@ -359,6 +369,15 @@ impl ReplicaManager {
             .filter(|p| !p.value().is_offline())
             .map(|p| Arc::clone(p.value()))
             .collect()
+    }
+
+    /// How many of `log.dirs` have failed.
+    pub fn offline_dir_count(&self) -> usize {
+        self.log_dirs
+            .all()
+            .iter()
+            .filter(|d| d.is_offline())
+            .count()
     }
 
     /// Replicas assigned here whose log directory failed (open or never opened).

@@ -3,7 +3,8 @@
 //! the metadata makes this broker a follower there and ended when it no longer follows
 //! anything on that leader. Loops borrow the manager; nothing is spawned.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
@@ -14,6 +15,14 @@ use super::fetcher::fetch_round;
 use super::manager::ReplicaManager;
 use super::partition::{Partition, Role, THROTTLED_AS_FOLLOWER};
 use super::tcp_link::TcpLink;
+
+/// The followed partitions by leader, and the roles version and failed log directories
+/// they were grouped at.
+#[derive(Debug, Default)]
+pub struct Followed {
+    key: Option<(u64, usize)>,
+    by_leader: HashMap<i32, Vec<Arc<Partition>>>,
+}
 
 /// How long a follower's fetch waits at the leader for new data.
 const REPLICA_FETCH_WAIT_MS: i32 = 500;
@@ -27,22 +36,47 @@ const RECONCILE_INTERVAL: Duration = Duration::from_millis(200);
 impl ReplicaManager {
     /// Partitions hosted here that follow `leader`.
     pub fn followed_partitions(&self, leader: i32) -> Vec<Arc<Partition>> {
-        self.hosted()
-            .into_iter()
-            .filter(|p| matches!(p.state().role, Role::Follower { leader: l } if l == leader))
-            .collect()
+        self.with_followed(|by_leader| by_leader.get(&leader).cloned().unwrap_or_default())
     }
 
     /// Leaders (other brokers) of the partitions this broker follows.
     fn followed_leaders(&self) -> HashSet<i32> {
         let local = self.config().node_id;
-        self.hosted()
-            .iter()
-            .filter_map(|p| match p.state().role {
-                Role::Follower { leader } if leader >= 0 && leader != local => Some(leader),
-                _ => None,
-            })
-            .collect()
+        self.with_followed(|by_leader| {
+            by_leader
+                .keys()
+                .copied()
+                .filter(|l| *l >= 0 && *l != local)
+                .collect()
+        })
+    }
+
+    /// Runs `f` on the followed partitions grouped by leader, regrouped only when an image
+    /// was applied or a log directory failed since the last time: a fetcher of thousands
+    /// of partitions does not walk every hosted partition each round.
+    fn with_followed<T>(&self, f: impl FnOnce(&HashMap<i32, Vec<Arc<Partition>>>) -> T) -> T {
+        let key = (
+            self.roles_version.load(Ordering::Acquire),
+            self.offline_dir_count(),
+        );
+        let mut followed = self.followed.lock().unwrap_or_else(PoisonError::into_inner);
+        if followed.key != Some(key) {
+            let mut by_leader: HashMap<i32, Vec<Arc<Partition>>> = HashMap::new();
+            for partition in self.hosted() {
+                let followed = match partition.state().role {
+                    Role::Follower { leader } => Some(leader),
+                    Role::Leader(_) => None,
+                };
+                if let Some(leader) = followed {
+                    by_leader.entry(leader).or_default().push(partition);
+                }
+            }
+            *followed = Followed {
+                key: Some(key),
+                by_leader,
+            };
+        }
+        f(&followed.by_leader)
     }
 
     /// The address clients use for broker `node_id`, from the latest image.
