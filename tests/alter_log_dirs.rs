@@ -175,6 +175,10 @@ async fn a_replica_moves_to_another_log_dir_under_load_with_every_record_and_its
         fetch_all(&mut client, "moved", 0).await.len() as i64,
         total + 10
     );
+    // Stopped before `root` (its log.dirs) is deleted: a checkpoint written into a
+    // vanished directory fails the metadata log directory, and the process exits.
+    drop(client);
+    broker.stop().await;
 }
 
 #[tokio::test]
@@ -201,4 +205,6 @@ async fn refusals_name_the_missing_dir_or_replica_and_the_current_dir_is_a_no_op
     let now = placement(&mut client).await;
     assert_eq!(now[0].1, [("stays-0".to_string(), false)], "{now:?}");
     assert!(now[1].1.is_empty(), "{now:?}");
+    drop(client);
+    broker.stop().await;
 }
