@@ -476,15 +476,7 @@ async fn a_follower_fetches_in_a_session_and_opens_another_when_the_leader_resta
 
     cluster.crash(A);
     cluster.start(A, A).await;
-    let both = vec![A, B];
-    cluster
-        .partition(A)
-        .make_leader(A, 1, 1, both.clone(), both)
-        .expect("leader");
-    cluster
-        .partition(B)
-        .make_follower(A, 1, 1)
-        .expect("follower");
+    replicate_between(&cluster, A, B, 1);
     produce(&cluster, A, "m3");
     let round = cluster.fetch(B, A).await.expect("fetch");
     assert_eq!(
