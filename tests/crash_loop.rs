@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::counter_log::{check_log, SentBatch};
+use common::ports::free_port;
 use common::seeded_rng::{seed_from_env, Rng};
 use common::*;
 use highwater::dump::{self, FileReport};
@@ -46,11 +47,6 @@ const TOPIC: &str = "crash";
 fn now_ms() -> i64 {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
     now.expect("clock after 1970").as_millis() as i64
-}
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("addr").port()
 }
 
 /// Starts the binary with small segments and dense, small indexes, so that the run rolls

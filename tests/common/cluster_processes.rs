@@ -21,10 +21,7 @@ pub const SESSION_MS: u64 = 2000;
 /// How long a condition may take to appear before a test fails.
 pub const WAIT: Duration = Duration::from_secs(30);
 
-pub fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("addr").port()
-}
+pub use super::ports::free_port;
 
 /// `highwater serve --config FILE` with the quorum in `voters`, a short broker session and
 /// election timeout; stdout discarded.
