@@ -248,7 +248,7 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             listeners,
             faults: Default::default(),
         };
-        node::run(node, shutdown, || {}).await
+        node::run(node, shutdown, |_| {}).await
     })
 }
 

@@ -77,10 +77,15 @@ pub struct Node {
     pub faults: Faults,
 }
 
-/// Opens the node's broker, calls `ready` once it serves, and runs it until `shutdown`.
+/// Opens the node's broker, calls `ready` with it once it serves, and runs it until
+/// `shutdown`.
 /// A shutdown requested while the broker opens ends the start there (what was done so
 /// far is recovered at the next start, as after a crash).
-pub async fn run(node: Node, shutdown: Shutdown, ready: impl FnOnce()) -> anyhow::Result<()> {
+pub async fn run(
+    node: Node,
+    shutdown: Shutdown,
+    ready: impl FnOnce(&Broker),
+) -> anyhow::Result<()> {
     let Node {
         config,
         listeners,
@@ -107,7 +112,7 @@ pub async fn run(node: Node, shutdown: Shutdown, ready: impl FnOnce()) -> anyhow
         .into_iter()
         .map(|listener| tokio::spawn(crate::http::serve(Arc::clone(&broker), listener)))
         .collect();
-    ready();
+    ready(&broker);
     if config.roles.broker {
         crate::server::run(Arc::clone(&broker), sockets, shutdown.requested()).await;
     } else {

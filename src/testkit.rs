@@ -36,6 +36,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
+use crate::api::Broker;
 use crate::config::{BrokerConfig, ConfigMap};
 use crate::faults::{Faults, Injected};
 use crate::node::{self, Node, Shutdown, ShutdownTrigger};
@@ -48,6 +49,10 @@ pub use kafka_protocol::messages::ApiKey;
 pub const NODES_MAX: u16 = 9;
 /// How long a stopped or killed node's runtime waits for its blocking work to end.
 const RUNTIME_GRACE: Duration = Duration::from_secs(1);
+/// How long a started cluster's nodes may take to see each other unfenced.
+const UNFENCED_WAIT: Duration = Duration::from_secs(30);
+/// A node's metadata images as they are published.
+type Images = tokio::sync::watch::Receiver<Arc<crate::metadata::MetadataImage>>;
 /// Worker threads of each node's runtime.
 const NODE_WORKER_THREADS: usize = 2;
 
@@ -189,9 +194,11 @@ impl Cluster {
             .enumerate()
             .map(|(i, listener)| cluster.launch(i, Some(listener)))
             .collect::<anyhow::Result<_>>()?;
+        let mut images = Vec::with_capacity(nodes);
         for (i, ready) in ready.into_iter().enumerate() {
-            cluster.wait_ready(i, ready).await?;
+            images.push(cluster.wait_ready(i, ready).await?);
         }
+        cluster.wait_all_unfenced(images).await?;
         Ok(cluster)
     }
 
@@ -302,7 +309,7 @@ impl Cluster {
         let listener = std::net::TcpListener::bind(address)
             .with_context(|| format!("node {node}: cannot listen on {address} again"))?;
         let ready = self.launch(index, Some(listener))?;
-        self.wait_ready(index, ready).await
+        self.wait_ready(index, ready).await.map(drop)
     }
 
     /// Stops every running node cleanly, all at once (a quorum that stops one node at a
@@ -357,7 +364,7 @@ impl Cluster {
         &self,
         index: usize,
         listener: Option<std::net::TcpListener>,
-    ) -> anyhow::Result<tokio::sync::oneshot::Receiver<()>> {
+    ) -> anyhow::Result<tokio::sync::oneshot::Receiver<Images>> {
         let mut slots = self.lock();
         let slot = &mut slots[index];
         let config = Arc::clone(&slot.config);
@@ -374,14 +381,15 @@ impl Cluster {
         Ok(ready)
     }
 
-    /// Waits until the node of slot `index` serves; when it stops instead, its error.
+    /// Waits until the node of slot `index` serves, then its metadata images; when it
+    /// stops instead, its error.
     async fn wait_ready(
         &self,
         index: usize,
-        ready: tokio::sync::oneshot::Receiver<()>,
-    ) -> anyhow::Result<()> {
-        if ready.await.is_ok() {
-            return Ok(());
+        ready: tokio::sync::oneshot::Receiver<Images>,
+    ) -> anyhow::Result<Images> {
+        if let Ok(images) = ready.await {
+            return Ok(images);
         }
         let running = {
             let mut slots = self.lock();
@@ -393,6 +401,24 @@ impl Cluster {
                 .and_then(|()| anyhow::bail!("node {} stopped before it served", index + 1)),
             None => anyhow::bail!("node {} was stopped before it served", index + 1),
         }
+    }
+
+    /// Waits until every node's metadata shows every broker of the cluster unfenced: a
+    /// node serves once it is unfenced itself, and learns of the others' a moment later.
+    async fn wait_all_unfenced(&self, images: Vec<Images>) -> anyhow::Result<()> {
+        let brokers = self.lock().iter().filter(|s| s.config.roles.broker).count();
+        for (i, mut image) in images.into_iter().enumerate() {
+            let seen = image.wait_for(|image| image.unfenced_brokers().count() >= brokers);
+            match tokio::time::timeout(UNFENCED_WAIT, seen).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(_)) => anyhow::bail!("node {} stopped before it served", i + 1),
+                Err(_) => anyhow::bail!(
+                    "node {} did not see the {brokers} brokers unfenced within {UNFENCED_WAIT:?}",
+                    i + 1
+                ),
+            }
+        }
+        Ok(())
     }
 }
 
@@ -435,7 +461,7 @@ fn run_thread(
     faults: Faults,
     shutdown: Shutdown,
     killed: tokio::sync::oneshot::Receiver<()>,
-    served: tokio::sync::oneshot::Sender<()>,
+    served: tokio::sync::oneshot::Sender<Images>,
 ) -> anyhow::Result<()> {
     let node_id = config.node_id;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -454,8 +480,8 @@ fn run_thread(
             listeners,
             faults,
         };
-        let ready = move || {
-            let _ = served.send(());
+        let ready = move |broker: &Broker| {
+            let _ = served.send(broker.controller.subscribe());
         };
         tokio::select! {
             outcome = node::run(node, shutdown, ready) => outcome,
