@@ -415,6 +415,64 @@ async fn sigterm_moves_leaderships_away_before_the_process_exits() {
     }
 }
 
+/// The leader epoch of each partition of `name` as `node` reports it, once every one is
+/// led at an epoch above `above`'s (by index) with all 3 replicas in its ISR.
+async fn fully_in_sync(
+    cluster: &Cluster,
+    node: usize,
+    name: &str,
+    above: &[(i32, i32)],
+) -> Option<Vec<(i32, i32)>> {
+    let metadata = metadata(cluster.addr(node)).await?;
+    let found = topic(&metadata, name)?;
+    let led = leaders(found);
+    let newer = led.len() == above.len() && led.iter().zip(above).all(|(l, a)| l.1 > a.1);
+    let in_sync = found.partitions.iter().all(|p| p.isr_nodes.len() == 3);
+    (newer && in_sync && led.iter().all(|(l, _)| *l >= 0)).then_some(led)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_replica_is_back_in_its_isr_after_the_whole_cluster_restarts() {
+    // Goal: after all three nodes stop and start again together, every replica follows its
+    // leader and is back in the ISR. Each broker applies the image current when it starts
+    // following the metadata: an image published between the end of its start and its
+    // subscription counted as seen, its partitions kept their old roles, and with every
+    // follower so stuck nothing changed the metadata again (found with 10,000 partitions:
+    // all led by one node with an ISR of one, for good). Method: 3 real processes, a topic
+    // of 60 partitions RF=3, kill -9 of all three, all started again, then each node's
+    // Metadata.
+    let mut cluster = Cluster::start();
+    with_brokers(&cluster, 1, 3).await;
+    let mut client = Client::connect(cluster.addr(1)).await;
+    let request = CreateTopicsRequest::default()
+        .with_topics(vec![CreatableTopic::default()
+            .with_name(name("restarted"))
+            .with_num_partitions(60)
+            .with_replication_factor(3)])
+        .with_timeout_ms(15_000);
+    assert_eq!(client.call(&request, 7).await.topics[0].error_code, 0);
+    let never = vec![(-1, -1); 60];
+    let (cluster_ref, never) = (&cluster, &never);
+    let before = eventually("every replica in sync", || async move {
+        fully_in_sync(cluster_ref, 1, "restarted", never).await
+    })
+    .await;
+    for node in 1..=3 {
+        cluster.kill(node);
+    }
+    for node in 1..=3 {
+        cluster.spawn(node);
+    }
+    for node in 1..=3 {
+        let (cluster, before) = (&cluster, &before);
+        eventually(
+            &format!("every replica in sync again, seen by node {node}"),
+            || async move { fully_in_sync(cluster, node, "restarted", before).await },
+        )
+        .await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_that_missed_a_purged_log_catches_up_from_a_snapshot() {
     // Goal: a controller that was away while the others snapshotted and purged the log it

@@ -201,11 +201,15 @@ impl Broker {
         Ok(())
     }
 
-    /// Applies every new metadata image to the hosted partitions (new topics, leader
-    /// changes) and to the group coordinator (which `__consumer_offsets` partitions it
-    /// leads) until the task is dropped.
+    /// Applies the metadata image, then every new one, to the hosted partitions (new
+    /// topics, leader changes) and to the group coordinator (which `__consumer_offsets`
+    /// partitions it leads) until the task is dropped. The current image first: one
+    /// published after the broker opened and before this subscribed would otherwise count
+    /// as seen, and the partitions it changed would keep their old roles until the next
+    /// change (after a full restart of a cluster, followers that never fetched).
     pub async fn follow_metadata(&self) {
         let mut images = self.controller.subscribe();
+        images.mark_changed();
         while images.changed().await.is_ok() {
             let image = Arc::clone(&images.borrow_and_update());
             if let Err(error) = self.replicas.apply_image(&image) {
