@@ -75,6 +75,29 @@ async fn a_parked_fetch_is_woken_by_an_append() {
 }
 
 #[tokio::test]
+async fn a_follower_fetch_told_its_log_diverges_is_answered_at_once() {
+    // Goal: a follower whose log goes on past the leader's end of its last fetched epoch
+    // is told where its log diverges without waiting for data (Kafka answers a fetch with
+    // a diverging epoch at once); it used to be parked for max_wait_ms first. Method: a
+    // raw follower Fetch v12 at offset 10 of epoch 0 on a single node whose epoch 0 ends
+    // at 3, with 20 s of max_wait_ms.
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "t", 1).await;
+    produce(&mut client, "t", 0, batch(3, -1, -1, 0)).await;
+    let mut request =
+        fetch_request("t", 0, 10, 20_000, 1).with_replica_id(kafka_protocol::messages::BrokerId(2));
+    request.topics[0].partitions[0].last_fetched_epoch = 0;
+    let answer = tokio::time::timeout(Duration::from_secs(10), client.call(&request, 12))
+        .await
+        .expect("answered before max_wait_ms");
+    let data = &answer.responses[0].partitions[0];
+    assert_eq!(data.error_code, 0);
+    assert_eq!(data.diverging_epoch.epoch, 0);
+    assert_eq!(data.diverging_epoch.end_offset, 3);
+}
+
+#[tokio::test]
 async fn data_survives_a_clean_restart_and_a_kill() {
     // Goal: restart keeps every record and offsets continue, after a clean stop and a kill.
     let broker = TestBroker::start(&[]).await;

@@ -75,8 +75,33 @@ struct Reading {
     isr_changes: Vec<IsrChange>,
     /// Bytes sent to throttled followers out of the ISR (the leader throttle counts them).
     throttled_bytes: usize,
-    /// A consumer was sent to another replica: answered at once, as an error is.
-    redirected: bool,
+    /// A consumer was sent to another replica, or a follower told where its log diverges:
+    /// answered at once, as an error is.
+    answer_now: bool,
+    /// The (high watermark, log end offset) of each target when read, in order.
+    offsets_read: Vec<(i64, i64)>,
+    /// The replicas' roles version when read.
+    roles_version: u64,
+}
+
+impl Reading {
+    /// Whether a partition's high watermark moved since this was read; for a follower
+    /// (`log_ends`) also its log end offset, or the roles here.
+    fn outdated(&self, broker: &Broker, targets: &[Target], log_ends: bool) -> bool {
+        if log_ends && broker.replicas.roles_version() != self.roles_version {
+            return true;
+        }
+        let partitions = targets.iter().map(|t| t.partition.as_ref().ok());
+        partitions.zip(&self.offsets_read).any(|(p, read)| {
+            p.is_some_and(|p| {
+                let now = match log_ends {
+                    true => (p.high_watermark(), p.published_log_end_offset()),
+                    false => (p.high_watermark(), read.1),
+                };
+                now != *read
+            })
+        })
+    }
 }
 
 /// What a consumer's fetch brings to the read of each partition.
@@ -209,6 +234,7 @@ fn read_for_follower(
             .with_log_start_offset(log_start_offset)
             .with_records(Some(records)),
         FollowerFetchResult::Diverging { epoch, end_offset } => {
+            reading.answer_now = true;
             let offsets = partition.offsets();
             data.with_high_watermark(offsets.high_watermark)
                 .with_last_stable_offset(offsets.last_stable_offset)
@@ -364,7 +390,9 @@ fn read_all(
         has_error: false,
         isr_changes: Vec::new(),
         throttled_bytes: 0,
-        redirected: false,
+        answer_now: false,
+        offsets_read: Vec::with_capacity(targets.len()),
+        roles_version: broker.replicas.roles_version(),
     };
     let image = broker.image();
     let any_replica = request.version() >= CLIENT_METADATA_VERSION;
@@ -395,11 +423,16 @@ fn read_all(
                 &consumer,
             ),
         });
-        reading.redirected |= data.as_ref().is_ok_and(|d| d.preferred_read_replica.0 >= 0);
+        reading.answer_now |= data.as_ref().is_ok_and(|d| d.preferred_read_replica.0 >= 0);
+        let log_end = target
+            .partition
+            .as_ref()
+            .map_or(-1, |p| p.published_log_end_offset());
         let data = data.unwrap_or_else(|error| {
             reading.has_error = true;
             failed_data(request, target, error)
         });
+        reading.offsets_read.push((data.high_watermark, log_end));
         if let Some(records) = data.records.as_ref().filter(|r| !r.is_empty()) {
             reading.bytes += records.len();
             reading.sources.push(records.clone());
@@ -412,14 +445,89 @@ fn read_all(
     reading
 }
 
-/// Waits until one of `receivers` sees a new high watermark or `deadline` passes.
-async fn wait_for_data(receivers: &mut [watch::Receiver<i64>], deadline: Instant) {
-    if receivers.is_empty() {
-        tokio::time::sleep_until(deadline).await;
-        return;
+/// What a parked fetch waits for: a consumer's, the high watermarks of its partitions; a
+/// follower's, a move of any log end offset on this broker.
+enum Waiting {
+    HighWatermarks(Vec<watch::Receiver<i64>>),
+    LogEnds(watch::Receiver<u64>),
+}
+
+impl Waiting {
+    fn new(broker: &Broker, targets: &[Target], follower: bool) -> Waiting {
+        if follower {
+            return Waiting::LogEnds(broker.replicas.subscribe_log_ends());
+        }
+        let partitions = targets.iter().filter_map(|t| t.partition.as_ref().ok());
+        Waiting::HighWatermarks(partitions.map(|p| p.subscribe()).collect())
     }
-    let changed = select_all(receivers.iter_mut().map(|r| Box::pin(r.changed())));
-    let _ = tokio::time::timeout_at(deadline, changed).await;
+
+    /// Forgets the moves seen so far (called before each read).
+    fn mark_read(&mut self) {
+        match self {
+            Waiting::HighWatermarks(receivers) => {
+                receivers
+                    .iter_mut()
+                    .for_each(watch::Receiver::mark_unchanged);
+            }
+            Waiting::LogEnds(receiver) => receiver.mark_unchanged(),
+        }
+    }
+
+    /// Waits until something moved (true) or `deadline` passes (false).
+    async fn wait(&mut self, deadline: Instant) -> bool {
+        match self {
+            Waiting::HighWatermarks(receivers) if receivers.is_empty() => {
+                tokio::time::sleep_until(deadline).await;
+                false
+            }
+            Waiting::HighWatermarks(receivers) => {
+                let changed = select_all(receivers.iter_mut().map(|r| Box::pin(r.changed())));
+                tokio::time::timeout_at(deadline, changed).await.is_ok()
+            }
+            Waiting::LogEnds(receiver) => {
+                let changed = tokio::time::timeout_at(deadline, receiver.changed()).await;
+                matches!(changed, Ok(Ok(())))
+            }
+        }
+    }
+}
+
+/// Reads the targets and, unless that is to be answered at once, parks until something
+/// read moved (then reads again) or `max_wait_ms` passes.
+async fn read_when_ready(
+    broker: &Broker,
+    request: &Request,
+    body: &FetchRequest,
+    (topics, targets): (&[(TopicName, Uuid)], &[Target]),
+    follower: bool,
+) -> Reading {
+    let deadline = Instant::now() + Duration::from_millis(body.max_wait_ms.max(0) as u64);
+    let mut waiting = Waiting::new(broker, targets, follower);
+    loop {
+        waiting.mark_read();
+        let reading = read_all(broker, request, body, topics, targets);
+        broker.propose_isr_changes(&reading.isr_changes);
+        let enough = reading.bytes >= body.min_bytes.max(0) as usize;
+        let now = enough || reading.has_error || reading.answer_now || targets.is_empty();
+        if now || Instant::now() >= deadline {
+            return reading;
+        }
+        // A consumer reads again when woken (by one of its partitions). A follower is
+        // woken by any partition here, so reads again only when what it read moved. A wait
+        // that ended without news answers what was read before it unless a high watermark
+        // moved meanwhile (an idle follower of thousands of partitions read them all twice
+        // per fetch).
+        loop {
+            let woken = waiting.wait(deadline).await;
+            waiting.mark_read();
+            if (woken && !follower) || reading.outdated(broker, targets, follower) {
+                break;
+            }
+            if !woken {
+                return reading;
+            }
+        }
+    }
 }
 
 /// Counts a consumer's fetched bytes against its byte-rate quota; when that throttles it,
@@ -453,28 +561,7 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
     };
     let follower = replica_id(request, &body) >= 0;
     let (topics, targets) = resolve(broker, request, session.topics(&body), follower);
-    let deadline = Instant::now() + Duration::from_millis(body.max_wait_ms.max(0) as u64);
-    let mut receivers: Vec<watch::Receiver<i64>> = targets
-        .iter()
-        .filter_map(|t| t.partition.as_ref().ok())
-        .map(|p| match follower {
-            true => p.subscribe_log_end_offset(),
-            false => p.subscribe(),
-        })
-        .collect();
-    let mut reading = loop {
-        for receiver in &mut receivers {
-            receiver.mark_unchanged();
-        }
-        let reading = read_all(broker, request, &body, &topics, &targets);
-        broker.propose_isr_changes(&reading.isr_changes);
-        let enough = reading.bytes >= body.min_bytes.max(0) as usize;
-        let now = enough || reading.has_error || reading.redirected || targets.is_empty();
-        if now || Instant::now() >= deadline {
-            break reading;
-        }
-        wait_for_data(&mut receivers, deadline).await;
-    };
+    let mut reading = read_when_ready(broker, request, &body, (&topics, &targets), follower).await;
     if !follower && over_quota(broker, request, &reading) {
         let id = session.id_sending_nothing();
         return request.respond(&FetchResponse::default().with_session_id(id));

@@ -426,6 +426,10 @@ impl Log {
         min_one: bool,
     ) -> Result<Bytes, LogError> {
         self.check_offset(offset)?;
+        if offset >= max_offset {
+            // Nothing readable (a reader caught up): no segment is searched.
+            return Ok(Bytes::new());
+        }
         let Some(segment) = self.segments.holding(offset) else {
             return Ok(Bytes::new());
         };

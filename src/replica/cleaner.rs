@@ -308,7 +308,7 @@ mod tests {
             (1, 0),
             log,
             log_dir,
-            crate::clock::Clock::system(),
+            (crate::clock::Clock::system(), Default::default()),
         ))
     }
 

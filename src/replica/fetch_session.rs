@@ -66,12 +66,18 @@ impl FetchSession {
         followed: impl Iterator<Item = (&'a TopicPartition, Position)> + Clone,
     ) -> Outgoing {
         let full = self.next_epoch == INITIAL_EPOCH;
+        let mut still_held = 0;
         let named = followed
             .clone()
-            .filter(|(tp, position)| full || self.held.get(*tp) != Some(position))
+            .filter(|(tp, position)| {
+                let held = self.held.get(*tp);
+                still_held += usize::from(held.is_some());
+                full || held != Some(position)
+            })
             .map(|(tp, position)| (tp.clone(), position))
             .collect();
-        let forgotten = match full {
+        // Every partition held is still followed unless fewer were found than are held.
+        let forgotten = match full || still_held == self.held.len() {
             true => Vec::new(),
             false => {
                 let now: HashSet<&TopicPartition> = followed.map(|(tp, _)| tp).collect();

@@ -126,6 +126,11 @@ fn apply_answer(
     leader: i32,
     response: &FetchResponse,
 ) -> Round {
+    let mut round = Round::default();
+    if response.responses.iter().all(|t| t.partitions.is_empty()) {
+        // An idle session's answer: no partition to find among those followed.
+        return round;
+    }
     let by_name: HashMap<(&str, i32), usize> = followed
         .iter()
         .enumerate()
@@ -139,7 +144,6 @@ fn apply_answer(
             )
         })
         .collect();
-    let mut round = Round::default();
     for topic in &response.responses {
         for data in &topic.partitions {
             let key = (topic.topic.0.as_str(), data.partition_index);

@@ -17,7 +17,9 @@ use super::error::ReplicaError;
 use super::log_dirs::{is_dir_failure, LogDir, LogDirs};
 use super::log_mover::{self, FutureReplica, Moves};
 use super::parallel;
-use super::partition::{Partition, TopicPartition, THROTTLED_AS_FOLLOWER, THROTTLED_AS_LEADER};
+use super::partition::{
+    LogEnds, Partition, TopicPartition, THROTTLED_AS_FOLLOWER, THROTTLED_AS_LEADER,
+};
 use super::quota::{self, ReplicationQuotas};
 use crate::clock::Clock;
 use crate::config::{topic, BrokerConfig, LiveConfig};
@@ -57,6 +59,9 @@ pub struct ReplicaManager {
     cleaner: Arc<LogCleaner>,
     /// The time every hosted partition reads.
     clock: Clock,
+    /// Moved whenever a hosted partition appends as leader, and after every image applied
+    /// (follower fetches park on it).
+    log_ends: LogEnds,
     /// The broker's instruments (each log's flushes are timed into them).
     metrics: Arc<Metrics>,
     /// This node's side of the test faults on links to leaders it follows.
@@ -145,6 +150,7 @@ impl ReplicaManager {
             applying: Mutex::new(()),
             cleaner,
             clock,
+            log_ends: LogEnds::default(),
             metrics,
             outbound,
             moves: Moves::default(),
@@ -152,6 +158,11 @@ impl ReplicaManager {
             roles_version: Default::default(),
             followed: Default::default(),
         })
+    }
+
+    /// A receiver that sees every later append as leader here, and every image applied.
+    pub fn subscribe_log_ends(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.log_ends.subscribe()
     }
 
     /// The clock the hosted partitions read.
@@ -311,7 +322,15 @@ impl ReplicaManager {
         let opened = self.open_partitions(&missing);
         self.roles_version
             .fetch_add(1, std::sync::atomic::Ordering::Release);
+        // Parked follower fetches read again: a partition may have changed its role.
+        self.log_ends.moved();
         opened
+    }
+
+    /// How many images were applied (a change says roles may have changed).
+    pub fn roles_version(&self) -> u64 {
+        self.roles_version
+            .load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Gives each hosted partition its role in the new image, many at once (a new leader
@@ -496,7 +515,7 @@ impl ReplicaManager {
             role,
             log,
             log_dir,
-            self.clock.clone(),
+            (self.clock.clone(), self.log_ends.clone()),
         );
         partition.restore_high_watermark(high_watermark);
         if let Some(wanted) = wanted {

@@ -87,8 +87,10 @@ pub struct Partition {
     log: RwLock<Log>,
     /// Publishes the high watermark; consumer fetches parked on this partition watch it.
     high_watermark: watch::Sender<i64>,
-    /// Publishes the log end offset; follower fetches parked on this partition watch it.
+    /// Publishes the log end offset, read by follower fetches woken by `log_ends`.
     log_end_offset: watch::Sender<i64>,
+    /// Moved whenever this or another partition sharing it appends as leader.
+    log_ends: LogEnds,
     /// Test-only: follow the pre-KIP-101 rule (truncate to the high watermark on becoming
     /// follower, fetch without epochs), to show what the leader-epoch rule prevents.
     truncate_to_high_watermark: std::sync::atomic::AtomicBool,
@@ -111,6 +113,31 @@ pub struct Partition {
     throttles: std::sync::atomic::AtomicU8,
 }
 
+/// A signal shared by the partitions of a broker, moved whenever one's log end offset
+/// moves as leader (and when roles may have changed): a follower's fetch parks on this one channel rather than on one per partition of
+/// its session (thousands, each subscribed and polled per fetch), and on a wake reads
+/// again only if a log end offset it read moved.
+#[derive(Debug, Clone)]
+pub struct LogEnds(Arc<watch::Sender<u64>>);
+
+impl Default for LogEnds {
+    fn default() -> Self {
+        LogEnds(Arc::new(watch::channel(0).0))
+    }
+}
+
+impl LogEnds {
+    /// Wakes every receiver.
+    pub(super) fn moved(&self) {
+        self.0.send_modify(|moves| *moves = moves.wrapping_add(1));
+    }
+
+    /// A receiver that sees every later move.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.0.subscribe()
+    }
+}
+
 /// Sending to followers out of the ISR counts against the leader throttle.
 pub const THROTTLED_AS_LEADER: u8 = 1;
 /// Fetching while out of the ISR counts against the follower throttle.
@@ -125,7 +152,7 @@ impl Partition {
         (leader, leader_epoch): (i32, i32),
         log: Log,
         log_dir: Arc<LogDir>,
-        clock: Clock,
+        (clock, log_ends): (Clock, LogEnds),
     ) -> Self {
         let log_end_offset = log.log_end_offset();
         let min_insync_replicas = log.config().min_insync_replicas;
@@ -143,6 +170,7 @@ impl Partition {
             log: RwLock::new(log),
             high_watermark,
             log_end_offset,
+            log_ends,
             truncate_to_high_watermark: std::sync::atomic::AtomicBool::new(false),
             log_dir: RwLock::new(log_dir),
             history: InvariantHistory::default(),
@@ -215,7 +243,14 @@ impl Partition {
             partition: 0,
         };
         let log_dir = Arc::new(LogDir::standalone(dir));
-        Partition::new(tp, Uuid::nil(), (-1, 0), log, log_dir, Clock::system())
+        Partition::new(
+            tp,
+            Uuid::nil(),
+            (-1, 0),
+            log,
+            log_dir,
+            (Clock::system(), LogEnds::default()),
+        )
     }
 
     /// Whether this replica's log directory failed (KAFKA_STORAGE_ERROR for every use).
@@ -311,6 +346,11 @@ impl Partition {
     /// Publishes a new log end offset to parked follower fetches.
     pub(super) fn publish_log_end_offset(&self, log_end_offset: i64) {
         self.log_end_offset.send_replace(log_end_offset);
+    }
+
+    /// The log end offset last published (without the log's lock).
+    pub fn published_log_end_offset(&self) -> i64 {
+        *self.log_end_offset.borrow()
     }
 
     /// Sets a follower's high watermark (it may go down with a truncation).
@@ -438,7 +478,9 @@ impl Partition {
         log.retire_stable_transactions(self.high_watermark());
         let log_end_offset = log.log_end_offset();
         drop(log);
-        self.log_end_offset.send_replace(log_end_offset);
+        self.publish_log_end_offset(log_end_offset);
+        // Only a leader's appends concern the follower fetches parked here.
+        self.log_ends.moved();
         self.maybe_increment_high_watermark();
         self.check_invariants();
     }
@@ -457,11 +499,6 @@ impl Partition {
             leader,
             leader_epoch,
         }
-    }
-
-    /// A receiver that sees every later change of the log end offset.
-    pub fn subscribe_log_end_offset(&self) -> watch::Receiver<i64> {
-        self.log_end_offset.subscribe()
     }
 
     /// As leader, moves the high watermark to the least log end offset in the maximal ISR
