@@ -409,6 +409,11 @@ fn read_all(
     for target in targets {
         let remaining = response_max_bytes.saturating_sub(reading.bytes);
         let max_bytes = (target.request.partition_max_bytes.max(0) as usize).min(remaining);
+        // Before the read: an append racing it then shows as a move, never as read.
+        let log_end = target
+            .partition
+            .as_ref()
+            .map_or(-1, |p| p.published_log_end_offset());
         let data = target.partition.clone().and_then(|p| match follower >= 0 {
             true => read_for_follower(
                 &p,
@@ -424,10 +429,6 @@ fn read_all(
             ),
         });
         reading.answer_now |= data.as_ref().is_ok_and(|d| d.preferred_read_replica.0 >= 0);
-        let log_end = target
-            .partition
-            .as_ref()
-            .map_or(-1, |p| p.published_log_end_offset());
         let data = data.unwrap_or_else(|error| {
             reading.has_error = true;
             failed_data(request, target, error)

@@ -210,22 +210,18 @@ impl ReplicaManager {
             topic: topic.to_string(),
             partition,
         };
-        if let Some(dir) = self.unopened.get(&tp) {
+        // The hosted partitions first: every fetch of thousands of partitions looks each up.
+        let offline_dir = match self.partitions.get(&tp) {
+            Some(found) if !found.is_offline() => return Ok(Arc::clone(found.value())),
+            Some(found) => Some(found.log_dir().path.clone()),
+            None => self.unopened.get(&tp).map(|dir| dir.path.clone()),
+        };
+        if let Some(log_dir) = offline_dir {
             return Err(ReplicaError::LogDirOffline {
                 topic: tp.topic,
                 partition,
-                log_dir: dir.path.clone(),
+                log_dir,
             });
-        }
-        if let Some(found) = self.partitions.get(&tp) {
-            if found.is_offline() {
-                return Err(ReplicaError::LogDirOffline {
-                    topic: tp.topic,
-                    partition,
-                    log_dir: found.log_dir().path.clone(),
-                });
-            }
-            return Ok(Arc::clone(found.value()));
         }
         let image = Arc::clone(&self.image.read().unwrap_or_else(PoisonError::into_inner));
         match image.topic(topic).and_then(|t| t.partition(partition)) {

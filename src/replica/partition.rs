@@ -343,7 +343,7 @@ impl Partition {
         self.log_mut()
     }
 
-    /// Publishes a new log end offset to parked follower fetches.
+    /// Publishes a new log end offset (what a parked follower fetch compares when woken).
     pub(super) fn publish_log_end_offset(&self, log_end_offset: i64) {
         self.log_end_offset.send_replace(log_end_offset);
     }
