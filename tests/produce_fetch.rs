@@ -98,6 +98,28 @@ async fn a_follower_fetch_told_its_log_diverges_is_answered_at_once() {
 }
 
 #[tokio::test]
+async fn an_unchanged_checkpoint_is_not_rewritten() {
+    // Goal: an idle broker does not rewrite (and fsync) its checkpoints every interval; one
+    // whose offsets moved is written. Method: the checkpoints written twice with nothing in
+    // between, then around a produce, comparing the high-watermark file's inode (a write
+    // replaces the file by a rename).
+    use std::os::unix::fs::MetadataExt;
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "t", 1).await;
+    let file = broker.dir.path().join("replication-offset-checkpoint");
+    let inode = || std::fs::metadata(&file).expect("the checkpoint").ino();
+    let replicas = &broker.broker.replicas;
+    replicas.write_checkpoints().expect("written");
+    let first = inode();
+    replicas.write_checkpoints().expect("written");
+    assert_eq!(inode(), first, "nothing moved: not rewritten");
+    produce(&mut client, "t", 0, batch(2, -1, -1, 0)).await;
+    replicas.write_checkpoints().expect("written");
+    assert_ne!(inode(), first, "the high watermark moved: rewritten");
+}
+
+#[tokio::test]
 async fn data_survives_a_clean_restart_and_a_kill() {
     // Goal: restart keeps every record and offsets continue, after a clean stop and a kill.
     let broker = TestBroker::start(&[]).await;

@@ -5,6 +5,7 @@
 //! each log's active segment is re-scanned. On a clean stop it closes every log and writes
 //! the marker again.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -75,6 +76,9 @@ pub struct ReplicaManager {
     pub(super) roles_version: std::sync::atomic::AtomicU64,
     /// The followed partitions by leader, as of a roles version (`replica_fetchers`).
     pub(super) followed: Mutex<super::replica_fetchers::Followed>,
+    /// What this process last wrote to each checkpoint file: an unchanged one is not
+    /// rewritten (an idle broker of thousands of partitions rewrote three files every 5 s).
+    checkpointed: Mutex<HashMap<PathBuf, Vec<(TopicPartition, i64)>>>,
 }
 
 /// Stops the log cleaner's running round when the maintenance task ends or is aborted.
@@ -157,6 +161,7 @@ impl ReplicaManager {
             quotas: ReplicationQuotas::default(),
             roles_version: Default::default(),
             followed: Default::default(),
+            checkpointed: Default::default(),
         })
     }
 
@@ -575,12 +580,29 @@ impl ReplicaManager {
             }
         }
         let path = &dir.path;
-        checkpoints::write_offsets(&path.join(checkpoints::RECOVERY_POINT_FILE), &recovery)?;
-        checkpoints::write_offsets(
-            &path.join(checkpoints::HIGH_WATERMARK_FILE),
-            &high_watermarks,
-        )?;
-        checkpoints::write_offsets(&path.join(checkpoints::LOG_START_OFFSET_FILE), &starts)
+        self.write_checkpoint(path.join(checkpoints::RECOVERY_POINT_FILE), recovery)?;
+        self.write_checkpoint(path.join(checkpoints::HIGH_WATERMARK_FILE), high_watermarks)?;
+        self.write_checkpoint(path.join(checkpoints::LOG_START_OFFSET_FILE), starts)
+    }
+
+    /// Writes `offsets` to the checkpoint at `path` unless this process last wrote the same.
+    fn write_checkpoint(
+        &self,
+        path: PathBuf,
+        offsets: Vec<(TopicPartition, i64)>,
+    ) -> Result<(), LogError> {
+        let mut written = self
+            .checkpointed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if written.get(&path) == Some(&offsets) {
+            return Ok(());
+        }
+        // Forgotten first: after a failed write the file's content is unknown.
+        written.remove(&path);
+        checkpoints::write_offsets(&path, &offsets)?;
+        written.insert(path, offsets);
+        Ok(())
     }
 
     /// Runs retention, the flush policy, the checkpoints and the log cleaner on their
