@@ -3,7 +3,7 @@
 //! Modules are layered; each imports only from the ones below it (`docs/ARCHITECTURE.md`,
 //! `docs/STYLE.md`): `cli` → `testkit` → `node` → `server`, `http`, `dump` → `api` → `txn`
 //! → `group` → `controller`, `replica` → `metadata` → `log` → `config`, `clock`, `faults`,
-//! `log_levels`, `metrics`, `sasl`, `acl`, `wire`.
+//! `log_levels`, `metrics`, `sasl`, `acl`, `wire`, `ids`.
 //! Siblings on one level (`server` and `http`, `controller` and `replica`) do not import
 //! each other either; `tests/layers.rs` checks it.
 //! `dump` (the offline `highwater dump` tool) reads `log`'s file formats; only `cli` uses it.
@@ -19,6 +19,7 @@ pub mod dump;
 pub mod faults;
 pub mod group;
 pub mod http;
+pub mod ids;
 pub mod log;
 pub mod log_levels;
 pub mod metadata;

@@ -17,6 +17,7 @@ const LEVELS: &[&[&str]] = &[
         "acl",
         "wire",
         "x500",
+        "ids",
     ],
     &["log", "sasl"],
     &["metadata"],

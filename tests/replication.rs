@@ -9,7 +9,9 @@ mod common;
 
 use bytes::Bytes;
 use common::sim::SimCluster;
+use highwater::ids::{BrokerId, LeaderEpoch, Offset};
 use highwater::metadata::PartitionImage;
+use highwater::replica::roles::broker_ids;
 use kafka_protocol::records::RecordBatchDecoder;
 
 const A: i32 = 1;
@@ -24,7 +26,7 @@ fn produce(cluster: &SimCluster, leader: i32, value: &str) -> i64 {
         .partition(leader)
         .append_as_leader(&record_batch(value))
         .expect("append");
-    info.base_offset
+    info.base_offset.0
 }
 
 /// The values in broker `id`'s log, in offset order.
@@ -32,7 +34,7 @@ fn values(cluster: &SimCluster, id: i32) -> Vec<String> {
     let partition = cluster.partition(id);
     let log = partition.log();
     let mut bytes = log
-        .read(0, log.log_end_offset(), 1 << 20, true)
+        .read(Offset(0), log.log_end_offset(), 1 << 20, true)
         .expect("read");
     let sets = RecordBatchDecoder::decode_all(&mut bytes).expect("decode");
     sets.into_iter()
@@ -42,14 +44,14 @@ fn values(cluster: &SimCluster, id: i32) -> Vec<String> {
 }
 
 fn replicate_between(cluster: &SimCluster, leader: i32, follower: i32, epoch: i32) {
-    let both = vec![leader, follower];
+    let both = broker_ids(&[leader, follower]);
     cluster
         .partition(leader)
-        .make_leader(leader, epoch, 0, both.clone(), both)
+        .make_leader(BrokerId(leader), LeaderEpoch(epoch), 0, both.clone(), both)
         .expect("leader");
     cluster
         .partition(follower)
-        .make_follower(leader, epoch, 0)
+        .make_follower(BrokerId(leader), LeaderEpoch(epoch), 0)
         .expect("follower");
 }
 
@@ -73,10 +75,14 @@ async fn follower_restarts_then_leader_dies(pre_kip_101: bool) -> Vec<String> {
     assert!(cluster.fetch(B, A).await.is_err());
     assert_eq!(
         cluster.partition(A).high_watermark(),
-        2,
+        Offset(2),
         "m2 is acknowledged"
     );
-    assert_eq!(cluster.partition(B).high_watermark(), 1, "B has not heard");
+    assert_eq!(
+        cluster.partition(B).high_watermark(),
+        Offset(1),
+        "B has not heard"
+    );
     cluster.checkpoint(B);
     cluster.crash(B);
     cluster.start(B, A).await;
@@ -85,13 +91,19 @@ async fn follower_restarts_then_leader_dies(pre_kip_101: bool) -> Vec<String> {
         .set_truncate_to_high_watermark(pre_kip_101);
     cluster
         .partition(B)
-        .make_follower(A, 0, 0)
+        .make_follower(BrokerId(A), LeaderEpoch(0), 0)
         .expect("follower");
     // A dies before B fetches again; B is elected with a new epoch.
     cluster.crash(A);
     cluster
         .partition(B)
-        .make_leader(B, 1, 1, vec![A, B], vec![B])
+        .make_leader(
+            BrokerId(B),
+            LeaderEpoch(1),
+            1,
+            vec![BrokerId(A), BrokerId(B)],
+            vec![BrokerId(B)],
+        )
         .expect("leader");
     values(&cluster, B)
 }
@@ -118,13 +130,13 @@ async fn both_crash_and_the_shorter_log_leads(pre_kip_101: bool) -> (Vec<String>
     let m1_bytes = cluster
         .partition(B)
         .log()
-        .read(0, 1, 1 << 20, true)
+        .read(Offset(0), Offset(1), 1 << 20, true)
         .expect("read")
         .len();
     produce(&cluster, A, "m2");
     cluster.catch_up(B, A).await;
-    assert_eq!(cluster.partition(A).high_watermark(), 2);
-    assert_eq!(cluster.partition(B).high_watermark(), 2);
+    assert_eq!(cluster.partition(A).high_watermark(), Offset(2));
+    assert_eq!(cluster.partition(B).high_watermark(), Offset(2));
     cluster.checkpoint(A);
     cluster.checkpoint(B);
     // A power failure: both go down and B loses m2, which it had not flushed.
@@ -134,7 +146,13 @@ async fn both_crash_and_the_shorter_log_leads(pre_kip_101: bool) -> (Vec<String>
     cluster.start(B, B).await;
     cluster
         .partition(B)
-        .make_leader(B, 1, 1, vec![A, B], vec![B])
+        .make_leader(
+            BrokerId(B),
+            LeaderEpoch(1),
+            1,
+            vec![BrokerId(A), BrokerId(B)],
+            vec![BrokerId(B)],
+        )
         .expect("leader");
     produce(&cluster, B, "m3");
     cluster.start(A, B).await;
@@ -143,7 +161,7 @@ async fn both_crash_and_the_shorter_log_leads(pre_kip_101: bool) -> (Vec<String>
         .set_truncate_to_high_watermark(pre_kip_101);
     cluster
         .partition(A)
-        .make_follower(B, 1, 1)
+        .make_follower(BrokerId(B), LeaderEpoch(1), 1)
         .expect("follower");
     cluster.catch_up(A, B).await;
     (values(&cluster, A), values(&cluster, B))
@@ -177,20 +195,32 @@ async fn a_follower_far_behind_converges_across_several_leader_changes() {
     cluster.crash(A);
     cluster
         .partition(B)
-        .make_leader(B, 1, 1, vec![A, B], vec![B])
+        .make_leader(
+            BrokerId(B),
+            LeaderEpoch(1),
+            1,
+            vec![BrokerId(A), BrokerId(B)],
+            vec![BrokerId(B)],
+        )
         .expect("leader");
     produce(&cluster, B, "b1");
     cluster.crash(B);
     cluster.start(A, A).await;
     cluster
         .partition(A)
-        .make_leader(A, 2, 2, vec![A, B], vec![A])
+        .make_leader(
+            BrokerId(A),
+            LeaderEpoch(2),
+            2,
+            vec![BrokerId(A), BrokerId(B)],
+            broker_ids(&[A]),
+        )
         .expect("leader");
     produce(&cluster, A, "a2");
     cluster.start(B, A).await;
     cluster
         .partition(B)
-        .make_follower(A, 2, 2)
+        .make_follower(BrokerId(A), LeaderEpoch(2), 2)
         .expect("follower");
     cluster.catch_up(B, A).await;
     assert_eq!(values(&cluster, A), ["m0", "m1", "a2"]);
@@ -238,7 +268,7 @@ async fn acks_all_times_out_without_the_follower_and_min_insync_refuses_a_lone_l
         let state = leader.state();
         (state.leader_epoch, state.partition_epoch)
     };
-    (shrunk.leader_epoch, shrunk.partition_epoch) = (now.0, now.1 + 1);
+    (shrunk.leader_epoch, shrunk.partition_epoch) = (now.0 .0, now.1 + 1);
     leader.complete_isr_change(now, Some(&shrunk));
     let refused = cluster.call(A, &produce_request("m1", -1), 9).await;
     let code = refused.responses[0].partition_responses[0].error_code;
@@ -262,6 +292,28 @@ fn append_values(cluster: &SimCluster, leader: i32, prefix: &str) {
     }
 }
 
+/// Makes `id` the leader at `epoch` (also its partition epoch) of `replicas` with `isr`.
+fn lead(cluster: &SimCluster, id: i32, epoch: i32, (replicas, isr): (&[i32], &[i32])) {
+    cluster
+        .partition(id)
+        .make_leader(
+            BrokerId(id),
+            LeaderEpoch(epoch),
+            epoch,
+            broker_ids(replicas),
+            broker_ids(isr),
+        )
+        .expect("leader");
+}
+
+/// Makes `id` a follower of `leader` at `epoch` (also its partition epoch).
+fn follow(cluster: &SimCluster, id: i32, leader: i32, epoch: i32) {
+    cluster
+        .partition(id)
+        .make_follower(BrokerId(leader), LeaderEpoch(epoch), epoch)
+        .expect("follower");
+}
+
 #[tokio::test]
 async fn a_follower_rejoins_after_an_epoch_it_led_without_appending() {
     // Issue 11, failure 1: L leads epoch 0 (200 records); L dies and B leads epoch 1
@@ -272,50 +324,29 @@ async fn a_follower_rejoins_after_an_epoch_it_led_without_appending() {
     const C: i32 = 3;
     let all = vec![L, B, C];
     let mut cluster = SimCluster::new(&all).await;
-    cluster
-        .partition(L)
-        .make_leader(L, 0, 0, all.clone(), all.clone())
-        .expect("leader");
+    lead(&cluster, L, 0, (&all, &all));
     for id in [B, C] {
-        cluster
-            .partition(id)
-            .make_follower(L, 0, 0)
-            .expect("follower");
+        follow(&cluster, id, L, 0);
     }
     append_values(&cluster, L, "a");
     cluster.catch_up(B, L).await;
     cluster.catch_up(C, L).await;
     cluster.crash(L);
-    cluster
-        .partition(B)
-        .make_leader(B, 1, 1, all.clone(), vec![B, C])
-        .expect("B leads epoch 1");
-    cluster
-        .partition(C)
-        .make_follower(B, 1, 1)
-        .expect("follower");
+    lead(&cluster, B, 1, (&all, &[B, C]));
+    follow(&cluster, C, B, 1);
     cluster.start(L, B).await;
-    cluster
-        .partition(L)
-        .make_leader(L, 2, 2, all.clone(), vec![L, C])
-        .expect("L leads epoch 2");
-    cluster
-        .partition(C)
-        .make_follower(L, 2, 2)
-        .expect("follower");
-    cluster
-        .partition(B)
-        .make_follower(L, 2, 2)
-        .expect("follower");
+    lead(&cluster, L, 2, (&all, &[L, C]));
+    follow(&cluster, C, L, 2);
+    follow(&cluster, B, L, 2);
     assert_eq!(
         cluster.partition(B).log().epoch_cache().latest_epoch(),
-        Some(1),
+        Some(LeaderEpoch(1)),
         "B's empty epoch is still at its log end"
     );
     append_values(&cluster, L, "b");
     cluster.catch_up(B, L).await;
     cluster.catch_up(C, L).await;
-    assert_eq!(cluster.partition(B).log().log_end_offset(), 400);
+    assert_eq!(cluster.partition(B).log().log_end_offset(), Offset(400));
     assert_eq!(values(&cluster, B), values(&cluster, L));
     let epochs = |id| cluster.partition(id).log().epoch_cache().entries().to_vec();
     assert_eq!(
@@ -333,11 +364,17 @@ async fn a_deposed_leader_never_appends_after_the_role_change() {
     // later), over many rounds.
     let cluster = SimCluster::new(&[A, B]).await;
     let partition = cluster.partition(A);
-    let both = vec![A, B];
+    let both = broker_ids(&[A, B]);
     for round in 0..200 {
         let epoch = 2 * round;
         partition
-            .make_leader(A, epoch, epoch, both.clone(), vec![A])
+            .make_leader(
+                BrokerId(A),
+                LeaderEpoch(epoch),
+                epoch,
+                both.clone(),
+                broker_ids(&[A]),
+            )
             .expect("leader");
         let appenders: Vec<_> = (0..2)
             .map(|_| {
@@ -350,7 +387,7 @@ async fn a_deposed_leader_never_appends_after_the_role_change() {
             .collect();
         std::thread::sleep(std::time::Duration::from_micros(200));
         partition
-            .make_follower(B, epoch + 1, epoch + 1)
+            .make_follower(BrokerId(B), LeaderEpoch(epoch + 1), epoch + 1)
             .expect("follower");
         let at_change = partition.log().log_end_offset();
         for appender in appenders {
@@ -378,31 +415,35 @@ async fn an_acks_all_produce_waiting_across_a_leader_change_is_never_acknowledge
         common::sim::call_on(&broker, &produce_request("lost", -1), 9).await
     });
     tokio::task::yield_now().await;
-    assert_eq!(cluster.partition(A).log().log_end_offset(), 1, "A appended");
-    let both = vec![A, B];
+    assert_eq!(
+        cluster.partition(A).log().log_end_offset(),
+        Offset(1),
+        "A appended"
+    );
+    let both = broker_ids(&[A, B]);
     cluster
         .partition(B)
-        .make_leader(B, 1, 1, both.clone(), both.clone())
+        .make_leader(BrokerId(B), LeaderEpoch(1), 1, both.clone(), both.clone())
         .expect("B leads");
     produce(&cluster, B, "kept");
     cluster
         .partition(A)
-        .make_follower(B, 1, 1)
+        .make_follower(BrokerId(B), LeaderEpoch(1), 1)
         .expect("A follows");
     cluster.catch_up(A, B).await;
     assert_eq!(values(&cluster, A), ["kept"], "A truncated its record");
     cluster
         .partition(A)
-        .make_leader(A, 2, 2, both.clone(), both)
+        .make_leader(BrokerId(A), LeaderEpoch(2), 2, both.clone(), both)
         .expect("A leads again");
     cluster
         .partition(B)
-        .make_follower(A, 2, 2)
+        .make_follower(BrokerId(A), LeaderEpoch(2), 2)
         .expect("B follows");
     produce(&cluster, A, "later");
     cluster.catch_up(B, A).await;
     assert!(
-        cluster.partition(A).high_watermark() >= 1,
+        cluster.partition(A).high_watermark() >= Offset(1),
         "the high watermark passed offset 0"
     );
     let response = tokio::time::timeout(std::time::Duration::from_secs(5), parked)
@@ -430,27 +471,33 @@ async fn a_follower_takes_the_leaders_log_start_so_deleted_records_stay_deleted(
     }
     cluster.catch_up(B, A).await;
     cluster.catch_up(B, A).await;
-    assert_eq!(cluster.partition(A).high_watermark(), 5);
+    assert_eq!(cluster.partition(A).high_watermark(), Offset(5));
     let start = cluster
         .partition(A)
-        .delete_records(3)
+        .delete_records(Offset(3))
         .expect("delete records");
-    assert_eq!(start, 3);
+    assert_eq!(start, Offset(3));
     cluster.catch_up(B, A).await;
     assert_eq!(
         cluster.partition(B).offsets().log_start_offset,
-        3,
+        Offset(3),
         "the follower follows"
     );
     cluster
         .partition(B)
-        .make_leader(B, 1, 1, vec![A, B], vec![B])
+        .make_leader(
+            BrokerId(B),
+            LeaderEpoch(1),
+            1,
+            vec![BrokerId(A), BrokerId(B)],
+            vec![BrokerId(B)],
+        )
         .expect("leader");
     let log = cluster.partition(B);
     let log = log.log();
-    assert_eq!(log.log_start_offset(), 3);
+    assert_eq!(log.log_start_offset(), Offset(3));
     assert!(
-        log.read(0, 5, 1 << 20, true).is_err(),
+        log.read(Offset(0), Offset(5), 1 << 20, true).is_err(),
         "offset 0 is out of range"
     );
 }

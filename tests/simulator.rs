@@ -32,6 +32,7 @@ use common::sim::{call_on, SimCluster};
 use highwater::api::Broker;
 use highwater::controller::placement::{elect_leaders, move_away_from, Election};
 use highwater::controller::state::{ClusterState, PartitionChange, Record};
+use highwater::ids::{BrokerId, Offset};
 use highwater::metadata::{PartitionImage, TopicImage, NO_LEADER};
 use highwater::replica::Role;
 use kafka_protocol::messages::ProduceResponse;
@@ -200,19 +201,19 @@ struct Sim {
 }
 
 /// (offset, value) of every record of `id`'s log below `limit`.
-fn records_below(cluster: &SimCluster, id: i32, limit: i64) -> Vec<(i64, String)> {
+fn records_below(cluster: &SimCluster, id: i32, limit: Offset) -> Vec<(i64, String)> {
     let partition = cluster.partition(id);
     let log = partition.log();
     let end = limit.min(log.log_end_offset());
     if end <= log.log_start_offset() {
         return Vec::new();
     }
-    let mut bytes = log.read(0, end, 64 << 20, true).expect("read");
+    let mut bytes = log.read(Offset(0), end, 64 << 20, true).expect("read");
     drop(log);
     let sets = RecordBatchDecoder::decode_all(&mut bytes).expect("decode");
     sets.into_iter()
         .flat_map(|s| s.records)
-        .filter(|r| r.offset < end)
+        .filter(|r| r.offset < end.0)
         .map(|r| {
             let value = String::from_utf8_lossy(&r.value.unwrap_or_default()).into_owned();
             (r.offset, value)
@@ -273,7 +274,7 @@ impl Sim {
         for node in self.up() {
             self.cluster
                 .partition(node)
-                .apply_partition_image(node, &image)
+                .apply_partition_image(BrokerId(node), &image)
                 .expect("role");
         }
     }
@@ -410,7 +411,8 @@ impl Sim {
                 "{leader} shrinks the ISR to {:?} (lag)",
                 change.isr
             ));
-            self.controller.set_isr(leader, change.isr);
+            let isr = change.isr.iter().map(|r| r.0).collect();
+            self.controller.set_isr(leader, isr);
             self.push_roles();
         }
     }
@@ -425,10 +427,13 @@ impl Sim {
         let leader_partition = self.cluster.partition(leader);
         let high_watermark = leader_partition.high_watermark();
         let caught_up = match &leader_partition.state().role {
-            Role::Leader(state) => state.remotes.get(&follower).is_some_and(|remote| {
-                remote.log_end_offset >= high_watermark
-                    && remote.log_end_offset >= state.leader_epoch_start_offset
-            }),
+            Role::Leader(state) => state
+                .remotes
+                .get(&BrokerId(follower))
+                .is_some_and(|remote| {
+                    remote.log_end_offset >= high_watermark
+                        && remote.log_end_offset >= state.leader_epoch_start_offset
+                }),
             Role::Follower { .. } => false,
         };
         if caught_up {
@@ -458,10 +463,10 @@ impl Sim {
             let partition = self.cluster.partition(victim);
             let log = partition.log();
             let flushed = log
-                .read(0, log.recovery_point(), 64 << 20, true)
+                .read(Offset(0), log.recovery_point(), 64 << 20, true)
                 .map_or(0, |b| b.len());
             let written = log
-                .read(0, log.log_end_offset(), 64 << 20, true)
+                .read(Offset(0), log.log_end_offset(), 64 << 20, true)
                 .map_or(0, |b| b.len());
             (flushed as u64, written as u64)
         };
@@ -484,7 +489,7 @@ impl Sim {
             .up()
             .into_iter()
             .filter(|n| *n != victim)
-            .map(|n| records_below(&self.cluster, n, i64::MAX))
+            .map(|n| records_below(&self.cluster, n, Offset(i64::MAX)))
             .collect();
         let acked = self.acked.iter().map(|a| (a.offset, a.value.clone()));
         acked
@@ -543,7 +548,11 @@ impl Sim {
             let end = self.cluster.partition(member).log().log_end_offset();
             let limit = end.min(high_watermark);
             let theirs = records_below(&self.cluster, member, limit);
-            let ours: Vec<_> = leader_log.iter().filter(|r| r.0 < limit).cloned().collect();
+            let ours: Vec<_> = leader_log
+                .iter()
+                .filter(|r| r.0 < limit.0)
+                .cloned()
+                .collect();
             if theirs != ours {
                 return Err(format!(
                     "ISR member {member} differs from leader {leader} below {limit}: \
@@ -614,9 +623,9 @@ impl Sim {
     }
 
     fn check_final(&self, leader: i32) -> Result<(), String> {
-        let log = records_below(&self.cluster, leader, i64::MAX);
+        let log = records_below(&self.cluster, leader, Offset(i64::MAX));
         for node in NODES {
-            let theirs = records_below(&self.cluster, node, i64::MAX);
+            let theirs = records_below(&self.cluster, node, Offset(i64::MAX));
             if theirs != log {
                 return Err(format!("replica {node} diverges: {theirs:?} vs {log:?}"));
             }

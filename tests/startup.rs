@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use highwater::api::Broker;
 use highwater::controller::NewTopic;
+use highwater::ids::Offset;
 
 fn env(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -70,7 +71,7 @@ fn start_up_time_with_many_partitions_clean_and_unclean() {
         for p in 0..partitions {
             let partition = broker.replicas.partition("load", p).expect("partition");
             assert_eq!(
-                partition.offsets().log_end_offset,
+                partition.offsets().log_end_offset.0,
                 expected_end,
                 "partition {p}"
             );
@@ -162,7 +163,7 @@ fn random_reads(broker: &Broker, partitions: i32, end: i64) {
         let started = Instant::now();
         let bytes = partition
             .log()
-            .read(offset, end, 1 << 20, true)
+            .read(Offset(offset), Offset(end), 1 << 20, true)
             .expect("read");
         micros.push(started.elapsed().as_secs_f64() * 1e6);
         assert!(!bytes.is_empty());

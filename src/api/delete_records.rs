@@ -19,10 +19,10 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
             request,
             (Some(crate::acl::Operation::Delete), topic),
             p.partition_index,
-            |partition| partition.delete_records(p.offset),
+            |partition| partition.delete_records(crate::ids::Offset(p.offset)),
         );
         match moved {
-            Ok(low_watermark) => base.with_low_watermark(low_watermark),
+            Ok(low_watermark) => base.with_low_watermark(low_watermark.0),
             Err(code) => base.with_low_watermark(-1).with_error_code(code.code()),
         }
     };

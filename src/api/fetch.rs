@@ -43,12 +43,13 @@ use super::refusal::Refusal;
 use super::response::encode_with_sources;
 use super::{leader_hint, node_endpoints, topic_name, Broker, HandlerError, Outcome, Request};
 use crate::acl::{Operation, ResourceType};
+use crate::ids::{self, LeaderEpoch, Offset};
 use crate::log::batch::BatchIter;
 use crate::metadata::MetadataImage;
 use crate::replica::partition::THROTTLED_AS_LEADER;
 use crate::replica::read_replica;
 use crate::replica::roles::{FollowerFetch, FollowerFetchResult};
-use crate::replica::{IsrChange, Partition};
+use crate::replica::{IsrChange, Partition, PartitionOffsets};
 
 /// One partition of the request, resolved against this broker.
 struct Target {
@@ -79,7 +80,7 @@ struct Reading {
     /// answered at once, as an error is.
     answer_now: bool,
     /// The (high watermark, log end offset) of each target when read, in order.
-    offsets_read: Vec<(i64, i64)>,
+    offsets_read: Vec<(Offset, Offset)>,
     /// The replicas' roles version when read.
     roles_version: u64,
 }
@@ -202,6 +203,7 @@ fn read_for_follower(
     (replica_id, max_bytes, throttle_exceeded): (i32, usize, bool),
     reading: &mut Reading,
 ) -> Result<PartitionData, ResponseError> {
+    let replica_id = ids::BrokerId(replica_id);
     let throttled = partition.is_throttled(THROTTLED_AS_LEADER) && !partition.in_isr(replica_id);
     let max_bytes = match throttled && throttle_exceeded {
         true => 0,
@@ -209,9 +211,9 @@ fn read_for_follower(
     };
     let request = FollowerFetch {
         replica_id,
-        fetch_offset: fetch.fetch_offset,
-        last_fetched_epoch: fetch.last_fetched_epoch,
-        current_leader_epoch: fetch.current_leader_epoch,
+        fetch_offset: Offset(fetch.fetch_offset),
+        last_fetched_epoch: LeaderEpoch(fetch.last_fetched_epoch),
+        current_leader_epoch: LeaderEpoch(fetch.current_leader_epoch),
         max_bytes,
     };
     let (result, change) = partition
@@ -229,20 +231,17 @@ fn read_for_follower(
             log_start_offset,
             ..
         } => data
-            .with_high_watermark(high_watermark)
-            .with_last_stable_offset(high_watermark)
-            .with_log_start_offset(log_start_offset)
+            .with_high_watermark(high_watermark.0)
+            .with_last_stable_offset(high_watermark.0)
+            .with_log_start_offset(log_start_offset.0)
             .with_records(Some(records)),
         FollowerFetchResult::Diverging { epoch, end_offset } => {
             reading.answer_now = true;
-            let offsets = partition.offsets();
-            data.with_high_watermark(offsets.high_watermark)
-                .with_last_stable_offset(offsets.last_stable_offset)
-                .with_log_start_offset(offsets.log_start_offset)
+            with_offsets(data, partition.offsets())
                 .with_diverging_epoch(
                     kafka_protocol::messages::fetch_response::EpochEndOffset::default()
-                        .with_epoch(epoch)
-                        .with_end_offset(end_offset),
+                        .with_epoch(epoch.0)
+                        .with_end_offset(end_offset.0),
                 )
                 .with_records(Some(Bytes::new()))
         }
@@ -257,14 +256,14 @@ fn preferred_read_replica(
     partition: &Partition,
     fetch: &FetchPartition,
     consumer: &ConsumerFetch<'_>,
-) -> Option<i32> {
+) -> Option<ids::BrokerId> {
     let rack = consumer.rack?;
-    let rack_of = |id: i32| {
-        let broker = consumer.image.broker(id)?;
+    let rack_of = |id: ids::BrokerId| {
+        let broker = consumer.image.broker(id.0)?;
         let reachable = !broker.fenced && broker.endpoint(consumer.listener).is_some();
         reachable.then(|| broker.rack.clone()).flatten()
     };
-    partition.preferred_read_replica(fetch.fetch_offset, |leader, followers| {
+    partition.preferred_read_replica(Offset(fetch.fetch_offset), |leader, followers| {
         read_replica::rack_aware(rack, leader, followers, rack_of)
     })
 }
@@ -279,16 +278,13 @@ fn read_partition(
         return Err(refusal_error(Refusal::NotLeader));
     }
     partition
-        .check_leader_epoch(fetch.current_leader_epoch)
+        .check_leader_epoch(LeaderEpoch(fetch.current_leader_epoch))
         .map_err(|e| replica_error(&e))?;
     let offsets = partition.offsets();
+    let data = PartitionData::default().with_partition_index(fetch.partition);
     if let Some(replica) = preferred_read_replica(partition, fetch, consumer) {
-        return Ok(PartitionData::default()
-            .with_partition_index(fetch.partition)
-            .with_high_watermark(offsets.high_watermark)
-            .with_last_stable_offset(offsets.last_stable_offset)
-            .with_log_start_offset(offsets.log_start_offset)
-            .with_preferred_read_replica(BrokerId(replica))
+        return Ok(with_offsets(data, offsets)
+            .with_preferred_read_replica(BrokerId(replica.0))
             .with_records(Some(Bytes::new())));
     }
     let read_committed = consumer.isolation_level == READ_COMMITTED;
@@ -298,7 +294,7 @@ fn read_partition(
     };
     let log = partition.log();
     let records = log
-        .read(fetch.fetch_offset, upper, max_bytes, min_one)
+        .read(Offset(fetch.fetch_offset), upper, max_bytes, min_one)
         .map_err(|e| replica_error(&partition.log_error(e)))?;
     // The aborted transactions among the batches returned, whose records the consumer
     // drops (it reads whole batches, so the range ends after the last one returned).
@@ -322,13 +318,16 @@ fn read_partition(
         false => None,
     };
     drop(log);
-    Ok(PartitionData::default()
-        .with_partition_index(fetch.partition)
-        .with_high_watermark(offsets.high_watermark)
-        .with_last_stable_offset(offsets.last_stable_offset)
-        .with_log_start_offset(offsets.log_start_offset)
+    Ok(with_offsets(data, offsets)
         .with_aborted_transactions(aborted)
         .with_records(Some(records)))
+}
+
+/// A partition's answer with its offsets filled in.
+fn with_offsets(data: PartitionData, offsets: PartitionOffsets) -> PartitionData {
+    data.with_high_watermark(offsets.high_watermark.0)
+        .with_last_stable_offset(offsets.last_stable_offset.0)
+        .with_log_start_offset(offsets.log_start_offset.0)
 }
 
 /// The most a response may carry: what the request asks, and for a consumer no more than
@@ -413,7 +412,7 @@ fn read_all(
         let log_end = target
             .partition
             .as_ref()
-            .map_or(-1, |p| p.published_log_end_offset());
+            .map_or(Offset::UNKNOWN, |p| p.published_log_end_offset());
         let data = target.partition.clone().and_then(|p| match follower >= 0 {
             true => read_for_follower(
                 &p,
@@ -433,7 +432,9 @@ fn read_all(
             reading.has_error = true;
             failed_data(request, target, error)
         });
-        reading.offsets_read.push((data.high_watermark, log_end));
+        reading
+            .offsets_read
+            .push((Offset(data.high_watermark), log_end));
         if let Some(records) = data.records.as_ref().filter(|r| !r.is_empty()) {
             reading.bytes += records.len();
             reading.sources.push(records.clone());
@@ -449,7 +450,7 @@ fn read_all(
 /// What a parked fetch waits for: a consumer's, the high watermarks of its partitions; a
 /// follower's, a move of any log end offset on this broker.
 enum Waiting {
-    HighWatermarks(Vec<watch::Receiver<i64>>),
+    HighWatermarks(Vec<watch::Receiver<Offset>>),
     LogEnds(watch::Receiver<u64>),
 }
 

@@ -12,6 +12,7 @@ use tokio::sync::Notify;
 
 use super::Broker;
 use crate::controller::{AlterPartition, ControllerRequest, IsrOutcome, PartitionIsr};
+use crate::ids::{BrokerId, LeaderEpoch};
 use crate::replica::{IsrChange, Partition, TopicPartition};
 
 /// ISR changes waiting for the next AlterPartition, one per partition (a partition has at
@@ -102,7 +103,7 @@ impl Broker {
     /// unfenced.
     fn sendable(&self, changes: Vec<IsrChange>) -> Vec<Sent> {
         let image = self.image();
-        let fenced = |r: &i32| image.broker(*r).is_none_or(|b| b.fenced);
+        let fenced = |r: &BrokerId| image.broker(r.0).is_none_or(|b| b.fenced);
         let mut sent = Vec::with_capacity(changes.len());
         for change in changes {
             let tp = &change.topic_partition;
@@ -206,7 +207,7 @@ struct Sent {
 
 impl IsrChange {
     /// The epochs this change was proposed at, which its answer must still match.
-    fn proposed(&self) -> (i32, i32) {
+    fn proposed(&self) -> (LeaderEpoch, i32) {
         (self.leader_epoch, self.partition_epoch)
     }
 
@@ -214,9 +215,9 @@ impl IsrChange {
         PartitionIsr {
             topic: self.topic_partition.topic.clone(),
             partition: self.topic_partition.partition,
-            leader_epoch: self.leader_epoch,
+            leader_epoch: self.leader_epoch.0,
             partition_epoch: self.partition_epoch,
-            isr: self.isr.clone(),
+            isr: self.isr.iter().map(|r| r.0).collect(),
         }
     }
 }

@@ -9,6 +9,7 @@ use kafka_protocol::messages::list_offsets_response::{
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
 use super::{Broker, HandlerError, Outcome, Request};
+use crate::ids::LeaderEpoch;
 use crate::replica::Partition;
 
 const LATEST: i64 = -1;
@@ -20,12 +21,9 @@ const LATEST_TIERED: i64 = -5;
 /// The leader epoch in which `offset` was written, -1 if unknown.
 fn epoch_of(partition: &Partition, offset: i64) -> i32 {
     let log = partition.log();
-    let entries = log.epoch_cache().entries();
-    entries
-        .iter()
-        .rev()
-        .find(|e| e.start_offset <= offset)
-        .map_or(-1, |e| e.epoch)
+    log.epoch_cache()
+        .epoch_at(crate::ids::Offset(offset))
+        .map_or(-1, |epoch| epoch.0)
 }
 
 /// `isolation_level` of a read_committed client.
@@ -39,22 +37,16 @@ fn lookup(partition: &Partition, timestamp: i64, isolation_level: i8) -> (i64, i
         READ_COMMITTED => offsets.last_stable_offset,
         _ => offsets.high_watermark,
     };
+    let found = |f: Option<crate::log::timestamp_lookup::TimestampAndOffset>| {
+        f.filter(|f| f.offset < fetchable)
+            .map_or((-1, -1), |f| (f.timestamp, f.offset.0))
+    };
     match timestamp {
-        LATEST => (-1, fetchable),
-        EARLIEST | EARLIEST_LOCAL => (-1, offsets.log_start_offset),
+        LATEST => (-1, fetchable.0),
+        EARLIEST | EARLIEST_LOCAL => (-1, offsets.log_start_offset.0),
         LATEST_TIERED => (-1, -1),
-        MAX_TIMESTAMP => {
-            let found = partition.log().offset_of_max_timestamp();
-            found
-                .filter(|f| f.offset < fetchable)
-                .map_or((-1, -1), |f| (f.timestamp, f.offset))
-        }
-        target => {
-            let found = partition.log().offset_for_timestamp(target);
-            found
-                .filter(|f| f.offset < fetchable)
-                .map_or((-1, -1), |f| (f.timestamp, f.offset))
-        }
+        MAX_TIMESTAMP => found(partition.log().offset_of_max_timestamp()),
+        target => found(partition.log().offset_for_timestamp(target)),
     }
 }
 
@@ -68,7 +60,7 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
             (Some(crate::acl::Operation::Describe), topic),
             p.partition_index,
             |partition| {
-                partition.check_leader_epoch(p.current_leader_epoch)?;
+                partition.check_leader_epoch(LeaderEpoch(p.current_leader_epoch))?;
                 let (timestamp, offset) = lookup(partition, p.timestamp, body.isolation_level);
                 let known = offset >= 0 && request.version() >= 4;
                 Ok((

@@ -123,7 +123,7 @@ fn current(partition: &Partition) -> DescribeLogDirsPartition {
 
 /// A replica's future log: its lag is how far it is behind the current log's end.
 fn future_replica(partition: &Partition, future: &FutureReplica) -> DescribeLogDirsPartition {
-    let lag = partition.offsets().log_end_offset - future.log_end_offset();
+    let lag = partition.offsets().log_end_offset.0 - future.log_end_offset();
     DescribeLogDirsPartition::default()
         .with_partition_index(partition.topic_partition.partition)
         .with_partition_size(i64::try_from(future.size()).unwrap_or(i64::MAX))

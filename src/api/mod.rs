@@ -453,7 +453,7 @@ pub fn leader_hint(error: &ReplicaError) -> Option<(i32, i32)> {
             leader,
             leader_epoch,
             ..
-        } if *leader >= 0 => Some((*leader, *leader_epoch)),
+        } if leader.0 >= 0 => Some((leader.0, leader_epoch.0)),
         _ => None,
     }
 }

@@ -10,6 +10,7 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{
 use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 
 use super::{Broker, HandlerError, Outcome, Request};
+use crate::ids::LeaderEpoch;
 
 /// Answers OffsetForLeaderEpoch.
 pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
@@ -27,15 +28,17 @@ pub fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerErro
                 super::refusal::Refusal::TopicAuthorizationFailed,
             )),
             false => broker.on_partition(request, (operation, topic), p.partition, |partition| {
-                partition.check_leader_epoch(p.current_leader_epoch)?;
+                partition.check_leader_epoch(LeaderEpoch(p.current_leader_epoch))?;
                 let log = partition.log();
                 Ok(log
                     .epoch_cache()
-                    .end_offset_for(p.leader_epoch, log.log_end_offset()))
+                    .end_offset_for(LeaderEpoch(p.leader_epoch), log.log_end_offset()))
             }),
         };
         match found {
-            Ok((epoch, end_offset)) => base.with_leader_epoch(epoch).with_end_offset(end_offset),
+            Ok((epoch, end_offset)) => base
+                .with_leader_epoch(epoch.0)
+                .with_end_offset(end_offset.0),
             Err(code) => base
                 .with_error_code(code.code())
                 .with_leader_epoch(-1)

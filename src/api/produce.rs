@@ -16,6 +16,7 @@ use super::errors::refusal_error;
 use super::errors::{record_errors, replica_error};
 use super::refusal::Refusal;
 use crate::acl::{Operation, ResourceType};
+use crate::ids::{LeaderEpoch, Offset};
 use kafka_protocol::protocol::StrBytes;
 use std::sync::Arc;
 
@@ -36,9 +37,9 @@ struct Pending {
     topic: usize,
     partition: usize,
     target: Arc<Partition>,
-    end_offset: i64,
+    end_offset: Offset,
     /// The leader epoch of the append: the wait fails if the leadership changes first.
-    leader_epoch: i32,
+    leader_epoch: LeaderEpoch,
 }
 
 fn append(
@@ -49,7 +50,10 @@ fn append(
     records: &[u8],
     acks: i16,
     leaders: &mut Vec<i32>,
-) -> (PartitionProduceResponse, Option<(Arc<Partition>, i64, i32)>) {
+) -> (
+    PartitionProduceResponse,
+    Option<(Arc<Partition>, Offset, LeaderEpoch)>,
+) {
     let result = broker
         .replicas
         .leader_partition(topic, index)
@@ -67,10 +71,11 @@ fn append(
             }
             let response = PartitionProduceResponse::default()
                 .with_index(index)
-                .with_base_offset(info.base_offset)
+                .with_base_offset(info.base_offset.0)
                 .with_log_append_time_ms(info.log_append_time_ms)
-                .with_log_start_offset(partition.offsets().log_start_offset);
-            let wait = (acks == -1).then(|| (partition, info.last_offset + 1, info.leader_epoch));
+                .with_log_start_offset(partition.offsets().log_start_offset.0);
+            let wait =
+                (acks == -1).then(|| (partition, info.last_offset.next(), info.leader_epoch));
             (response, wait)
         }
         Err(error) => {

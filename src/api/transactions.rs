@@ -506,15 +506,15 @@ pub async fn txn_offset_commit(
         .into_iter()
         .map(|c| (c.topic, c.partition, refused_code));
     let producer = TxnProducer {
-        producer_id: body.producer_id.0,
-        producer_epoch: body.producer_epoch,
+        producer_id: crate::ids::ProducerId(body.producer_id.0),
+        producer_epoch: crate::ids::ProducerEpoch(body.producer_epoch),
     };
     if request.version() >= TXN_OFFSET_COMMIT_ADDS_VERSION {
         let partition = (
             OFFSETS_TOPIC.to_string(),
             broker.groups.partition_for(&group),
         );
-        let owner = (producer.producer_id, producer.producer_epoch);
+        let owner = (producer.producer_id.0, producer.producer_epoch.0);
         let id = &body.transactional_id;
         if let Err(code) = add_offsets_partition(broker, id, owner, partition).await {
             let codes = commits

@@ -24,6 +24,7 @@ use super::errors::{marker_settled, refusal_error, replica_error, txn_error};
 use super::refusal::Refusal;
 use super::{topic_name, Broker, HandlerError, Outcome, Request};
 use crate::group::OFFSETS_TOPIC;
+use crate::ids;
 use crate::log::control::Marker;
 use crate::replica::journal::{self, TxnProducer};
 use crate::txn::{Finish, Transition, TxnPartition, TxnState};
@@ -53,7 +54,7 @@ async fn write_local(
         .leader_partition(topic, partition)
         .map_err(|e| replica_error(&e))?;
     let written = journal::write_marker(&target, order.producer, order.marker).map_err(|e| {
-        tracing::warn!(topic, partition, producer_id = order.producer.producer_id, %e,
+        tracing::warn!(topic, partition, producer_id = %order.producer.producer_id, %e,
             "cannot write a transaction marker");
         replica_error(&e)
     })?;
@@ -66,7 +67,7 @@ async fn write_local(
     if topic == OFFSETS_TOPIC {
         broker.groups.complete_transaction(
             partition,
-            order.producer.producer_id,
+            order.producer.producer_id.0,
             order.marker.commit,
         );
     }
@@ -127,8 +128,8 @@ fn marker_request(partitions: &[TxnPartition], order: MarkerOrder) -> WriteTxnMa
         topics.entry(topic).or_default().push(*partition);
     }
     let marker = WritableTxnMarker::default()
-        .with_producer_id(ProducerId(order.producer.producer_id))
-        .with_producer_epoch(order.producer.producer_epoch)
+        .with_producer_id(ProducerId(order.producer.producer_id.0))
+        .with_producer_epoch(order.producer.producer_epoch.0)
         .with_transaction_result(order.marker.commit)
         .with_coordinator_epoch(order.marker.coordinator_epoch)
         .with_topics(
@@ -175,8 +176,8 @@ async fn finish(broker: &Broker, transition: Transition) {
     let next = &transition.next;
     let order = MarkerOrder {
         producer: TxnProducer {
-            producer_id: next.producer_id,
-            producer_epoch: next.producer_epoch,
+            producer_id: ids::ProducerId(next.producer_id),
+            producer_epoch: ids::ProducerEpoch(next.producer_epoch),
         },
         marker: Marker {
             commit: next.state == TxnState::PrepareCommit,
@@ -325,8 +326,8 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
     for marker in &body.markers {
         let order = MarkerOrder {
             producer: TxnProducer {
-                producer_id: marker.producer_id.0,
-                producer_epoch: marker.producer_epoch,
+                producer_id: ids::ProducerId(marker.producer_id.0),
+                producer_epoch: ids::ProducerEpoch(marker.producer_epoch),
             },
             marker: Marker {
                 commit: marker.transaction_result,

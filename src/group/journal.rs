@@ -84,7 +84,7 @@ pub async fn read_all(
                 producer_id,
                 commit,
             } => loaded.push(Loaded::Marker {
-                producer_id,
+                producer_id: producer_id.0,
                 commit,
             }),
             Entry::Record {
@@ -92,7 +92,9 @@ pub async fn read_all(
                 value,
                 producer,
             } => match CoordinatorRecord::decode(&key, value.as_deref()) {
-                Ok(Some(decoded)) => loaded.push(Loaded::Record(decoded, producer)),
+                Ok(Some(decoded)) => {
+                    loaded.push(Loaded::Record(decoded, producer.map(|p| p.0)));
+                }
                 Ok(None) => {}
                 Err(error) => {
                     tracing::error!(partition, %error, "skipping an undecodable record");

@@ -208,7 +208,7 @@ impl GroupCoordinator {
                 if let CoordinatorRecord::Offset(key, Some(value)) = record {
                     shard
                         .pending_txn_offsets
-                        .entry(producer.producer_id)
+                        .entry(producer.producer_id.0)
                         .or_default()
                         .push((key, value));
                 }

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use crate::api::Broker;
+use crate::ids::{BrokerId, LeaderEpoch, Offset};
 use crate::replica::{Partition, Role};
 
 #[derive(Serialize)]
@@ -50,14 +51,14 @@ struct PartitionRow {
 #[derive(Serialize)]
 struct LocalRow {
     role: &'static str,
-    log_start_offset: i64,
-    log_end_offset: i64,
-    high_watermark: i64,
-    last_stable_offset: i64,
+    log_start_offset: Offset,
+    log_end_offset: Offset,
+    high_watermark: Offset,
+    last_stable_offset: Offset,
     /// Leader epoch history: (epoch, start offset), oldest first.
-    epochs: Vec<(i32, i64)>,
+    epochs: Vec<(LeaderEpoch, Offset)>,
     /// As leader: each replica's log end offset (its own included).
-    replica_log_end_offsets: Vec<(i32, i64)>,
+    replica_log_end_offsets: Vec<(BrokerId, Offset)>,
 }
 
 #[derive(Serialize)]
@@ -145,7 +146,7 @@ fn group_rows(broker: &Broker, partitions: &[PartitionRow]) -> Vec<GroupRow> {
         .iter()
         .filter_map(|p| {
             let local = p.local.as_ref()?;
-            Some(((p.topic.as_str(), p.partition), local.high_watermark))
+            Some(((p.topic.as_str(), p.partition), local.high_watermark.0))
         })
         .collect();
     broker

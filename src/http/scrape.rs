@@ -68,7 +68,11 @@ fn fetch_sessions(broker: &Broker, gauges: &Gauges) {
 
 /// What the leader of a partition knows: replicas, in-sync replicas, and each follower's
 /// log end offset from its last fetch.
-type Led = (usize, usize, Vec<(i32, i64)>);
+type Led = (
+    usize,
+    usize,
+    Vec<(crate::ids::BrokerId, crate::ids::Offset)>,
+);
 
 /// What one scrape reads of a hosted partition.
 struct Reading {
@@ -125,22 +129,22 @@ const PARTITION_GAUGES: &[PartitionGauge] = &[
     (
         "kafka_log_log_logstartoffset",
         "First offset of the log (Log LogStartOffset)",
-        |r| Some(r.offsets.log_start_offset),
+        |r| Some(r.offsets.log_start_offset.0),
     ),
     (
         "kafka_log_log_logendoffset",
         "Offset after the last record (Log LogEndOffset)",
-        |r| Some(r.offsets.log_end_offset),
+        |r| Some(r.offsets.log_end_offset.0),
     ),
     (
         "kafka_cluster_partition_highwatermark",
         "High watermark: read_uncommitted consumers read below it",
-        |r| Some(r.offsets.high_watermark),
+        |r| Some(r.offsets.high_watermark.0),
     ),
     (
         "kafka_cluster_partition_laststableoffset",
         "Last stable offset: read_committed consumers read below it",
-        |r| Some(r.offsets.last_stable_offset),
+        |r| Some(r.offsets.last_stable_offset.0),
     ),
     (
         "kafka_cluster_partition_laststableoffsetlag",
@@ -201,7 +205,7 @@ fn partitions(broker: &Broker, gauges: &Gauges, hosted: &[std::sync::Arc<Partiti
         under_min += usize::from(*isr < min_isr);
         at_min += usize::from(*isr == min_isr);
         for (replica, replica_end) in remotes {
-            let behind = reading.offsets.log_end_offset - replica_end.max(&0);
+            let behind = reading.offsets.log_end_offset.0 - replica_end.0.max(0);
             let replica = replica.to_string();
             lag.with_label_values(&[l[0], l[1], &replica]).set(behind);
         }
@@ -341,7 +345,7 @@ fn groups(broker: &Broker, gauges: &Gauges, hosted: &[std::sync::Arc<Partition>]
         .iter()
         .map(|p| {
             let tp = &p.topic_partition;
-            ((tp.topic.as_str(), tp.partition), p.high_watermark())
+            ((tp.topic.as_str(), tp.partition), p.high_watermark().0)
         })
         .collect();
     for (group, (topic, partition), offset) in broker.groups.committed_offsets() {

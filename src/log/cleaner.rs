@@ -47,6 +47,7 @@ use super::partition_log::{Log, LogConfig};
 use super::producer_state::AbortedTransaction;
 use super::records::{self, RecordView};
 use super::segment::Segment;
+use crate::ids::Offset;
 
 /// The topic configs compaction reads.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -190,15 +191,16 @@ impl Log {
     /// offset) and the first segment with records newer than `min.compaction.lag.ms`.
     pub fn log_to_clean(
         &self,
-        checkpoint: Option<i64>,
-        high_watermark: i64,
+        checkpoint: Option<Offset>,
+        high_watermark: Offset,
         now_ms: i64,
     ) -> LogToClean {
         let compaction = self.config().compaction;
         let start = self.log_start_offset();
         let first_dirty = checkpoint
             .filter(|c| (start..=self.log_end_offset()).contains(c))
-            .unwrap_or(start);
+            .unwrap_or(start)
+            .0;
         let sealed = self.segments().sealed();
         let active_base = self.segments().active().base_offset();
         let min_lag = compaction.min_compaction_lag_ms;
@@ -208,7 +210,7 @@ impl Log {
             .find(|s| s.largest_timestamp() > now_ms.saturating_sub(min_lag))
             .map_or(i64::MAX, Segment::base_offset);
         let first_uncleanable = active_base
-            .min(self.last_stable_offset(high_watermark))
+            .min(self.last_stable_offset(high_watermark).0)
             .min(lag_bound)
             .max(first_dirty);
         let below = |s: &&Segment| s.next_offset() <= first_uncleanable;
@@ -566,7 +568,7 @@ fn empty_outcome(header: &BatchHeader, keep_empty: bool) -> Outcome {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CleaningStats {
     /// The next round's first dirty offset (for `cleaner-offset-checkpoint`).
-    pub end_offset: i64,
+    pub end_offset: Offset,
     pub bytes_before: usize,
     pub bytes_after: usize,
     /// Cleaned segments swapped in.
@@ -578,8 +580,8 @@ impl Log {
     /// phases with its locks, see `replica/cleaner.rs`), whatever the dirty ratio.
     pub fn clean(
         &mut self,
-        checkpoint: Option<i64>,
-        high_watermark: i64,
+        checkpoint: Option<Offset>,
+        high_watermark: Offset,
         now_ms: i64,
         map_entries_max: usize,
     ) -> Result<CleaningStats, LogError> {
@@ -589,7 +591,7 @@ impl Log {
         let mut map = OffsetMap::new(map_entries_max);
         let end_offset = plan.build_offset_map(&mut map, &stop)?;
         let mut stats = CleaningStats {
-            end_offset,
+            end_offset: Offset(end_offset),
             ..CleaningStats::default()
         };
         let mut transactions = plan.transactions();
@@ -608,6 +610,7 @@ impl Log {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::ids::LeaderEpoch;
     use crate::log::batch_encode::{encode_batch, plain_record};
     use crate::log::partition_log::{test_config, OpenOptions};
     use bytes::Bytes;
@@ -662,7 +665,7 @@ pub(crate) mod tests {
 
     fn append_all(log: &mut Log, batches: &[Vec<(Option<u8>, Option<u8>)>], codec: Compression) {
         for batch in batches {
-            log.append_as_leader(&keyed_batch(batch, codec), 0)
+            log.append_as_leader(&keyed_batch(batch, codec), LeaderEpoch(0))
                 .expect("append");
         }
     }
@@ -768,7 +771,7 @@ pub(crate) mod tests {
             let stats = log.clean(None, log.log_end_offset(), 10_000, 1 << 16).expect("clean");
             prop_assert_eq!(stats.end_offset, log.log_end_offset());
             let mut model = written(&batches);
-            check(&log, &model, stats.end_offset, 0);
+            check(&log, &model, stats.end_offset.0, 0);
             prop_assert!(log.segments().len() <= segments_before);
 
             append_all(&mut log, &more, codec);
@@ -778,11 +781,11 @@ pub(crate) mod tests {
             let first_end = stats.end_offset;
             let later = log.clean(Some(first_end), log.log_end_offset(), 20_000, 1 << 16)
                 .expect("clean again");
-            check(&log, &model, later.end_offset, first_end);
+            check(&log, &model, later.end_offset.0, first_end.0);
             // Tombstones that the first round kept are past their horizon (10 s + 1 s).
             let stored = all_records(&log);
             for (offset, _, value) in &stored {
-                prop_assert!(*offset >= first_end || value.is_some(), "old tombstone at {}", offset);
+                prop_assert!(*offset >= first_end.0 || value.is_some(), "old tombstone at {}", offset);
             }
             drop(log);
             let reopened = Log::open(dir.path(), compact_config(400), OpenOptions::default())
@@ -806,7 +809,7 @@ pub(crate) mod tests {
             first.end_offset < log.log_end_offset(),
             "a 4-key map covers part of the log"
         );
-        check(&log, &model, first.end_offset, 0);
+        check(&log, &model, first.end_offset.0, 0);
         let mut checkpoint = first.end_offset;
         for _ in 0..30 {
             let next = log
@@ -820,7 +823,7 @@ pub(crate) mod tests {
         }
         assert_eq!(checkpoint, log.log_end_offset());
         let all = log.clean(None, log.log_end_offset(), 0, 64).expect("clean");
-        check(&log, &model, all.end_offset, 0);
+        check(&log, &model, all.end_offset.0, 0);
         assert_eq!(all_records(&log).len(), 10);
     }
 
@@ -832,10 +835,10 @@ pub(crate) mod tests {
         let batches: Vec<Vec<(Option<u8>, Option<u8>)>> =
             (0..20u8).map(|i| vec![(Some(0), Some(i))]).collect();
         append_all(&mut log, &batches, Compression::None);
-        let to_clean = log.log_to_clean(None, 5, 0);
+        let to_clean = log.log_to_clean(None, Offset(5), 0);
         assert!(to_clean.first_uncleanable_offset <= 5);
-        let stats = log.clean(None, 5, 0, 64).expect("clean");
-        assert!(stats.end_offset <= 5);
+        let stats = log.clean(None, Offset(5), 0, 64).expect("clean");
+        assert!(stats.end_offset <= Offset(5));
         let stored = all_records(&log);
         assert!(
             stored.iter().filter(|r| r.0 >= 5).count() == 15,
@@ -849,10 +852,12 @@ pub(crate) mod tests {
         let mut log =
             Log::open(dir.path(), compact_config(1 << 16), OpenOptions::default()).expect("open");
         let first = crate::log::batch::tests::encode_batch(2, 9, 0, 1000);
-        log.append_as_leader(&first, 0).expect("append");
+        log.append_as_leader(&first, LeaderEpoch(0))
+            .expect("append");
         // `first` holds keys k0 and k1; this non-idempotent batch supersedes both.
         let second = keyed_batch(&[(Some(0), Some(1)), (Some(1), Some(1))], Compression::None);
-        log.append_as_leader(&second, 0).expect("append");
+        log.append_as_leader(&second, LeaderEpoch(0))
+            .expect("append");
         log.roll().expect("roll");
         log.clean(None, log.log_end_offset(), 0, 64).expect("clean");
         let headers: Vec<BatchHeader> = log
@@ -869,10 +874,10 @@ pub(crate) mod tests {
             Log::open(dir.path(), compact_config(1 << 16), OpenOptions::default()).expect("reopen");
         let next = crate::log::batch::tests::encode_batch(1, 9, 2, 1000);
         assert_eq!(
-            log.append_as_leader(&next, 0)
+            log.append_as_leader(&next, LeaderEpoch(0))
                 .expect("in sequence")
                 .base_offset,
-            4
+            Offset(4)
         );
     }
 
@@ -890,11 +895,11 @@ pub(crate) mod tests {
         log.roll().expect("roll");
         let end = log.log_end_offset();
         let all_dirty = log.log_to_clean(None, end, 10_000);
-        assert_eq!(all_dirty.first_uncleanable_offset, end);
+        assert_eq!(all_dirty.first_uncleanable_offset, end.0);
         assert!((all_dirty.ratio() - 1.0).abs() < 1e-9);
         assert!(all_dirty.is_due(0.5));
         let second = log.segments().sealed()[1].base_offset();
-        let half = log.log_to_clean(Some(second), end, 10_000);
+        let half = log.log_to_clean(Some(Offset(second)), end, 10_000);
         assert!(half.ratio() < 1.0 && half.ratio() > 0.0, "{half:?}");
         let clean = log.log_to_clean(Some(end), end, 10_000);
         assert!(!clean.is_due(0.0), "nothing dirty");
@@ -906,7 +911,7 @@ pub(crate) mod tests {
         assert!(log.log_to_clean(None, end, 10_000).cleanable_bytes > 0);
         config.compaction.max_compaction_lag_ms = 1_000;
         let log = reopen(log, dir.path(), config);
-        let forced = log.log_to_clean(Some(second), end, 10_000);
+        let forced = log.log_to_clean(Some(Offset(second)), end, 10_000);
         assert!(
             forced.forced && forced.is_due(1.0),
             "dirty records older than the max lag"
@@ -945,7 +950,9 @@ pub(crate) mod tests {
             Log::open(follower_dir.path(), config, OpenOptions::default()).expect("open");
         while follower.log_end_offset() < leader.log_end_offset() {
             let offset = follower.log_end_offset();
-            let bytes = leader.read(offset, i64::MAX, 1 << 20, true).expect("read");
+            let bytes = leader
+                .read(offset, Offset(i64::MAX), 1 << 20, true)
+                .expect("read");
             follower.append_as_follower(&bytes).expect("replicated");
         }
         assert_eq!(all_records(&follower), all_records(&leader));
@@ -962,11 +969,11 @@ pub(crate) mod tests {
             Log::open(dir.path(), compact_config(1 << 16), OpenOptions::default()).expect("open");
         let unkeyed = keyed_batch(&[(Some(1), Some(1)), (None, Some(2))], Compression::Lz4);
         assert!(matches!(
-            log.append_as_leader(&unkeyed, 0),
+            log.append_as_leader(&unkeyed, LeaderEpoch(0)),
             Err(LogError::NullKeyInCompactedTopic { .. })
         ));
         let keyed = keyed_batch(&[(Some(1), Some(1))], Compression::Lz4);
-        log.append_as_leader(&keyed, 0)
+        log.append_as_leader(&keyed, LeaderEpoch(0))
             .expect("keyed records are accepted");
     }
 }
@@ -975,6 +982,8 @@ pub(crate) mod tests {
 pub(crate) mod transaction_tests {
     use super::tests::{all_records, compact_config, key_of, keyed_batch, value_of};
     use super::*;
+    use crate::ids::ProducerEpoch;
+    use crate::ids::{LeaderEpoch, ProducerId};
     use crate::log::batch_encode::encode_batch;
     use crate::log::control::{self, Marker};
     use crate::log::partition_log::OpenOptions;
@@ -1019,13 +1028,21 @@ pub(crate) mod transaction_tests {
             commit,
             coordinator_epoch: 0,
         };
-        log.append_marker_as_leader(producer_id, 0, marker, 0)
-            .expect("marker")
-            .base_offset
+        log.append_marker_as_leader(
+            ProducerId(producer_id),
+            ProducerEpoch(0),
+            marker,
+            LeaderEpoch(0),
+        )
+        .expect("marker")
+        .base_offset
+        .into()
     }
 
-    fn append(log: &mut Log, batch: &[u8]) -> i64 {
-        log.append_as_leader(batch, 0).expect("append").base_offset
+    fn append(log: &mut Log, batch: &[u8]) -> Offset {
+        log.append_as_leader(batch, LeaderEpoch(0))
+            .expect("append")
+            .base_offset
     }
 
     fn open(dir: &std::path::Path, segment_bytes: usize) -> Log {
@@ -1098,7 +1115,7 @@ pub(crate) mod transaction_tests {
         log.roll().expect("roll");
         let end = log.log_end_offset();
         assert_eq!(log.last_stable_offset(end), first);
-        assert!(log.log_to_clean(None, end, 0).first_uncleanable_offset <= first);
+        assert!(log.log_to_clean(None, end, 0).first_uncleanable_offset <= first.0);
         let before = all_records(&log);
         let stats = clean(&mut log, 10_000);
         assert!(stats.end_offset <= first, "{stats:?}");
@@ -1106,24 +1123,27 @@ pub(crate) mod transaction_tests {
         let from_first = |records: &[(i64, Option<Bytes>, Option<Bytes>)]| {
             records
                 .iter()
-                .filter(|r| r.0 >= first)
+                .filter(|r| r.0 >= first.0)
                 .cloned()
                 .collect::<Vec<_>>()
         };
         assert_eq!(from_first(&after), from_first(&before), "kept as written");
         assert!(
-            after.iter().filter(|r| r.0 < first).count() < first as usize,
+            after.iter().filter(|r| r.0 < first.0).count() < first.0 as usize,
             "below the transaction, duplicates were cleaned"
         );
         let marker = end_txn(&mut log, 7, true);
         log.roll().expect("roll");
-        let to_clean = log.log_to_clean(None, marker, 0);
+        let to_clean = log.log_to_clean(None, Offset(marker), 0);
         assert!(
-            to_clean.first_uncleanable_offset <= first,
+            to_clean.first_uncleanable_offset <= first.0,
             "marker not below the HW"
         );
         let end = log.log_end_offset();
-        assert_eq!(log.log_to_clean(None, end, 0).first_uncleanable_offset, end);
+        assert_eq!(
+            log.log_to_clean(None, end, 0).first_uncleanable_offset,
+            end.0
+        );
     }
 
     /// Goal: an aborted transaction's records disappear, an older committed value of
@@ -1163,7 +1183,7 @@ pub(crate) mod transaction_tests {
         let mut log = open(dir.path(), 1 << 16);
         assert_eq!(log.log_end_offset(), end);
         assert_eq!(log.last_stable_offset(end), end, "no transaction left open");
-        for aborted in log.producers().aborted_between(0, end) {
+        for aborted in log.producers().aborted_between(0, end.0) {
             let inside = record_producers(&log).into_iter().filter(|(o, p, t)| {
                 *t && *p == aborted.producer_id
                     && (aborted.first_offset..=aborted.last_offset).contains(o)
@@ -1239,10 +1259,10 @@ pub(crate) mod transaction_tests {
         expected.extend(tail);
         assert_eq!(shape(&log), expected, "records gone, markers kept a round");
         let end = log.log_end_offset();
-        let listed = log.producers().aborted_between(0, end);
+        let listed = log.producers().aborted_between(0, end.0);
         assert_eq!(listed.len(), 1, "listed while a round read its batches");
         clean(&mut log, 10_000);
-        let listed = log.producers().aborted_between(0, end);
+        let listed = log.producers().aborted_between(0, end.0);
         assert!(
             listed.is_empty(),
             "not listed once none is left, before its marker goes"
@@ -1260,7 +1280,7 @@ pub(crate) mod transaction_tests {
         let mut log = open(dir.path(), 1 << 16);
         let end = log.log_end_offset();
         assert_eq!(log.last_stable_offset(end), end);
-        assert!(log.producers().aborted_between(0, end).is_empty());
+        assert!(log.producers().aborted_between(0, end.0).is_empty());
         assert_eq!(append(&mut log, &txn_batch(7, 4, &[(4, Some(4))])), end);
     }
 
@@ -1299,13 +1319,13 @@ pub(crate) mod transaction_tests {
                 Op::Plain(records) => {
                     let keyed: Vec<_> = records.iter().map(|(k, v)| (Some(*k), *v)).collect();
                     let base = append(log, &keyed_batch(&keyed, Compression::None));
-                    self.push(base, records, None);
+                    self.push(base.0, records, None);
                 }
                 Op::Txn(producer, records) => {
                     let sequence = self.next_sequence.entry(*producer).or_default();
                     let base = append(log, &txn_batch(*producer, *sequence, records));
                     *sequence += records.len() as i32;
-                    self.push(base, records, Some(*producer));
+                    self.push(base.0, records, Some(*producer));
                 }
                 Op::End(producer, commit) => self.end(log, *producer, *commit),
             }
@@ -1411,7 +1431,7 @@ pub(crate) mod transaction_tests {
                 }
             }
         }
-        for aborted in log.producers().aborted_between(0, log.log_end_offset()) {
+        for aborted in log.producers().aborted_between(0, log.log_end_offset().0) {
             let marker = (aborted.producer_id, aborted.last_offset);
             assert!(
                 aborts.contains(&marker),
@@ -1466,16 +1486,16 @@ pub(crate) mod transaction_tests {
             check_committed_view(&log, &model, false);
             check_markers(&log, true);
             let stored = all_records(&log);
-            let listed = log.producers().aborted_between(0, log.log_end_offset());
+            let listed = log.producers().aborted_between(0, log.log_end_offset().0);
             drop(log);
             let mut log = open(dir.path(), 400);
             prop_assert_eq!(all_records(&log), stored);
             let end = log.log_end_offset();
             // The cleaned segments' `.txnindex` files hold what the producer state held.
-            prop_assert_eq!(log.producers().aborted_between(0, end), listed);
+            prop_assert_eq!(log.producers().aborted_between(0, end.0), listed);
             prop_assert_eq!(log.last_stable_offset(end), end);
             check_aborted_list(&log);
-            for aborted in log.producers().aborted_between(0, end) {
+            for aborted in log.producers().aborted_between(0, end.0) {
                 let range = aborted.first_offset..=aborted.last_offset;
                 let covered = record_producers(&log).into_iter().any(|(o, p, t)| {
                     t && p == aborted.producer_id && range.contains(&o)

@@ -256,6 +256,7 @@ fn complete_swap(dir: &Path, base: i64, segment_bases: &[i64]) -> Result<(), Log
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::LeaderEpoch;
     use crate::log::cleaner::tests::{all_records, compact_config, keyed_batch};
     use crate::log::offset_map::OffsetMap;
     use crate::log::partition_log::OpenOptions;
@@ -268,7 +269,8 @@ mod tests {
         let mut log = Log::open(dir, compact_config(300), OpenOptions::default()).expect("open");
         for i in 0..24u8 {
             let batch = keyed_batch(&[(Some(i % 3), Some(i))], Compression::None);
-            log.append_as_leader(&batch, 0).expect("append");
+            log.append_as_leader(&batch, LeaderEpoch(0))
+                .expect("append");
         }
         log.roll().expect("roll");
         drop(log);
@@ -347,7 +349,9 @@ mod tests {
             }
             let next = keyed_batch(&[(Some(0), Some(99))], Compression::None);
             assert_eq!(
-                log.append_as_leader(&next, 0).expect("append").base_offset,
+                log.append_as_leader(&next, LeaderEpoch(0))
+                    .expect("append")
+                    .base_offset,
                 end
             );
             if step >= total {

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::checkpoint;
 use super::error::LogError;
+use crate::ids::{LeaderEpoch, Offset};
 
 /// The checkpoint file's name inside a partition directory.
 pub const FILE_NAME: &str = "leader-epoch-checkpoint";
@@ -15,8 +16,8 @@ pub const FILE_NAME: &str = "leader-epoch-checkpoint";
 /// One (epoch, start offset) pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EpochEntry {
-    pub epoch: i32,
-    pub start_offset: i64,
+    pub epoch: LeaderEpoch,
+    pub start_offset: Offset,
 }
 
 /// The cache and its file.
@@ -38,7 +39,7 @@ impl EpochCache {
     /// Rewriting it here cost two fsyncs per partition on every start, and a restarted
     /// leader rewrites it anyway when it takes its new epoch; until then a crash leaves
     /// the dropped entries in the file, and the next load drops them again.
-    pub fn load(dir: &Path, log_end_offset: i64) -> Result<Self, LogError> {
+    pub fn load(dir: &Path, log_end_offset: Offset) -> Result<Self, LogError> {
         let path = dir.join(FILE_NAME);
         let mut entries = Vec::new();
         for line in checkpoint::read(&path)?.unwrap_or_default() {
@@ -46,8 +47,8 @@ impl EpochCache {
             match (parts.next(), parts.next()) {
                 (Some(Ok(epoch)), Some(Ok(start_offset))) => {
                     let entry = EpochEntry {
-                        epoch: i32::try_from(epoch).unwrap_or(i32::MAX),
-                        start_offset,
+                        epoch: LeaderEpoch(i32::try_from(epoch).unwrap_or(i32::MAX)),
+                        start_offset: Offset(start_offset),
                     };
                     let follows = entries.last().is_none_or(|last: &EpochEntry| {
                         last.epoch < entry.epoch && last.start_offset <= entry.start_offset
@@ -85,14 +86,18 @@ impl EpochCache {
     }
 
     /// The latest epoch, if any.
-    pub fn latest_epoch(&self) -> Option<i32> {
+    pub fn latest_epoch(&self) -> Option<LeaderEpoch> {
         self.entries.last().map(|e| e.epoch)
     }
 
     /// Records that `epoch` starts at `start_offset`, dropping entries it supersedes, and
     /// persists the change. Returns whether anything changed. An epoch older than the
     /// latest is refused: the history of epochs only grows at its end.
-    pub fn maybe_assign(&mut self, epoch: i32, start_offset: i64) -> Result<bool, LogError> {
+    pub fn maybe_assign(
+        &mut self,
+        epoch: LeaderEpoch,
+        start_offset: Offset,
+    ) -> Result<bool, LogError> {
         if let Some(last) = self.entries.last() {
             if last.epoch == epoch && last.start_offset <= start_offset {
                 if self.file_behind {
@@ -121,7 +126,7 @@ impl EpochCache {
 
     /// The epoch of the record at `offset`: that of the last entry starting at or before
     /// it (None below the first entry).
-    pub fn epoch_at(&self, offset: i64) -> Option<i32> {
+    pub fn epoch_at(&self, offset: Offset) -> Option<LeaderEpoch> {
         let n = self.entries.partition_point(|e| e.start_offset <= offset);
         n.checked_sub(1).map(|n| self.entries[n].epoch)
     }
@@ -129,17 +134,22 @@ impl EpochCache {
     /// The end offset of `requested` epoch as OffsetForLeaderEpoch answers it: the start
     /// of the next higher epoch, or `log_end_offset` for the latest epoch; (-1, -1) when
     /// unknown. Returns (epoch, end offset).
-    pub fn end_offset_for(&self, requested: i32, log_end_offset: i64) -> (i32, i64) {
-        if requested < 0 {
-            return (-1, -1);
+    pub fn end_offset_for(
+        &self,
+        requested: LeaderEpoch,
+        log_end_offset: Offset,
+    ) -> (LeaderEpoch, Offset) {
+        const UNKNOWN: (LeaderEpoch, Offset) = (LeaderEpoch::UNKNOWN, Offset::UNKNOWN);
+        if requested.0 < 0 {
+            return UNKNOWN;
         }
         match self.latest_epoch() {
-            None => return (-1, -1),
+            None => return UNKNOWN,
             Some(latest) if latest == requested => return (requested, log_end_offset),
             _ => {}
         }
         let Some(higher) = self.entries.iter().position(|e| e.epoch > requested) else {
-            return (-1, -1);
+            return UNKNOWN;
         };
         match higher.checked_sub(1) {
             None => (requested, self.entries[higher].start_offset),
@@ -148,7 +158,7 @@ impl EpochCache {
     }
 
     /// Removes entries that start at or after `offset` (log truncation) and persists.
-    pub fn truncate_from_end(&mut self, offset: i64) -> Result<(), LogError> {
+    pub fn truncate_from_end(&mut self, offset: Offset) -> Result<(), LogError> {
         let before = self.entries.len();
         self.entries.retain(|e| e.start_offset < offset);
         if self.entries.len() != before || self.file_behind {
@@ -186,9 +196,11 @@ mod tests {
 
     fn cache(entries: &[(i32, i64)]) -> (tempfile::TempDir, EpochCache) {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut cache = EpochCache::load(dir.path(), i64::MAX).expect("load");
+        let mut cache = EpochCache::load(dir.path(), Offset(i64::MAX)).expect("load");
         for (epoch, start) in entries {
-            cache.maybe_assign(*epoch, *start).expect("assign");
+            cache
+                .maybe_assign(LeaderEpoch(*epoch), Offset(*start))
+                .expect("assign");
         }
         (dir, cache)
     }
@@ -196,25 +208,43 @@ mod tests {
     #[test]
     fn end_offset_follows_kafkas_rule() {
         let (_dir, cache) = cache(&[(1, 0), (3, 10), (5, 20)]);
-        assert_eq!(cache.end_offset_for(5, 30), (5, 30));
-        assert_eq!(cache.end_offset_for(3, 30), (3, 20));
-        assert_eq!(cache.end_offset_for(4, 30), (3, 20));
-        assert_eq!(cache.end_offset_for(0, 30), (0, 0));
-        assert_eq!(cache.end_offset_for(6, 30), (-1, -1));
-        assert_eq!(cache.end_offset_for(-1, 30), (-1, -1));
+        assert_eq!(
+            cache.end_offset_for(LeaderEpoch(5), Offset(30)),
+            (LeaderEpoch(5), Offset(30))
+        );
+        assert_eq!(
+            cache.end_offset_for(LeaderEpoch(3), Offset(30)),
+            (LeaderEpoch(3), Offset(20))
+        );
+        assert_eq!(
+            cache.end_offset_for(LeaderEpoch(4), Offset(30)),
+            (LeaderEpoch(3), Offset(20))
+        );
+        assert_eq!(
+            cache.end_offset_for(LeaderEpoch(0), Offset(30)),
+            (LeaderEpoch(0), Offset(0))
+        );
+        assert_eq!(
+            cache.end_offset_for(LeaderEpoch(6), Offset(30)),
+            (LeaderEpoch(-1), Offset(-1))
+        );
+        assert_eq!(
+            cache.end_offset_for(LeaderEpoch(-1), Offset(30)),
+            (LeaderEpoch(-1), Offset(-1))
+        );
     }
 
     #[test]
     fn assign_is_persisted_and_reloaded() {
         let (dir, cache) = cache(&[(0, 0), (2, 7)]);
         drop(cache);
-        let reloaded = EpochCache::load(dir.path(), i64::MAX).expect("reload");
+        let reloaded = EpochCache::load(dir.path(), Offset(i64::MAX)).expect("reload");
         assert_eq!(reloaded.entries().len(), 2);
         assert_eq!(
             reloaded.entries()[1],
             EpochEntry {
-                epoch: 2,
-                start_offset: 7
+                epoch: LeaderEpoch(2),
+                start_offset: Offset(7)
             }
         );
     }
@@ -222,10 +252,13 @@ mod tests {
     #[test]
     fn an_older_epoch_is_refused_and_changes_nothing() {
         let (_dir, mut cache) = cache(&[(0, 0), (3, 10)]);
-        let refused = cache.maybe_assign(2, 12);
+        let refused = cache.maybe_assign(LeaderEpoch(2), Offset(12));
         assert!(matches!(
             refused,
-            Err(LogError::StaleLeaderEpoch { latest: 3, .. })
+            Err(LogError::StaleLeaderEpoch {
+                latest: LeaderEpoch(3),
+                ..
+            })
         ));
         assert_eq!(cache.entries().len(), 2);
     }
@@ -235,7 +268,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         for body in ["0\n2\n3 10\n1 20\n", "0\n2\n1 10\n2 5\n", "0\n1\n-4 0\n"] {
             std::fs::write(dir.path().join(FILE_NAME), body).expect("write");
-            let loaded = EpochCache::load(dir.path(), i64::MAX);
+            let loaded = EpochCache::load(dir.path(), Offset(i64::MAX));
             assert!(
                 matches!(loaded, Err(LogError::CorruptFile { .. })),
                 "{body:?}"
@@ -248,16 +281,18 @@ mod tests {
         let (dir, cache) = cache(&[(0, 0), (2, 7), (3, 9)]);
         drop(cache);
         let before = std::fs::read(dir.path().join(FILE_NAME)).expect("read");
-        let mut loaded = EpochCache::load(dir.path(), 7).expect("load");
-        assert_eq!(loaded.latest_epoch(), Some(0));
+        let mut loaded = EpochCache::load(dir.path(), Offset(7)).expect("load");
+        assert_eq!(loaded.latest_epoch(), Some(LeaderEpoch(0)));
         assert_eq!(
             std::fs::read(dir.path().join(FILE_NAME)).expect("read"),
             before
         );
         // The next change writes the file without the dropped entries.
-        loaded.maybe_assign(4, 7).expect("assign");
-        let reloaded = EpochCache::load(dir.path(), i64::MAX).expect("reload");
-        let epochs: Vec<i32> = reloaded.entries().iter().map(|e| e.epoch).collect();
+        loaded
+            .maybe_assign(LeaderEpoch(4), Offset(7))
+            .expect("assign");
+        let reloaded = EpochCache::load(dir.path(), Offset(i64::MAX)).expect("reload");
+        let epochs: Vec<i32> = reloaded.entries().iter().map(|e| e.epoch.0).collect();
         assert_eq!(epochs, [0, 4]);
     }
 
@@ -268,16 +303,20 @@ mod tests {
         // crash after those appends would load epoch 2 as the epoch of offsets 7 and on.
         let (dir, cache) = cache(&[(0, 0), (2, 7)]);
         drop(cache);
-        let mut loaded = EpochCache::load(dir.path(), 7).expect("load");
-        assert!(!loaded.maybe_assign(0, 7).expect("append at epoch 0"));
-        let reloaded = EpochCache::load(dir.path(), 20).expect("reload after more appends");
+        let mut loaded = EpochCache::load(dir.path(), Offset(7)).expect("load");
+        assert!(!loaded
+            .maybe_assign(LeaderEpoch(0), Offset(7))
+            .expect("append at epoch 0"));
+        let reloaded = EpochCache::load(dir.path(), Offset(20)).expect("reload after more appends");
         assert_eq!(reloaded.entries(), loaded.entries());
-        assert_eq!(reloaded.epoch_at(10), Some(0));
+        assert_eq!(reloaded.epoch_at(Offset(10)), Some(LeaderEpoch(0)));
     }
 
     #[test]
     fn assign_of_the_same_epoch_is_a_no_op() {
         let (_dir, mut cache) = cache(&[(0, 0)]);
-        assert!(!cache.maybe_assign(0, 5).expect("assign"));
+        assert!(!cache
+            .maybe_assign(LeaderEpoch(0), Offset(5))
+            .expect("assign"));
     }
 }

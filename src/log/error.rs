@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use crate::ids::{LeaderEpoch, Offset};
+
 /// Everything that can go wrong inside the storage engine.
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
@@ -71,9 +73,9 @@ pub enum LogError {
     /// A read or lookup outside [log start offset, log end offset].
     #[error("offset {offset} is out of range [{log_start_offset}, {log_end_offset}]")]
     OffsetOutOfRange {
-        offset: i64,
-        log_start_offset: i64,
-        log_end_offset: i64,
+        offset: Offset,
+        log_start_offset: Offset,
+        log_end_offset: Offset,
     },
     /// The records inside a stored batch cannot be read (bad compression or record bytes).
     #[error("cannot read the records of the batch at offset {offset}: {reason}")]
@@ -90,7 +92,7 @@ pub enum LogError {
     CleaningAborted { dir: PathBuf },
     /// A replicated batch that does not start at the follower's log end offset.
     #[error("replicated batch starts at offset {found}, the log ends at {expected}")]
-    NonContiguousOffset { expected: i64, found: i64 },
+    NonContiguousOffset { expected: Offset, found: Offset },
     /// A file on disk that cannot be interpreted (bad name, bad checkpoint text).
     #[error("corrupt file {path}: {reason}")]
     CorruptFile { path: PathBuf, reason: String },
@@ -98,9 +100,9 @@ pub enum LogError {
     /// rewrite the history of epochs the log already has.
     #[error("leader epoch {epoch} at offset {start_offset} is older than the latest {latest}")]
     StaleLeaderEpoch {
-        epoch: i32,
-        start_offset: i64,
-        latest: i32,
+        epoch: LeaderEpoch,
+        start_offset: Offset,
+        latest: LeaderEpoch,
     },
 }
 

@@ -19,6 +19,7 @@ use super::roll_sync::RollSyncs;
 use super::segment::{file_name, OpenMode, Segment, SegmentConfig, FILE_KINDS};
 use super::segments::Segments;
 use crate::clock::system_now_ms as now_ms;
+use crate::ids::{LeaderEpoch, Offset, ProducerEpoch, ProducerId};
 
 /// The configuration a log needs (resolved from broker defaults and topic overrides).
 #[derive(Debug, Clone, Copy)]
@@ -59,20 +60,20 @@ pub struct OpenOptions {
     pub clean: bool,
     /// From `recovery-point-offset-checkpoint`: offsets below it are known to be on disk,
     /// so only segments holding it or later offsets are re-scanned after a crash.
-    pub recovery_point: Option<i64>,
+    pub recovery_point: Option<Offset>,
     /// From `log-start-offset-checkpoint` (DeleteRecords may have moved it into a segment).
-    pub log_start_offset: Option<i64>,
+    pub log_start_offset: Option<Offset>,
 }
 
 /// Where an appended (or de-duplicated) batch landed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AppendInfo {
-    pub base_offset: i64,
-    pub last_offset: i64,
+    pub base_offset: Offset,
+    pub last_offset: Offset,
     /// True when the batch was a retry of one already in the log and nothing was written.
     pub duplicate: bool,
     /// The leader epoch the append was made at (a follower's: its batches' epoch).
-    pub leader_epoch: i32,
+    pub leader_epoch: LeaderEpoch,
     /// The broker's time stamped on the batch (LogAppendTime topics), else -1.
     pub log_append_time_ms: i64,
 }
@@ -84,9 +85,9 @@ pub struct Log {
     config: LogConfig,
     /// Sorted by base offset, each ending where the next begins.
     segments: Segments,
-    log_start_offset: i64,
+    log_start_offset: Offset,
     /// Offsets below it are flushed to disk (written to `recovery-point-offset-checkpoint`).
-    recovery_point: i64,
+    recovery_point: Offset,
     /// Records appended since the last flush (for `flush.messages`).
     unflushed_messages: i64,
     /// When the log was last flushed (for `flush.ms`).
@@ -157,7 +158,7 @@ impl Log {
             let next_base = bases.get(n + 1).copied();
             let active = next_base.is_none();
             let holds_unflushed = match (options.recovery_point, next_base) {
-                (Some(point), Some(next)) => next > point,
+                (Some(point), Some(next)) => next > point.0,
                 _ => true,
             };
             let mode = OpenMode {
@@ -172,15 +173,15 @@ impl Log {
             }
         }
         let segments = Segments::new(segments, || Segment::create(dir, 0, config.segment))?;
-        let first_base = segments.first().base_offset();
-        let log_end_offset = segments.active().next_offset();
+        let first_base = Offset(segments.first().base_offset());
+        let log_end_offset = Offset(segments.active().next_offset());
         let log_start_offset = options
             .log_start_offset
-            .unwrap_or(0)
+            .unwrap_or_default()
             .clamp(first_base, log_end_offset);
         let epoch_cache = EpochCache::load(dir, log_end_offset)?;
         let (producers, last_snapshot_offset) =
-            super::producer_recovery::load_producers(dir, &segments, log_start_offset)?;
+            super::producer_recovery::load_producers(dir, &segments, log_start_offset.0)?;
         let log = Log {
             dir: dir.to_path_buf(),
             config,
@@ -231,18 +232,18 @@ impl Log {
     }
 
     /// The first offset still in the log.
-    pub fn log_start_offset(&self) -> i64 {
+    pub fn log_start_offset(&self) -> Offset {
         self.log_start_offset
     }
 
     /// The offset the next appended record gets (LEO).
-    pub fn log_end_offset(&self) -> i64 {
-        self.active().next_offset()
+    pub fn log_end_offset(&self) -> Offset {
+        Offset(self.active().next_offset())
     }
 
     /// Offsets below this are on disk.
-    pub fn recovery_point(&self) -> i64 {
-        self.rolls.recovery_point(self.recovery_point)
+    pub fn recovery_point(&self) -> Offset {
+        Offset(self.rolls.recovery_point(self.recovery_point.0))
     }
 
     /// The leader epoch cache.
@@ -269,14 +270,14 @@ impl Log {
     pub fn append_as_leader(
         &mut self,
         records: &[u8],
-        leader_epoch: i32,
+        leader_epoch: LeaderEpoch,
     ) -> Result<AppendInfo, LogError> {
         self.rolls.check()?;
         let header = self.validate_client_batch(records)?;
         if let SequenceCheck::Duplicate(original) = self.producers().check(&header)? {
             return Ok(AppendInfo {
-                base_offset: original.first_offset,
-                last_offset: original.last_offset,
+                base_offset: Offset(original.first_offset),
+                last_offset: Offset(original.last_offset),
                 duplicate: true,
                 leader_epoch,
                 log_append_time_ms: -1,
@@ -299,7 +300,7 @@ impl Log {
         self.epoch_cache.maybe_assign(leader_epoch, base_offset)?;
         let segment = self.segments.active_mut();
         let log_append_time = self.config.log_append_time.then(now_ms);
-        let written = segment.append(records, base_offset, leader_epoch, log_append_time)?;
+        let written = segment.append(records, base_offset.0, leader_epoch.0, log_append_time)?;
         self.record_producer_batch(&written, super::control::parse(records, &written))?;
         self.unflushed_messages += i64::from(written.record_count);
         if self.unflushed_messages >= self.config.flush_messages {
@@ -308,7 +309,7 @@ impl Log {
         self.check_invariants();
         Ok(AppendInfo {
             base_offset,
-            last_offset: written.last_offset(),
+            last_offset: Offset(written.last_offset()),
             duplicate: false,
             leader_epoch,
             log_append_time_ms: log_append_time.unwrap_or(-1),
@@ -397,8 +398,8 @@ impl Log {
         self.rolls.check()?;
         let base_offset = self.log_end_offset();
         let sealed = self.active_mut().seal_deferred()?;
-        let segment = Segment::create(&self.dir, base_offset, self.config.segment)?;
-        tracing::debug!(dir = %self.dir.display(), base_offset, "rolled a new segment");
+        let segment = Segment::create(&self.dir, base_offset.0, self.config.segment)?;
+        tracing::debug!(dir = %self.dir.display(), base_offset = base_offset.0, "rolled a new segment");
         self.segments.roll(segment);
         // The snapshot's fsync joins the sealed segment's, off the partition's lock; the
         // recovery point passes `base_offset` only once both are done.
@@ -407,7 +408,7 @@ impl Log {
             Ok(None) => (sealed, Ok(())),
             Err(error) => (sealed, Err(error)),
         };
-        self.rolls.start(sync, self.dir.clone(), base_offset);
+        self.rolls.start(sync, self.dir.clone(), base_offset.0);
         snapshot
     }
 
@@ -420,8 +421,8 @@ impl Log {
     /// `min_one`. Zero-copy.
     pub fn read(
         &self,
-        offset: i64,
-        max_offset: i64,
+        offset: Offset,
+        max_offset: Offset,
         max_bytes: usize,
         min_one: bool,
     ) -> Result<Bytes, LogError> {
@@ -430,14 +431,14 @@ impl Log {
             // Nothing readable (a reader caught up): no segment is searched.
             return Ok(Bytes::new());
         }
-        let Some(segment) = self.segments.holding(offset) else {
+        let Some(segment) = self.segments.holding(offset.0) else {
             return Ok(Bytes::new());
         };
-        Ok(segment.read(offset, max_offset, max_bytes, min_one))
+        Ok(segment.read(offset.0, max_offset.0, max_bytes, min_one))
     }
 
     /// Fails with `OffsetOutOfRange` unless `log_start_offset <= offset <= log_end_offset`.
-    pub fn check_offset(&self, offset: i64) -> Result<(), LogError> {
+    pub fn check_offset(&self, offset: Offset) -> Result<(), LogError> {
         let log_end_offset = self.log_end_offset();
         if offset < self.log_start_offset || offset > log_end_offset {
             return Err(LogError::OffsetOutOfRange {
@@ -507,17 +508,17 @@ impl Log {
     }
 
     /// Forgets completed transactions whose markers are below `high_watermark`.
-    pub fn retire_stable_transactions(&mut self, high_watermark: i64) {
-        self.producers.retire_stable(high_watermark);
+    pub fn retire_stable_transactions(&mut self, high_watermark: Offset) {
+        self.producers.retire_stable(high_watermark.0);
     }
 
     /// The last stable offset: the high watermark, or the first offset of the earliest
     /// transaction not yet decided below it (read_committed consumers stop there).
-    pub fn last_stable_offset(&self, high_watermark: i64) -> i64 {
+    pub fn last_stable_offset(&self, high_watermark: Offset) -> Offset {
         self.producers()
-            .first_unstable_offset(high_watermark)
+            .first_unstable_offset(high_watermark.0)
             .map_or(high_watermark, |first| {
-                first.clamp(self.log_start_offset.min(high_watermark), high_watermark)
+                Offset(first).clamp(self.log_start_offset.min(high_watermark), high_watermark)
             })
     }
 
@@ -526,15 +527,15 @@ impl Log {
     /// seen, and ends the producer's open transaction here.
     pub fn append_marker_as_leader(
         &mut self,
-        producer_id: i64,
-        producer_epoch: i16,
+        producer_id: ProducerId,
+        producer_epoch: ProducerEpoch,
         marker: super::control::Marker,
-        leader_epoch: i32,
+        leader_epoch: LeaderEpoch,
     ) -> Result<AppendInfo, LogError> {
         self.rolls.check()?;
         self.producers()
-            .check_marker(producer_id, producer_epoch, marker.coordinator_epoch)?;
-        let batch = super::control::encode(producer_id, producer_epoch, marker, now_ms());
+            .check_marker(producer_id.0, producer_epoch.0, marker.coordinator_epoch)?;
+        let batch = super::control::encode(producer_id.0, producer_epoch.0, marker, now_ms());
         let base_offset = self.log_end_offset();
         let active = self.active();
         if active.size() > 0 && !active.has_room_for(batch.len()) {
@@ -543,7 +544,7 @@ impl Log {
         self.epoch_cache.maybe_assign(leader_epoch, base_offset)?;
         let segment = self.segments.active_mut();
         let log_append_time = self.config.log_append_time.then(now_ms);
-        let written = segment.append(&batch, base_offset, leader_epoch, log_append_time)?;
+        let written = segment.append(&batch, base_offset.0, leader_epoch.0, log_append_time)?;
         self.record_producer_batch(&written, Some(marker))?;
         self.count_unflushed(1)?;
         self.check_invariants();
@@ -566,7 +567,7 @@ impl Log {
     }
 
     /// Moves the recovery point back to `offset` after a truncation below it.
-    pub(super) fn lower_recovery_point(&mut self, offset: i64) {
+    pub(super) fn lower_recovery_point(&mut self, offset: Offset) {
         self.recovery_point = self.recovery_point().min(offset);
         self.rolls.truncated();
     }
@@ -582,11 +583,11 @@ impl Log {
     }
 
     /// Moves the log start offset forward (never back); returns whether it moved.
-    pub(super) fn maybe_advance_log_start_offset(&mut self, offset: i64) -> bool {
+    pub(super) fn maybe_advance_log_start_offset(&mut self, offset: Offset) -> bool {
         let advanced = offset > self.log_start_offset;
         if advanced {
             self.log_start_offset = offset;
-            self.producers.forget_aborted_before(offset);
+            self.producers.forget_aborted_before(offset.0);
         }
         advanced
     }
@@ -670,20 +671,22 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut log = Log::open(dir.path(), config(300), clean()).expect("open");
         for _ in 0..10 {
-            log.append_as_leader(&encode_batch(2, -1, -1, 0), 0)
+            log.append_as_leader(&encode_batch(2, -1, -1, 0), LeaderEpoch(0))
                 .expect("append");
         }
         assert!(log.segments().len() > 1, "small segments must roll");
-        assert_eq!(log.log_end_offset(), 20);
+        assert_eq!(log.log_end_offset(), Offset(20));
         for offset in 0..20 {
-            let bytes = log.read(offset, 20, 1 << 20, true).expect("read");
+            let bytes = log
+                .read(Offset(offset), Offset(20), 1 << 20, true)
+                .expect("read");
             let header = crate::log::batch::BatchHeader::parse(&bytes).expect("a batch");
             assert!(header.base_offset <= offset && offset <= header.last_offset());
         }
         log.close().expect("close");
         drop(log);
         let reopened = Log::open(dir.path(), config(300), clean()).expect("reopen");
-        assert_eq!(reopened.log_end_offset(), 20);
+        assert_eq!(reopened.log_end_offset(), Offset(20));
     }
 
     #[test]
@@ -692,22 +695,22 @@ mod tests {
         let mut log = Log::open(dir.path(), config(300), clean()).expect("open");
         let start = log.recovery_point();
         while log.segments().len() < 2 {
-            log.append_as_leader(&encode_batch(2, -1, -1, 0), 0)
+            log.append_as_leader(&encode_batch(2, -1, -1, 0), LeaderEpoch(0))
                 .expect("append");
         }
         let rolled_at = log.segments().active().base_offset();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while log.recovery_point() < rolled_at && std::time::Instant::now() < deadline {
+        while log.recovery_point() < Offset(rolled_at) && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
-        assert!(start < rolled_at);
+        assert!(start < Offset(rolled_at));
         assert_eq!(
             log.recovery_point(),
-            rolled_at,
+            Offset(rolled_at),
             "synced through the sealed segment"
         );
         while log.segments().len() < 3 {
-            log.append_as_leader(&encode_batch(2, -1, -1, 0), 0)
+            log.append_as_leader(&encode_batch(2, -1, -1, 0), LeaderEpoch(0))
                 .expect("append");
         }
         log.flush().expect("flush");
@@ -722,7 +725,7 @@ mod tests {
     fn a_torn_tail_is_cut_off_after_an_unclean_stop() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut log = Log::open(dir.path(), config(1 << 16), clean()).expect("open");
-        log.append_as_leader(&encode_batch(3, -1, -1, 0), 0)
+        log.append_as_leader(&encode_batch(3, -1, -1, 0), LeaderEpoch(0))
             .expect("append");
         let valid = log.segments().first().size();
         drop(log);
@@ -737,29 +740,32 @@ mod tests {
         drop(file);
         let mut log =
             Log::open(dir.path(), config(1 << 16), OpenOptions::default()).expect("recover");
-        assert_eq!(log.log_end_offset(), 3);
+        assert_eq!(log.log_end_offset(), Offset(3));
         let info = log
-            .append_as_leader(&encode_batch(1, -1, -1, 0), 0)
+            .append_as_leader(&encode_batch(1, -1, -1, 0), LeaderEpoch(0))
             .expect("append");
-        assert_eq!(info.base_offset, 3);
+        assert_eq!(info.base_offset, Offset(3));
         drop(log);
         let log =
             Log::open(dir.path(), config(1 << 16), OpenOptions::default()).expect("recover again");
-        assert_eq!(log.log_end_offset(), 4);
+        assert_eq!(log.log_end_offset(), Offset(4));
     }
 
     #[test]
     fn reads_stop_before_max_offset() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut log = Log::open(dir.path(), config(1 << 16), clean()).expect("open");
-        log.append_as_leader(&encode_batch(2, -1, -1, 0), 0)
+        log.append_as_leader(&encode_batch(2, -1, -1, 0), LeaderEpoch(0))
             .expect("append");
-        log.append_as_leader(&encode_batch(2, -1, -1, 0), 0)
+        log.append_as_leader(&encode_batch(2, -1, -1, 0), LeaderEpoch(0))
             .expect("append");
-        let bytes = log.read(0, 2, 1 << 20, true).expect("read");
+        let bytes = log.read(Offset(0), Offset(2), 1 << 20, true).expect("read");
         let header = crate::log::batch::BatchHeader::parse(&bytes).expect("batch");
         assert_eq!(bytes.len(), header.size, "only the batch below max_offset");
-        assert!(log.read(5, 4, 100, true).is_err(), "beyond the log end");
+        assert!(
+            log.read(Offset(5), Offset(4), 100, true).is_err(),
+            "beyond the log end"
+        );
     }
 }
 
@@ -780,13 +786,13 @@ mod recovery_tests {
             ..OpenOptions::default()
         };
         let mut log = Log::open(dir.path(), config, clean).expect("open");
-        log.append_as_leader(&encode_batch(3, -1, -1, 0), 0)
+        log.append_as_leader(&encode_batch(3, -1, -1, 0), LeaderEpoch(0))
             .expect("append");
         log.close().expect("close");
         let point = log.recovery_point();
         drop(log);
         let mut log = Log::open(dir.path(), config, clean).expect("reopen");
-        log.append_as_leader(&encode_batch(2, -1, -1, 5000), 0)
+        log.append_as_leader(&encode_batch(2, -1, -1, 5000), LeaderEpoch(0))
             .expect("append");
         assert_eq!(
             log.segments().len(),
@@ -800,7 +806,7 @@ mod recovery_tests {
             log_start_offset: None,
         };
         let log = Log::open(dir.path(), config, crashed).expect("recover");
-        assert_eq!(log.log_end_offset(), 5);
+        assert_eq!(log.log_end_offset(), Offset(5));
     }
 }
 
@@ -818,7 +824,7 @@ mod damage_tests {
         };
         let mut log = Log::open(dir.path(), test_config(1 << 16, 1), clean).expect("open");
         for _ in 0..10 {
-            log.append_as_leader(&encode_batch(2, -1, -1, 0), 0)
+            log.append_as_leader(&encode_batch(2, -1, -1, 0), LeaderEpoch(0))
                 .expect("append");
         }
         log.close().expect("close");
@@ -830,7 +836,9 @@ mod damage_tests {
         std::fs::write(&index, &bytes).expect("damage");
         let log = Log::open(dir.path(), test_config(1 << 16, 1), clean).expect("reopen");
         for offset in 0..20 {
-            let read = log.read(offset, 20, 1 << 20, true).expect("read");
+            let read = log
+                .read(Offset(offset), Offset(20), 1 << 20, true)
+                .expect("read");
             let header = crate::log::batch::BatchHeader::parse(&read).expect("a batch");
             assert!(header.base_offset <= offset && offset <= header.last_offset());
         }
@@ -861,7 +869,7 @@ mod damage_properties {
                 .expect("open");
             let mut ends = Vec::new();
             for count in &counts {
-                log.append_as_leader(&encode_batch(*count, -1, -1, 0), 0).expect("append");
+                log.append_as_leader(&encode_batch(*count, -1, -1, 0), LeaderEpoch(0)).expect("append");
                 ends.push((log.segments().first().size(), log.log_end_offset()));
             }
             let size = log.segments().first().size();
@@ -879,17 +887,17 @@ mod damage_properties {
                 .expect("recover");
             // A flip inside the 12-byte offset/length prefix or the CRC'd body of the batch
             // holding `at` invalidates it; earlier batches end at or before `at`.
-            let expected = ends.iter().take_while(|(end, _)| *end <= at).last().map_or(0, |e| e.1);
+            let expected = ends.iter().take_while(|(end, _)| *end <= at).last().map_or(Offset(0), |e| e.1);
             let leo = log.log_end_offset();
             let start_of_damaged = ends.iter().map(|e| e.0).filter(|end| *end <= at).max().unwrap_or(0);
             let in_leader_epoch = (12..16).contains(&(at - start_of_damaged));
             if flip && in_leader_epoch {
                 // The partition leader epoch is not covered by the CRC: nothing is lost.
-                prop_assert_eq!(leo, ends.last().map_or(0, |e| e.1));
+                prop_assert_eq!(leo, ends.last().map_or(Offset(0), |e| e.1));
             } else {
                 prop_assert_eq!(leo, expected);
             }
-            let info = log.append_as_leader(&encode_batch(1, -1, -1, 0), 0).expect("append");
+            let info = log.append_as_leader(&encode_batch(1, -1, -1, 0), LeaderEpoch(0)).expect("append");
             prop_assert_eq!(info.base_offset, leo);
         }
     }

@@ -134,7 +134,7 @@ impl Log {
     }
 
     fn write_producer_snapshot(&mut self, durable: bool) -> Result<Option<PathBuf>, LogError> {
-        let offset = self.log_end_offset();
+        let offset = self.log_end_offset().0;
         if self.last_snapshot_offset() == offset {
             return Ok(None);
         }
@@ -151,7 +151,7 @@ impl Log {
 
     /// Reloads the producer state after the log's end was truncated.
     pub(super) fn reload_producers(&mut self) -> Result<(), LogError> {
-        let (table, from) = load_producers(self.dir(), self.segments(), self.log_start_offset())?;
+        let (table, from) = load_producers(self.dir(), self.segments(), self.log_start_offset().0)?;
         self.set_producers(table, from);
         Ok(())
     }
@@ -166,6 +166,7 @@ impl Log {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::{LeaderEpoch, Offset};
     use crate::log::batch::tests::encode_batch;
     use crate::log::cleaner::transaction_tests::{end_txn, txn_batch};
     use crate::log::partition_log::{test_config, OpenOptions};
@@ -176,7 +177,10 @@ mod tests {
     }
 
     fn append(log: &mut Log, batch: &[u8]) -> i64 {
-        log.append_as_leader(batch, 0).expect("append").base_offset
+        log.append_as_leader(batch, LeaderEpoch(0))
+            .expect("append")
+            .base_offset
+            .into()
     }
 
     /// What a restart must keep: every producer, the last stable offset and the aborted
@@ -185,13 +189,13 @@ mod tests {
         let end = log.log_end_offset();
         let aborted = log
             .producers()
-            .aborted_between(0, end)
+            .aborted_between(0, end.0)
             .iter()
             .map(|a| (a.producer_id, a.first_offset, a.last_offset))
             .collect();
         (
             log.producers().describe(),
-            log.last_stable_offset(end),
+            log.last_stable_offset(end).0,
             aborted,
         )
     }
@@ -225,11 +229,11 @@ mod tests {
         let end = log.log_end_offset();
         log.close().expect("close");
         drop(log);
-        assert!(producer_snapshot::path(dir.path(), end).exists());
+        assert!(producer_snapshot::path(dir.path(), end.0).exists());
         let indexed: usize = log_files(dir.path(), "txnindex");
         assert_eq!(indexed, 1, "one segment holds the ABORT marker");
         let log = open(dir.path());
-        assert_eq!(log.last_snapshot_offset(), end, "loaded from the log end");
+        assert_eq!(log.last_snapshot_offset(), end.0, "loaded from the log end");
         assert_eq!(state(&log), before);
         assert_eq!(
             before.1, before.0[3].current_txn_start_offset,
@@ -312,24 +316,24 @@ mod tests {
         let first = append(&mut log, &txn_batch(2, 0, &[(1, Some(1))]));
         let marker = end_txn(&mut log, 2, false);
         assert_eq!(state(&log).2, [(2, first, marker)]);
-        log.truncate_to(marker).expect("truncate");
+        log.truncate_to(Offset(marker)).expect("truncate");
         assert!(state(&log).2.is_empty(), "the abort is gone");
-        assert_eq!(log.last_stable_offset(log.log_end_offset()), first);
+        assert_eq!(log.last_stable_offset(log.log_end_offset()), Offset(first));
         let active = log.segments().active();
         assert!(active.txn_index().entries().expect("entries").is_empty());
         log.close().expect("close");
         let end = log.log_end_offset();
         drop(log);
-        let snapshot = producer_snapshot::path(dir.path(), end);
+        let snapshot = producer_snapshot::path(dir.path(), end.0);
         let mut bytes = std::fs::read(&snapshot).expect("read");
         bytes[12] ^= 0xff;
         std::fs::write(&snapshot, bytes).expect("damage");
         let log = open(dir.path());
         assert!(
-            log.last_snapshot_offset() < end,
+            log.last_snapshot_offset() < end.0,
             "an older snapshot was used"
         );
         assert!(!snapshot.exists(), "the damaged one was deleted");
-        assert_eq!(log.last_stable_offset(log.log_end_offset()), first);
+        assert_eq!(log.last_stable_offset(log.log_end_offset()), Offset(first));
     }
 }

@@ -15,6 +15,7 @@ use super::checkpoint::remove_if_exists;
 use super::error::LogError;
 use super::partition_log::{AppendInfo, Log};
 use super::segment::{file_name, OpenMode, Segment};
+use crate::ids::{LeaderEpoch, Offset};
 
 impl Log {
     /// Appends batches fetched from the leader as they are: their base offsets must not go
@@ -25,14 +26,14 @@ impl Log {
     pub fn append_as_follower(&mut self, records: &[u8]) -> Result<Option<AppendInfo>, LogError> {
         self.check_roll_syncs()?;
         let mut first_offset = None;
-        let (mut last_offset, mut leader_epoch) = (-1, -1);
+        let (mut last_offset, mut leader_epoch) = (Offset::UNKNOWN, LeaderEpoch::UNKNOWN);
         for (position, header) in BatchIter::new(records) {
             let bytes = &records[position..position + header.size];
             self.check_follower_batch(bytes, &header)?;
             self.append_replicated_batch(bytes, &header)?;
-            first_offset.get_or_insert(header.base_offset);
-            last_offset = header.last_offset();
-            leader_epoch = header.partition_leader_epoch;
+            first_offset.get_or_insert(Offset(header.base_offset));
+            last_offset = Offset(header.last_offset());
+            leader_epoch = LeaderEpoch(header.partition_leader_epoch);
         }
         self.check_invariants();
         Ok(first_offset.map(|base_offset| AppendInfo {
@@ -61,10 +62,10 @@ impl Log {
             });
         }
         batch::check_crc(bytes, header)?;
-        if header.base_offset < self.log_end_offset() {
+        if Offset(header.base_offset) < self.log_end_offset() {
             return Err(LogError::NonContiguousOffset {
                 expected: self.log_end_offset(),
-                found: header.base_offset,
+                found: Offset(header.base_offset),
             });
         }
         Ok(())
@@ -86,8 +87,10 @@ impl Log {
         if active.size() > 0 && !active.has_room_for(bytes.len()) {
             self.roll()?;
         }
-        self.epoch_cache_mut()
-            .maybe_assign(header.partition_leader_epoch, header.base_offset)?;
+        self.epoch_cache_mut().maybe_assign(
+            LeaderEpoch(header.partition_leader_epoch),
+            Offset(header.base_offset),
+        )?;
         let segment = self.segments_mut().active_mut();
         let written = segment.append_unchanged(bytes)?;
         self.follow_producers(bytes, &written)?;
@@ -98,8 +101,8 @@ impl Log {
     /// takes over, before its first append).
     pub fn assign_leader_epoch(
         &mut self,
-        leader_epoch: i32,
-        start_offset: i64,
+        leader_epoch: LeaderEpoch,
+        start_offset: Offset,
     ) -> Result<bool, LogError> {
         self.epoch_cache_mut()
             .maybe_assign(leader_epoch, start_offset)
@@ -113,7 +116,7 @@ impl Log {
     /// end: a replica that led briefly without appending keeps such an entry, and fetching
     /// with it as its last epoch would make the leader report the same divergence for ever
     /// (Kafka's UnifiedLog.truncateTo does the same for this case).
-    pub fn truncate_to(&mut self, offset: i64) -> Result<bool, LogError> {
+    pub fn truncate_to(&mut self, offset: Offset) -> Result<bool, LogError> {
         let offset = offset.max(self.log_start_offset());
         if offset >= self.log_end_offset() {
             let end = self.log_end_offset();
@@ -124,7 +127,7 @@ impl Log {
         let config = self.config().segment;
         // The segment holding `offset` becomes the active one; every later one goes first,
         // so that a crash part-way leaves a contiguous prefix for the next start.
-        let holding = self.segments().starting_at_or_before(offset).max(1) - 1;
+        let holding = self.segments().starting_at_or_before(offset.0).max(1) - 1;
         let removed = self.segments_mut().keep_through(holding);
         for segment in &removed {
             for path in segment.paths(&dir) {
@@ -132,13 +135,13 @@ impl Log {
             }
         }
         drop(removed);
-        let replacement = rewrite_prefix(&dir, self.segments().active(), offset, config)?;
+        let replacement = rewrite_prefix(&dir, self.segments().active(), offset.0, config)?;
         drop(self.segments_mut().replace_active(replacement));
         let end = self.log_end_offset();
         self.epoch_cache_mut().truncate_from_end(end)?;
         self.reload_producers()?;
         self.lower_recovery_point(end);
-        tracing::info!(dir = %dir.display(), offset, log_end_offset = end, "truncated log");
+        tracing::info!(dir = %dir.display(), offset = offset.0, log_end_offset = end.0, "truncated log");
         self.check_invariants();
         Ok(true)
     }
@@ -194,38 +197,53 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut log = open(dir.path());
         for epoch in 0..40 {
-            log.append_as_leader(&encode_batch(3, -1, -1, 0), epoch / 10)
+            log.append_as_leader(&encode_batch(3, -1, -1, 0), LeaderEpoch(epoch / 10))
                 .expect("append");
         }
         assert!(log.segments().len() > 2, "several segments");
-        assert!(log.truncate_to(31).expect("truncate"));
-        assert_eq!(log.log_end_offset(), 30, "the batch holding 31 goes whole");
+        assert!(log.truncate_to(Offset(31)).expect("truncate"));
+        assert_eq!(
+            log.log_end_offset(),
+            Offset(30),
+            "the batch holding 31 goes whole"
+        );
         // Epoch 1 began at offset 30 (the eleventh batch): it goes with its records.
-        assert_eq!(log.epoch_cache().latest_epoch(), Some(0));
+        assert_eq!(log.epoch_cache().latest_epoch(), Some(LeaderEpoch(0)));
         // Appends continue at the new end, and the log reopens to the same state.
-        log.append_as_leader(&encode_batch(2, -1, -1, 0), 5)
+        log.append_as_leader(&encode_batch(2, -1, -1, 0), LeaderEpoch(5))
             .expect("append");
-        assert_eq!(log.log_end_offset(), 32);
+        assert_eq!(log.log_end_offset(), Offset(32));
         log.close().expect("close");
         drop(log);
         let log = open(dir.path());
-        assert_eq!(log.log_end_offset(), 32);
-        assert_eq!(log.epoch_cache().end_offset_for(3, 32), (0, 30));
+        assert_eq!(log.log_end_offset(), Offset(32));
+        assert_eq!(
+            log.epoch_cache().end_offset_for(LeaderEpoch(3), Offset(32)),
+            (LeaderEpoch(0), Offset(30))
+        );
     }
 
     #[test]
     fn truncation_at_the_log_end_forgets_an_epoch_that_holds_no_record() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut log = open(dir.path());
-        log.append_as_leader(&encode_batch(3, -1, -1, 0), 0)
+        log.append_as_leader(&encode_batch(3, -1, -1, 0), LeaderEpoch(0))
             .expect("append");
         // Led at epoch 1 without appending: the epoch starts at the log end.
-        log.assign_leader_epoch(1, 3).expect("assign");
-        assert!(!log.truncate_to(3).expect("truncate"), "no record removed");
-        assert_eq!(log.epoch_cache().latest_epoch(), Some(0));
+        log.assign_leader_epoch(LeaderEpoch(1), Offset(3))
+            .expect("assign");
+        assert!(
+            !log.truncate_to(Offset(3)).expect("truncate"),
+            "no record removed"
+        );
+        assert_eq!(log.epoch_cache().latest_epoch(), Some(LeaderEpoch(0)));
         drop(log);
         let log = open(dir.path());
-        assert_eq!(log.epoch_cache().latest_epoch(), Some(0), "persisted");
+        assert_eq!(
+            log.epoch_cache().latest_epoch(),
+            Some(LeaderEpoch(0)),
+            "persisted"
+        );
     }
 
     #[test]
@@ -234,18 +252,28 @@ mod tests {
         let mut leader = open(leader_dir.path());
         for epoch in [0, 0, 2] {
             leader
-                .append_as_leader(&encode_batch(4, -1, -1, 0), epoch)
+                .append_as_leader(&encode_batch(4, -1, -1, 0), LeaderEpoch(epoch))
                 .expect("append");
         }
-        let fetched = leader.read(0, 12, 1 << 20, true).expect("read");
+        let fetched = leader
+            .read(Offset(0), Offset(12), 1 << 20, true)
+            .expect("read");
         let follower_dir = tempfile::tempdir().expect("tempdir");
         let mut follower = open(follower_dir.path());
         let info = follower
             .append_as_follower(&fetched)
             .expect("append")
             .expect("some");
-        assert_eq!((info.base_offset, info.last_offset), (0, 11));
-        assert_eq!(follower.read(0, 12, 1 << 20, true).expect("read"), fetched);
+        assert_eq!(
+            (info.base_offset, info.last_offset),
+            (Offset(0), Offset(11))
+        );
+        assert_eq!(
+            follower
+                .read(Offset(0), Offset(12), 1 << 20, true)
+                .expect("read"),
+            fetched
+        );
         assert_eq!(
             follower.epoch_cache().entries(),
             leader.epoch_cache().entries()

@@ -9,13 +9,14 @@
 use super::error::LogError;
 use super::partition_log::Log;
 use super::segment::Segment;
+use crate::ids::Offset;
 
 impl Log {
     /// Deletes the segments that retention allows; returns how many were deleted.
     pub fn delete_old_segments(
         &mut self,
         now_ms: i64,
-        high_watermark: i64,
+        high_watermark: Offset,
     ) -> Result<usize, LogError> {
         let config = *self.config();
         let total: usize = self.segments().iter().map(Segment::size).sum();
@@ -23,7 +24,7 @@ impl Log {
             bytes if bytes >= 0 => total as i64 - bytes,
             _ => i64::MIN,
         };
-        let log_start_offset = self.log_start_offset();
+        let (log_start_offset, high_watermark) = (self.log_start_offset().0, high_watermark.0);
         let count = self
             .segments()
             .iter()
@@ -50,13 +51,17 @@ impl Log {
 
     /// Moves the log start offset to `offset` (DeleteRecords) and deletes the segments
     /// wholly below it. The caller checks `offset` against the high watermark.
-    pub fn delete_records(&mut self, offset: i64, high_watermark: i64) -> Result<i64, LogError> {
+    pub fn delete_records(
+        &mut self,
+        offset: Offset,
+        high_watermark: Offset,
+    ) -> Result<Offset, LogError> {
         if self.maybe_advance_log_start_offset(offset) {
             let start = self.log_start_offset();
             let count = self
                 .segments()
                 .iter()
-                .take_while(|s| s.size() > 0 && s.next_offset() <= start.min(high_watermark))
+                .take_while(|s| s.size() > 0 && s.next_offset() <= start.min(high_watermark).0)
                 .count();
             self.delete_first_segments(count)?;
         }
@@ -73,13 +78,13 @@ impl Log {
         let dir = self.dir().to_path_buf();
         let removed = self.segments_mut().remove_oldest(count);
         let first_base = self.segments().first().base_offset();
-        self.maybe_advance_log_start_offset(first_base);
+        self.maybe_advance_log_start_offset(Offset(first_base));
         for segment in removed {
             for path in segment.paths(&dir) {
                 super::checkpoint::remove_if_exists(&path)?;
             }
             tracing::info!(dir = %dir.display(), base_offset = segment.base_offset(),
-                log_start_offset = self.log_start_offset(), "deleted segment");
+                log_start_offset = %self.log_start_offset(), "deleted segment");
         }
         self.delete_snapshots_before_first_segment()?;
         super::checkpoint::sync_dir(&dir)?;
@@ -90,6 +95,7 @@ impl Log {
 
 #[cfg(test)]
 mod tests {
+    use crate::ids::{LeaderEpoch, Offset};
     use crate::log::batch::tests::encode_batch;
     use crate::log::partition_log::{test_config, LogConfig, OpenOptions};
     use crate::log::Log;
@@ -97,7 +103,7 @@ mod tests {
     fn log(config: LogConfig, dir: &std::path::Path, batches: &[i64]) -> Log {
         let mut log = Log::open(dir, config, OpenOptions::default()).expect("open");
         for timestamp in batches {
-            log.append_as_leader(&encode_batch(2, -1, -1, *timestamp), 0)
+            log.append_as_leader(&encode_batch(2, -1, -1, *timestamp), LeaderEpoch(0))
                 .expect("append");
         }
         log
@@ -117,9 +123,12 @@ mod tests {
             .expect("retention");
         assert!(deleted >= 1 && deleted < before);
         assert!(log.segments().first().largest_timestamp() >= 4500);
-        assert_eq!(log.log_start_offset(), log.segments().first().base_offset());
+        assert_eq!(
+            log.log_start_offset(),
+            Offset(log.segments().first().base_offset())
+        );
         assert!(
-            log.read(0, 100, 1 << 20, true).is_err(),
+            log.read(Offset(0), Offset(100), 1 << 20, true).is_err(),
             "below the log start"
         );
     }
@@ -139,7 +148,7 @@ mod tests {
             total <= 300 + 200,
             "within one segment of the limit: {total}"
         );
-        assert!(log.log_start_offset() > 0);
+        assert!(log.log_start_offset() > Offset(0));
     }
 
     #[test]
@@ -156,16 +165,23 @@ mod tests {
             .delete_old_segments(1_000_000, log.log_end_offset())
             .expect("retention");
         assert_eq!(deleted, 0, "cleanup.policy=compact keeps old segments");
-        assert_eq!(log.log_start_offset(), 0);
+        assert_eq!(log.log_start_offset(), Offset(0));
     }
 
     #[test]
     fn delete_records_moves_the_start_inside_a_segment() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut log = log(test_config(1 << 16, 64), dir.path(), &[1, 2, 3]);
-        assert_eq!(log.delete_records(3, 6).expect("delete"), 3);
-        assert!(log.read(2, 6, 1 << 20, true).is_err());
-        assert!(log.read(3, 6, 1 << 20, true).is_ok());
-        assert_eq!(log.delete_records(1, 6).expect("never backwards"), 3);
+        assert_eq!(
+            log.delete_records(Offset(3), Offset(6)).expect("delete"),
+            Offset(3)
+        );
+        assert!(log.read(Offset(2), Offset(6), 1 << 20, true).is_err());
+        assert!(log.read(Offset(3), Offset(6), 1 << 20, true).is_ok());
+        assert_eq!(
+            log.delete_records(Offset(1), Offset(6))
+                .expect("never backwards"),
+            Offset(3)
+        );
     }
 }

@@ -21,6 +21,7 @@ use super::mmap::{MappedFile, MappedRegion};
 use super::offset_index::{FilePosition, OffsetIndex, RelativeOffset};
 use super::time_index::TimeIndex;
 use super::txn_index::TxnIndex;
+use crate::ids::Offset;
 
 /// Sizes a segment needs to know (from the topic's configuration).
 #[derive(Debug, Clone, Copy)]
@@ -415,8 +416,8 @@ impl Segment {
         })?;
         if header.base_offset < self.next_offset {
             return Err(LogError::NonContiguousOffset {
-                expected: self.next_offset,
-                found: header.base_offset,
+                expected: Offset(self.next_offset),
+                found: Offset(header.base_offset),
             });
         }
         if self.size + bytes.len() > self.log.capacity() {

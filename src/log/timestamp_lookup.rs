@@ -10,12 +10,13 @@ use kafka_protocol::records::RecordBatchDecoder;
 
 use super::batch::BatchHeader;
 use super::partition_log::Log;
+use crate::ids::Offset;
 
 /// A record found by time: its timestamp and offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TimestampAndOffset {
     pub timestamp: i64,
-    pub offset: i64,
+    pub offset: Offset,
 }
 
 /// Decodes the records of one stored batch: (offset, timestamp) pairs. A batch that fails
@@ -40,7 +41,7 @@ impl Log {
     /// first segment whose max timestamp reaches the target, then its time index, then a
     /// short scan of batch headers, then one batch decoded.
     pub fn offset_for_timestamp(&self, target: i64) -> Option<TimestampAndOffset> {
-        let start = self.log_start_offset();
+        let start = self.log_start_offset().0;
         for segment in self
             .segments()
             .iter()
@@ -55,6 +56,7 @@ impl Log {
                     .into_iter()
                     .find(|(offset, timestamp)| *offset >= start && *timestamp >= target);
                 if let Some((offset, timestamp)) = found {
+                    let offset = Offset(offset);
                     return Some(TimestampAndOffset { timestamp, offset });
                 }
             }
@@ -79,6 +81,7 @@ impl Log {
         let (offset, timestamp) = times
             .into_iter()
             .find(|(_, timestamp)| *timestamp == header.max_timestamp)?;
+        let offset = Offset(offset);
         Some(TimestampAndOffset { timestamp, offset })
     }
 }
@@ -86,6 +89,7 @@ impl Log {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::LeaderEpoch;
     use crate::log::batch::tests::encode_batch;
     use crate::log::partition_log::{test_config, OpenOptions};
 
@@ -93,7 +97,7 @@ mod tests {
         let config = test_config(400, 1);
         let mut log = Log::open(dir, config, OpenOptions::default()).expect("open");
         for timestamp in timestamps {
-            log.append_as_leader(&encode_batch(2, -1, -1, *timestamp), 0)
+            log.append_as_leader(&encode_batch(2, -1, -1, *timestamp), LeaderEpoch(0))
                 .expect("append");
         }
         log
@@ -106,11 +110,11 @@ mod tests {
         let log = log_with(&[100, 200, 300, 400, 500, 600], dir.path());
         assert!(log.segments().len() > 1);
         let at = |t| log.offset_for_timestamp(t).map(|f| (f.offset, f.timestamp));
-        assert_eq!(at(0), Some((0, 100)));
-        assert_eq!(at(101), Some((1, 101)));
-        assert_eq!(at(102), Some((2, 200)));
-        assert_eq!(at(450), Some((8, 500)));
-        assert_eq!(at(601), Some((11, 601)));
+        assert_eq!(at(0), Some((Offset(0), 100)));
+        assert_eq!(at(101), Some((Offset(1), 101)));
+        assert_eq!(at(102), Some((Offset(2), 200)));
+        assert_eq!(at(450), Some((Offset(8), 500)));
+        assert_eq!(at(601), Some((Offset(11), 601)));
         assert_eq!(at(602), None);
     }
 
@@ -119,6 +123,6 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let log = log_with(&[100, 900, 300, 900], dir.path());
         let found = log.offset_of_max_timestamp().expect("found");
-        assert_eq!((found.offset, found.timestamp), (3, 901));
+        assert_eq!((found.offset, found.timestamp), (Offset(3), 901));
     }
 }

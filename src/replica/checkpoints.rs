@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::ReplicaError;
 use super::partition::TopicPartition;
+use crate::ids::Offset;
 use crate::log::checkpoint;
 use crate::log::LogError;
 
@@ -24,26 +25,24 @@ pub const CLEANER_OFFSET_FILE: &str = "cleaner-offset-checkpoint";
 pub const META_PROPERTIES_FILE: &str = "meta.properties";
 
 /// Reads a `topic partition offset` checkpoint; empty if the file does not exist.
-pub fn read_offsets(path: &Path) -> Result<HashMap<TopicPartition, i64>, LogError> {
+pub fn read_offsets(path: &Path) -> Result<HashMap<TopicPartition, Offset>, LogError> {
     let mut offsets = HashMap::new();
     for line in checkpoint::read(path)?.unwrap_or_default() {
         let parts: Vec<&str> = line.split_whitespace().collect();
         let parsed = match parts.as_slice() {
-            [topic, partition, offset] => {
-                partition
-                    .parse()
-                    .ok()
-                    .zip(offset.parse().ok())
-                    .map(|(partition, offset)| {
-                        (
-                            TopicPartition {
-                                topic: topic.to_string(),
-                                partition,
-                            },
-                            offset,
-                        )
-                    })
-            }
+            [topic, partition, offset] => partition
+                .parse()
+                .ok()
+                .zip(offset.parse().ok().map(Offset))
+                .map(|(partition, offset)| {
+                    (
+                        TopicPartition {
+                            topic: topic.to_string(),
+                            partition,
+                        },
+                        offset,
+                    )
+                }),
             _ => None,
         };
         let (tp, offset) = parsed.ok_or_else(|| LogError::CorruptFile {
@@ -56,7 +55,7 @@ pub fn read_offsets(path: &Path) -> Result<HashMap<TopicPartition, i64>, LogErro
 }
 
 /// Writes a `topic partition offset` checkpoint atomically.
-pub fn write_offsets(path: &Path, offsets: &[(TopicPartition, i64)]) -> Result<(), LogError> {
+pub fn write_offsets(path: &Path, offsets: &[(TopicPartition, Offset)]) -> Result<(), LogError> {
     let lines: Vec<String> = offsets
         .iter()
         .map(|(tp, offset)| format!("{} {} {offset}", tp.topic, tp.partition))
@@ -135,12 +134,12 @@ mod tests {
             topic: "a.b-c".into(),
             partition: 3,
         };
-        write_offsets(&path, &[(tp.clone(), 42)]).expect("write");
+        write_offsets(&path, &[(tp.clone(), Offset(42))]).expect("write");
         assert_eq!(
             std::fs::read_to_string(&path).expect("read"),
             "0\n1\na.b-c 3 42\n"
         );
-        assert_eq!(read_offsets(&path).expect("read")[&tp], 42);
+        assert_eq!(read_offsets(&path).expect("read")[&tp], Offset(42));
     }
 
     #[test]

@@ -19,6 +19,7 @@ use super::checkpoints;
 use super::error::ReplicaError;
 use super::partition::{Partition, TopicPartition};
 use crate::config::BrokerConfig;
+use crate::ids::Offset;
 use crate::log::cleaner::{CleaningStats, LogToClean};
 use crate::log::offset_map::{self, OffsetMap};
 use crate::log::LogError;
@@ -39,7 +40,7 @@ pub struct LogCleaner {
     in_progress: Mutex<HashSet<TopicPartition>>,
     path: PathBuf,
     /// First dirty offset per partition, as last written to `path`.
-    first_dirty_offsets: Mutex<HashMap<TopicPartition, i64>>,
+    first_dirty_offsets: Mutex<HashMap<TopicPartition, Offset>>,
     /// Partitions whose cleaning failed: skipped until restart, so that one bad log does
     /// not take every round (LogCleanerManager's uncleanable partitions in Kafka).
     uncleanable: Mutex<HashSet<TopicPartition>>,
@@ -111,7 +112,7 @@ impl LogCleaner {
         self.stop.store(true, Ordering::Relaxed);
     }
 
-    fn checkpoint_of(&self, tp: &TopicPartition) -> Option<i64> {
+    fn checkpoint_of(&self, tp: &TopicPartition) -> Option<Offset> {
         let offsets = self
             .first_dirty_offsets
             .lock()
@@ -179,7 +180,7 @@ impl LogCleaner {
             Ok(stats) => {
                 tracing::info!(topic = %tp.topic, partition = tp.partition,
                     bytes_before = stats.bytes_before, bytes_after = stats.bytes_after,
-                    segments = stats.segments_swapped, first_dirty_offset = stats.end_offset,
+                    segments = stats.segments_swapped, first_dirty_offset = %stats.end_offset,
                     dirty_ratio = to_clean.ratio(), duration_ms = started.elapsed().as_millis() as u64,
                     "cleaned log");
                 self.save_checkpoint(&tp, stats.end_offset, partitions);
@@ -214,7 +215,7 @@ impl LogCleaner {
         let mut map = OffsetMap::new(self.map_entries_max.load(Ordering::Relaxed));
         let end_offset = plan.build_offset_map(&mut map, &self.stop).map_err(wrap)?;
         let mut stats = CleaningStats {
-            end_offset,
+            end_offset: Offset(end_offset),
             ..CleaningStats::default()
         };
         let mut transactions = plan.transactions();
@@ -242,14 +243,14 @@ impl LogCleaner {
         busy.remove(tp);
     }
 
-    fn save_checkpoint(&self, tp: &TopicPartition, offset: i64, partitions: &[Arc<Partition>]) {
+    fn save_checkpoint(&self, tp: &TopicPartition, offset: Offset, partitions: &[Arc<Partition>]) {
         let mut offsets = self
             .first_dirty_offsets
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         offsets.insert(tp.clone(), offset);
         offsets.retain(|tp, _| partitions.iter().any(|p| &p.topic_partition == tp));
-        let mut entries: Vec<(TopicPartition, i64)> =
+        let mut entries: Vec<(TopicPartition, Offset)> =
             offsets.iter().map(|(tp, o)| (tp.clone(), *o)).collect();
         entries.sort();
         if let Err(error) = checkpoints::write_offsets(&self.path, &entries) {
@@ -263,6 +264,7 @@ impl LogCleaner {
 mod tests {
     use super::*;
     use crate::config::ConfigMap;
+    use crate::ids::{BrokerId, LeaderEpoch};
     use crate::log::cleaner::tests::{compact_config, keyed_batch};
     use crate::log::partition_log::OpenOptions;
     use crate::log::{Log, LogConfig};
@@ -292,7 +294,8 @@ mod tests {
                 let crc = crc32c::crc32c(&batch[21..]);
                 batch[17..21].copy_from_slice(&crc.to_be_bytes());
             }
-            log.append_as_leader(&batch, 0).expect("append");
+            log.append_as_leader(&batch, LeaderEpoch(0))
+                .expect("append");
         }
         log.roll().expect("roll");
         drop(log);
@@ -305,7 +308,7 @@ mod tests {
         Arc::new(Partition::new(
             tp,
             uuid::Uuid::nil(),
-            (1, 0),
+            (BrokerId(1), LeaderEpoch(0)),
             log,
             log_dir,
             (crate::clock::Clock::system(), Default::default()),

@@ -1,5 +1,6 @@
 //! Errors of the replica layer.
 
+use crate::ids::{BrokerId, LeaderEpoch, Offset};
 use crate::log::LogError;
 
 /// Why a partition operation failed.
@@ -11,15 +12,15 @@ pub enum ReplicaError {
     FencedLeaderEpoch {
         topic: String,
         partition: i32,
-        requested: i32,
-        current: i32,
+        requested: LeaderEpoch,
+        current: LeaderEpoch,
     },
     #[error("{topic}-{partition}: leader epoch {requested} is newer than {current}")]
     UnknownLeaderEpoch {
         topic: String,
         partition: i32,
-        requested: i32,
-        current: i32,
+        requested: LeaderEpoch,
+        current: LeaderEpoch,
     },
     #[error("{topic}-{partition}: {isr} in sync, {required} required")]
     NotEnoughReplicas {
@@ -39,15 +40,15 @@ pub enum ReplicaError {
     ReplicationTimeout {
         topic: String,
         partition: i32,
-        offset: i64,
+        offset: Offset,
         timeout_ms: u64,
     },
     #[error("{topic}-{partition}: this broker is not the leader (leader {leader}, epoch {leader_epoch})")]
     NotLeaderOrFollower {
         topic: String,
         partition: i32,
-        leader: i32,
-        leader_epoch: i32,
+        leader: BrokerId,
+        leader_epoch: LeaderEpoch,
     },
     #[error("{topic}-{partition}: its log directory {log_dir} failed")]
     LogDirOffline {

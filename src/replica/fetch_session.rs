@@ -14,6 +14,7 @@ use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, Forgot
 use kafka_protocol::messages::FetchRequest;
 
 use super::partition::{Partition, TopicPartition};
+use crate::ids::{LeaderEpoch, Offset};
 
 /// The `session_epoch` of a full request (opens a session).
 const INITIAL_EPOCH: i32 = 0;
@@ -21,9 +22,9 @@ const INITIAL_EPOCH: i32 = 0;
 /// Where a follower asked the leader to read one partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Position {
-    pub fetch_offset: i64,
-    pub last_fetched_epoch: i32,
-    pub current_leader_epoch: i32,
+    pub fetch_offset: Offset,
+    pub last_fetched_epoch: LeaderEpoch,
+    pub current_leader_epoch: LeaderEpoch,
 }
 
 impl Position {
@@ -140,9 +141,9 @@ impl Outgoing {
         for (tp, position) in &self.named {
             let fetch = FetchPartition::default()
                 .with_partition(tp.partition)
-                .with_current_leader_epoch(position.current_leader_epoch)
-                .with_fetch_offset(position.fetch_offset)
-                .with_last_fetched_epoch(position.last_fetched_epoch)
+                .with_current_leader_epoch(position.current_leader_epoch.0)
+                .with_fetch_offset(position.fetch_offset.0)
+                .with_last_fetched_epoch(position.last_fetched_epoch.0)
                 .with_log_start_offset(-1)
                 .with_partition_max_bytes(super::fetcher::REPLICA_FETCH_PARTITION_BYTES);
             let at = *index.entry(tp.topic.as_str()).or_insert_with(|| {
@@ -192,9 +193,9 @@ mod tests {
 
     fn at(fetch_offset: i64) -> Position {
         Position {
-            fetch_offset,
-            last_fetched_epoch: 0,
-            current_leader_epoch: 0,
+            fetch_offset: Offset(fetch_offset),
+            last_fetched_epoch: LeaderEpoch(0),
+            current_leader_epoch: LeaderEpoch(0),
         }
     }
 

@@ -14,11 +14,12 @@ use std::future::Future;
 use std::sync::Arc;
 
 use kafka_protocol::messages::fetch_response::PartitionData;
-use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse};
+use kafka_protocol::messages::{FetchRequest, FetchResponse};
 
 use super::error::ReplicaError;
 use super::fetch_session::{FetchSession, Position};
 use super::partition::Partition;
+use crate::ids::{BrokerId, LeaderEpoch, Offset};
 
 /// The Fetch version followers send: topic names, replica id in the body, last fetched
 /// epoch and diverging epoch (KIP-595's truncation without OffsetForLeaderEpoch).
@@ -31,14 +32,14 @@ pub const REPLICA_FETCH_RESPONSE_BYTES: i32 = 10 << 20;
 #[derive(Debug, thiserror::Error)]
 pub enum LinkError {
     #[error("leader {leader} is not reachable: {reason}")]
-    Unreachable { leader: i32, reason: String },
+    Unreachable { leader: BrokerId, reason: String },
 }
 
 /// Carries a follower's Fetch to a leader and its answer back.
 pub trait LeaderLink: Send {
     fn fetch(
         &mut self,
-        leader: i32,
+        leader: BrokerId,
         request: FetchRequest,
     ) -> impl Future<Output = Result<FetchResponse, LinkError>> + Send;
 }
@@ -57,7 +58,7 @@ pub struct Round {
 pub async fn fetch_round<L: LeaderLink>(
     link: &mut L,
     session: &mut FetchSession,
-    ids: (i32, i32),
+    ids: (BrokerId, BrokerId),
     partitions: &[Arc<Partition>],
     max_wait_ms: i32,
 ) -> Result<Round, LinkError> {
@@ -81,14 +82,14 @@ async fn exchange<L: LeaderLink>(
     link: &mut L,
     session: &mut FetchSession,
     followed: &[(Arc<Partition>, Position)],
-    (local_id, leader): (i32, i32),
+    (local_id, leader): (BrokerId, BrokerId),
     max_wait_ms: i32,
 ) -> Result<Option<FetchResponse>, LinkError> {
     for attempt in 1..=2 {
         let outgoing = session.next(followed.iter().map(|(p, at)| (&p.topic_partition, *at)));
         let request = outgoing.fill(
             FetchRequest::default()
-                .with_replica_id(BrokerId(local_id))
+                .with_replica_id(kafka_protocol::messages::BrokerId(local_id.0))
                 .with_max_wait_ms(max_wait_ms)
                 .with_min_bytes(1)
                 .with_max_bytes(REPLICA_FETCH_RESPONSE_BYTES),
@@ -105,7 +106,7 @@ async fn exchange<L: LeaderLink>(
             return Ok(Some(response));
         }
         tracing::debug!(
-            leader,
+            %leader,
             error_code = response.error_code,
             session_id = outgoing.session_id,
             session_epoch = outgoing.session_epoch,
@@ -123,7 +124,7 @@ async fn exchange<L: LeaderLink>(
 /// thousands of partitions stays linear in their number.
 fn apply_answer(
     followed: &[(Arc<Partition>, Position)],
-    leader: i32,
+    leader: BrokerId,
     response: &FetchResponse,
 ) -> Round {
     let mut round = Round::default();
@@ -161,7 +162,7 @@ fn apply_answer(
                 Ok(Applied::Truncated) => round.truncations += 1,
                 Err(error) => {
                     round.errors += 1;
-                    tracing::debug!(partition = %partition.topic_partition, leader, %error,
+                    tracing::debug!(partition = %partition.topic_partition, %leader, %error,
                         "follower fetch failed");
                 }
             }
@@ -177,7 +178,7 @@ enum Applied {
 
 fn apply(
     partition: &Partition,
-    fetched_epoch: i32,
+    fetched_epoch: LeaderEpoch,
     data: &PartitionData,
 ) -> Result<Applied, FetchError> {
     if data.error_code != 0 {
@@ -189,8 +190,8 @@ fn apply(
     if diverging.epoch >= 0 || diverging.end_offset >= 0 {
         partition.truncate_for_diverging_epoch(
             fetched_epoch,
-            diverging.epoch,
-            diverging.end_offset,
+            LeaderEpoch(diverging.epoch),
+            Offset(diverging.end_offset),
         )?;
         return Ok(Applied::Truncated);
     }
@@ -198,8 +199,8 @@ fn apply(
     partition.append_as_follower(
         fetched_epoch,
         records,
-        data.high_watermark,
-        data.log_start_offset,
+        Offset(data.high_watermark),
+        Offset(data.log_start_offset),
     )?;
     Ok(Applied::Appended(records.len()))
 }
@@ -220,9 +221,9 @@ impl Partition {
     /// asks again); if the leader knows nothing, to the high watermark.
     pub fn truncate_for_diverging_epoch(
         &self,
-        fetched_epoch: i32,
-        epoch: i32,
-        end_offset: i64,
+        fetched_epoch: LeaderEpoch,
+        epoch: LeaderEpoch,
+        end_offset: Offset,
     ) -> Result<bool, ReplicaError> {
         let (local_epoch, local_end, log_end_offset) = {
             let log = self.log();
@@ -230,23 +231,27 @@ impl Partition {
             let (e, o) = log.epoch_cache().end_offset_for(epoch, leo);
             (e, o, leo)
         };
-        let target = if end_offset < 0 {
+        let target = if end_offset.0 < 0 {
             self.high_watermark()
-        } else if local_epoch < 0 {
+        } else if local_epoch.0 < 0 {
             end_offset.min(log_end_offset)
         } else if local_epoch != epoch {
             local_end.min(log_end_offset)
         } else {
             local_end.min(end_offset).min(log_end_offset)
         };
-        tracing::info!(partition = %self.topic_partition, epoch, end_offset, target,
+        tracing::info!(partition = %self.topic_partition, %epoch, %end_offset, %target,
             "leader reported a diverging epoch");
         self.truncate_to(fetched_epoch, target)
     }
 }
 
 /// The bytes of a follower's Fetch as a Kafka request frame, without the length prefix.
-pub fn encode_fetch(request: &FetchRequest, local_id: i32, correlation_id: i32) -> bytes::Bytes {
+pub fn encode_fetch(
+    request: &FetchRequest,
+    local_id: BrokerId,
+    correlation_id: i32,
+) -> bytes::Bytes {
     use kafka_protocol::messages::{ApiKey, RequestHeader};
     use kafka_protocol::protocol::{Encodable, StrBytes};
     let header = RequestHeader::default()
@@ -254,7 +259,7 @@ pub fn encode_fetch(request: &FetchRequest, local_id: i32, correlation_id: i32) 
         .with_request_api_version(REPLICA_FETCH_VERSION)
         .with_correlation_id(correlation_id)
         .with_client_id(Some(StrBytes::from_string(
-            crate::faults::broker_client_id(local_id),
+            crate::faults::broker_client_id(local_id.0),
         )));
     let mut buf = bytes::BytesMut::new();
     let header_version = ApiKey::Fetch.request_header_version(REPLICA_FETCH_VERSION);
@@ -271,7 +276,7 @@ pub fn encode_fetch(request: &FetchRequest, local_id: i32, correlation_id: i32) 
 /// Decodes a Fetch response frame (without its length prefix) of [`REPLICA_FETCH_VERSION`].
 pub fn decode_fetch_response(
     mut frame: bytes::Bytes,
-    leader: i32,
+    leader: BrokerId,
 ) -> Result<FetchResponse, LinkError> {
     use kafka_protocol::messages::ResponseHeader;
     use kafka_protocol::protocol::{Decodable, HeaderVersion};

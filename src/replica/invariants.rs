@@ -13,6 +13,7 @@
 use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
 
 use super::partition::{Partition, Role};
+use crate::ids::{LeaderEpoch, Offset};
 
 /// What a partition remembers between two checks: the floor its leader's high watermark
 /// may not go below, and the highest leader epoch seen.
@@ -33,9 +34,9 @@ impl Default for InvariantHistory {
 
 impl InvariantHistory {
     /// A new leadership starts its floor at the high watermark it takes over with.
-    pub fn start_leading(&self, high_watermark: i64) {
+    pub fn start_leading(&self, high_watermark: Offset) {
         self.leader_high_watermark_floor
-            .store(high_watermark, Ordering::Release);
+            .store(high_watermark.0, Ordering::Release);
     }
 
     /// A follower has no floor: its high watermark follows the leader's, and truncation.
@@ -77,9 +78,11 @@ pub fn check(partition: &Partition, history: &InvariantHistory) {
     require(partition, high_watermark <= end, || {
         format!("HW <= LEO ({})", offsets())
     });
-    let epoch_max = history
-        .leader_epoch_max
-        .fetch_max(leader_epoch, Ordering::AcqRel);
+    let epoch_max = LeaderEpoch(
+        history
+            .leader_epoch_max
+            .fetch_max(leader_epoch.0, Ordering::AcqRel),
+    );
     require(partition, leader_epoch >= epoch_max, || {
         format!("leader epoch never decreases ({epoch_max} -> {leader_epoch})")
     });
@@ -99,9 +102,11 @@ pub fn check(partition: &Partition, history: &InvariantHistory) {
         });
     }
     if let Role::Leader(leader) = role {
-        let floor = history
-            .leader_high_watermark_floor
-            .fetch_max(high_watermark, Ordering::AcqRel);
+        let floor = Offset(
+            history
+                .leader_high_watermark_floor
+                .fetch_max(high_watermark.0, Ordering::AcqRel),
+        );
         require(partition, high_watermark >= floor, || {
             format!("a leader's HW never decreases ({floor} -> {high_watermark})")
         });
@@ -129,11 +134,19 @@ pub fn check(partition: &Partition, history: &InvariantHistory) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::BrokerId;
+    use crate::replica::roles::broker_ids;
 
     fn leader(dir: &std::path::Path) -> Partition {
         let partition = Partition::for_test(dir);
         partition
-            .make_leader(1, 0, 0, vec![1, 2], vec![1, 2])
+            .make_leader(
+                BrokerId(1),
+                LeaderEpoch(0),
+                0,
+                broker_ids(&[1, 2]),
+                broker_ids(&[1, 2]),
+            )
             .expect("leader");
         partition
     }
@@ -148,7 +161,7 @@ mod tests {
         let batch = crate::log::batch::tests::encode_batch(3, -1, -1, 0);
         partition.append_as_leader(&batch).expect("append");
         check(&partition, partition.invariant_history());
-        partition.invariant_history().start_leading(5);
+        partition.invariant_history().start_leading(Offset(5));
         let stopped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             check(&partition, partition.invariant_history());
         }));

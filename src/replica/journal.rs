@@ -11,6 +11,7 @@ use bytes::Bytes;
 use kafka_protocol::records::{Compression, Record, RecordBatchDecoder, TimestampType};
 
 use super::{Partition, ReplicaError, ReplicaManager};
+use crate::ids::{LeaderEpoch, Offset, ProducerEpoch, ProducerId};
 use crate::log::batch::BatchIter;
 use crate::log::batch_encode::{encode_batch, plain_record};
 use crate::log::control::{self, Marker};
@@ -23,9 +24,9 @@ const LOAD_READ_BYTES: usize = 4 << 20;
 pub struct Written {
     partition: Option<Arc<Partition>>,
     /// The offset after the last record written.
-    end_offset: i64,
+    end_offset: Offset,
     /// The leader epoch it was written at.
-    leader_epoch: i32,
+    leader_epoch: LeaderEpoch,
 }
 
 impl Written {
@@ -46,8 +47,8 @@ impl Written {
 /// The producer of a transactional batch (a transactional offset commit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TxnProducer {
-    pub producer_id: i64,
-    pub producer_epoch: i16,
+    pub producer_id: ProducerId,
+    pub producer_epoch: ProducerEpoch,
 }
 
 /// What a coordinator reads back from its log.
@@ -57,11 +58,14 @@ pub enum Entry {
     Record {
         key: Bytes,
         value: Option<Bytes>,
-        producer: Option<i64>,
+        producer: Option<ProducerId>,
     },
     /// A transaction marker: the producer's transactional records before it are
     /// committed or aborted.
-    Marker { producer_id: i64, commit: bool },
+    Marker {
+        producer_id: ProducerId,
+        commit: bool,
+    },
 }
 
 /// Appends `records` (key, value) to `topic-partition` as one batch, transactional when
@@ -79,7 +83,7 @@ pub fn write(
     let batch = encode(records, producer, target.clock().now_ms());
     let info = target.append_as_leader(&batch)?;
     Ok(Written {
-        end_offset: info.last_offset + 1,
+        end_offset: info.last_offset.next(),
         leader_epoch: info.leader_epoch,
         partition: Some(target),
     })
@@ -95,7 +99,7 @@ pub fn write_marker(
     let info =
         partition.append_marker_as_leader(producer.producer_id, producer.producer_epoch, marker)?;
     Ok(Written {
-        end_offset: info.last_offset + 1,
+        end_offset: info.last_offset.next(),
         leader_epoch: info.leader_epoch,
         partition: Some(Arc::clone(partition)),
     })
@@ -113,8 +117,8 @@ fn encode(
             let mut record = plain_record(i as i64, timestamp, Some(key.clone()), value.clone());
             if let Some(p) = producer {
                 record.transactional = true;
-                record.producer_id = p.producer_id;
-                record.producer_epoch = p.producer_epoch;
+                record.producer_id = p.producer_id.0;
+                record.producer_epoch = p.producer_epoch.0;
                 record.timestamp_type = TimestampType::Creation;
             }
             record
@@ -155,7 +159,7 @@ fn read_partition(partition: &Partition) -> Result<Vec<Entry>, ReplicaError> {
             .map_err(|e| partition.log_error(e))?;
         let Some(next) = BatchIter::new(&bytes)
             .last()
-            .map(|(_, h)| h.last_offset() + 1)
+            .map(|(_, h)| Offset(h.last_offset() + 1))
         else {
             break;
         };
@@ -164,13 +168,15 @@ fn read_partition(partition: &Partition) -> Result<Vec<Entry>, ReplicaError> {
             if header.is_control() {
                 if let Some(marker) = control::parse(&batch, &header) {
                     entries.push(Entry::Marker {
-                        producer_id: header.producer_id,
+                        producer_id: ProducerId(header.producer_id),
                         commit: marker.commit,
                     });
                 }
                 continue;
             }
-            let producer = header.is_transactional().then_some(header.producer_id);
+            let producer = header
+                .is_transactional()
+                .then_some(ProducerId(header.producer_id));
             decode_batch(partition, batch, producer, &mut entries);
         }
         offset = next;
@@ -181,7 +187,7 @@ fn read_partition(partition: &Partition) -> Result<Vec<Entry>, ReplicaError> {
 fn decode_batch(
     partition: &Partition,
     mut batch: Bytes,
-    producer: Option<i64>,
+    producer: Option<ProducerId>,
     out: &mut Vec<Entry>,
 ) {
     let sets = match RecordBatchDecoder::decode_all(&mut batch) {

@@ -18,6 +18,7 @@ use tokio::sync::watch;
 use super::checkpoints;
 use super::manager::CLEAN_SHUTDOWN_FILE;
 use super::partition::TopicPartition;
+use crate::ids::Offset;
 use crate::log::LogError;
 
 /// One log directory and whether it still works.
@@ -32,9 +33,9 @@ pub struct LogDir {
     /// The broker epoch that marker names (Kafka's `brokerEpoch`), -1 without one.
     pub clean_shutdown_epoch: i64,
     /// Read from this directory's checkpoint files at start.
-    pub recovery_points: HashMap<TopicPartition, i64>,
-    pub log_start_offsets: HashMap<TopicPartition, i64>,
-    pub high_watermarks: HashMap<TopicPartition, i64>,
+    pub recovery_points: HashMap<TopicPartition, Offset>,
+    pub log_start_offsets: HashMap<TopicPartition, Offset>,
+    pub high_watermarks: HashMap<TopicPartition, Offset>,
 }
 
 /// The `brokerEpoch` of a clean-shutdown marker (`{"version":0,"brokerEpoch":N}`), or -1

@@ -25,6 +25,7 @@ use dashmap::DashMap;
 
 use super::log_dirs::{is_dir_failure, LogDir};
 use super::partition::{Partition, TopicPartition};
+use crate::ids::{LeaderEpoch, Offset};
 use crate::log::checkpoint::sync_dir;
 use crate::log::{Log, LogConfig, LogError, OpenOptions};
 
@@ -169,7 +170,7 @@ enum Step {
 /// The future log and the last batch copied into it (its last offset and leader epoch).
 struct Copy {
     log: Log,
-    last: Option<(i64, i32)>,
+    last: Option<(Offset, LeaderEpoch)>,
 }
 
 impl Copy {
@@ -226,7 +227,7 @@ impl Copy {
         }
         future
             .log_end_offset
-            .store(self.log.log_end_offset(), Ordering::Release);
+            .store(self.log.log_end_offset().0, Ordering::Release);
         future
             .size
             .store(self.log.size_in_bytes(), Ordering::Release);

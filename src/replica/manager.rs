@@ -25,6 +25,7 @@ use super::quota::{self, ReplicationQuotas};
 use crate::clock::Clock;
 use crate::config::{topic, BrokerConfig, LiveConfig};
 use crate::faults::Outbound;
+use crate::ids::{BrokerId, LeaderEpoch, Offset};
 use crate::log::checkpoint::{write_atomically, write_unsynced};
 use crate::log::cleaner::CompactionConfig;
 use crate::log::segment::SegmentConfig;
@@ -78,7 +79,7 @@ pub struct ReplicaManager {
     pub(super) followed: Mutex<super::replica_fetchers::Followed>,
     /// What this process last wrote to each checkpoint file: an unchanged one is not
     /// rewritten (an idle broker of thousands of partitions rewrote three files every 5 s).
-    checkpointed: Mutex<HashMap<PathBuf, Vec<(TopicPartition, i64)>>>,
+    checkpointed: Mutex<HashMap<PathBuf, Vec<(TopicPartition, Offset)>>>,
 }
 
 /// Stops the log cleaner's running round when the maintenance task ends or is aborted.
@@ -233,8 +234,8 @@ impl ReplicaManager {
             Some(elsewhere) => Err(ReplicaError::NotLeaderOrFollower {
                 topic: tp.topic,
                 partition,
-                leader: elsewhere.leader,
-                leader_epoch: elsewhere.leader_epoch,
+                leader: BrokerId(elsewhere.leader),
+                leader_epoch: LeaderEpoch(elsewhere.leader_epoch),
             }),
             None => Err(ReplicaError::UnknownTopicOrPartition {
                 topic: tp.topic,
@@ -337,7 +338,7 @@ impl ReplicaManager {
     /// Gives each hosted partition its role in the new image, many at once (a new leader
     /// epoch costs a checkpoint's fsyncs). A partition that cannot take its role logs why.
     fn take_roles(&self, changing: &[(Arc<Partition>, &PartitionImage)]) {
-        let node_id = self.config.node_id;
+        let node_id = self.local_id();
         parallel::for_all(changing, |(partition, wanted)| {
             if let Err(error) = partition.apply_partition_image(node_id, wanted) {
                 tracing::error!(partition = %partition.topic_partition, %error,
@@ -409,6 +410,11 @@ impl ReplicaManager {
     /// The broker's configuration as started (static keys).
     pub fn config(&self) -> &BrokerConfig {
         &self.config
+    }
+
+    /// This broker's id (`node.id`).
+    pub fn local_id(&self) -> BrokerId {
+        BrokerId(self.config.node_id)
     }
 
     /// The broker's configuration in force, dynamic broker configs applied.
@@ -508,8 +514,9 @@ impl ReplicaManager {
         }
         let high_watermark = log_dir.high_watermarks.get(tp).copied();
         let wanted = image.partition(tp.partition);
-        let (leader, leader_epoch) = wanted.map_or((-1, 0), |p| (p.leader, p.leader_epoch));
-        let role = (leader, leader_epoch);
+        let role = wanted.map_or((BrokerId::NONE, LeaderEpoch(0)), |p| {
+            (BrokerId(p.leader), LeaderEpoch(p.leader_epoch))
+        });
         let partition = Partition::new(
             tp.clone(),
             image.topic_id,
@@ -521,7 +528,7 @@ impl ReplicaManager {
         partition.restore_high_watermark(high_watermark);
         if let Some(wanted) = wanted {
             partition.set_throttles(self.throttles(image, tp.partition, wanted));
-            partition.apply_partition_image(self.config.node_id, wanted)?;
+            partition.apply_partition_image(self.local_id(), wanted)?;
         }
         Ok(partition)
     }
@@ -575,7 +582,7 @@ impl ReplicaManager {
             let log = partition.log();
             recovery.push((tp.clone(), log.recovery_point()));
             high_watermarks.push((tp.clone(), partition.high_watermark()));
-            if log.segments().first().base_offset() < log.log_start_offset() {
+            if log.segments().first().base_offset() < log.log_start_offset().0 {
                 starts.push((tp, log.log_start_offset()));
             }
         }
@@ -589,7 +596,7 @@ impl ReplicaManager {
     fn write_checkpoint(
         &self,
         path: PathBuf,
-        offsets: Vec<(TopicPartition, i64)>,
+        offsets: Vec<(TopicPartition, Offset)>,
     ) -> Result<(), LogError> {
         let mut written = self
             .checkpointed

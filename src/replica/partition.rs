@@ -26,6 +26,7 @@ use super::invariants::{self, InvariantHistory};
 use super::leader_state::LeaderState;
 use super::log_dirs::{is_dir_failure, LogDir};
 use crate::clock::Clock;
+use crate::ids::{BrokerId, LeaderEpoch, Offset, ProducerEpoch, ProducerId};
 use crate::log::cleaner::CleanedSegment;
 use crate::log::control::Marker;
 use crate::log::{AppendInfo, Log, LogError};
@@ -46,25 +47,25 @@ impl std::fmt::Display for TopicPartition {
 /// Offsets a reader needs besides the records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PartitionOffsets {
-    pub log_start_offset: i64,
-    pub high_watermark: i64,
+    pub log_start_offset: Offset,
+    pub high_watermark: Offset,
     /// The high watermark, or the first offset of the earliest undecided transaction below
     /// it (read_committed consumers read up to here).
-    pub last_stable_offset: i64,
-    pub log_end_offset: i64,
+    pub last_stable_offset: Offset,
+    pub log_end_offset: Offset,
 }
 
 /// What this replica does for the partition.
 #[derive(Debug, Clone)]
 pub enum Role {
     Leader(LeaderState),
-    Follower { leader: i32 },
+    Follower { leader: BrokerId },
 }
 
 /// Role and epochs, changed together under one lock.
 #[derive(Debug, Clone)]
 pub struct ReplicaState {
-    pub leader_epoch: i32,
+    pub leader_epoch: LeaderEpoch,
     pub partition_epoch: i32,
     pub role: Role,
 }
@@ -73,9 +74,9 @@ pub struct ReplicaState {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IsrChange {
     pub topic_partition: TopicPartition,
-    pub leader_epoch: i32,
+    pub leader_epoch: LeaderEpoch,
     pub partition_epoch: i32,
-    pub isr: Vec<i32>,
+    pub isr: Vec<BrokerId>,
 }
 
 /// A partition hosted by this broker.
@@ -86,9 +87,9 @@ pub struct Partition {
     state: Mutex<ReplicaState>,
     log: RwLock<Log>,
     /// Publishes the high watermark; consumer fetches parked on this partition watch it.
-    high_watermark: watch::Sender<i64>,
+    high_watermark: watch::Sender<Offset>,
     /// Publishes the log end offset, read by follower fetches woken by `log_ends`.
-    log_end_offset: watch::Sender<i64>,
+    log_end_offset: watch::Sender<Offset>,
     /// Moved whenever this or another partition sharing it appends as leader.
     log_ends: LogEnds,
     /// Test-only: follow the pre-KIP-101 rule (truncate to the high watermark on becoming
@@ -149,7 +150,7 @@ impl Partition {
     pub fn new(
         topic_partition: TopicPartition,
         topic_id: Uuid,
-        (leader, leader_epoch): (i32, i32),
+        (leader, leader_epoch): (BrokerId, LeaderEpoch),
         log: Log,
         log_dir: Arc<LogDir>,
         (clock, log_ends): (Clock, LogEnds),
@@ -194,7 +195,7 @@ impl Partition {
     }
 
     /// As leader, whether `replica` is in the ISR (false when not leading).
-    pub fn in_isr(&self, replica: i32) -> bool {
+    pub fn in_isr(&self, replica: BrokerId) -> bool {
         match &self.state().role {
             Role::Leader(leader) => leader.isr.contains(&replica),
             Role::Follower { .. } => false,
@@ -216,8 +217,11 @@ impl Partition {
     }
 
     /// Records the lag a follower's fetch left (see [`Partition::fetcher_lag`]).
-    pub(super) fn set_fetcher_lag(&self, leader_high_watermark: i64, log_end_offset: i64) {
-        let lag = leader_high_watermark.saturating_sub(log_end_offset).max(0);
+    pub(super) fn set_fetcher_lag(&self, leader_high_watermark: Offset, log_end_offset: Offset) {
+        let lag = leader_high_watermark
+            .0
+            .saturating_sub(log_end_offset.0)
+            .max(0);
         self.fetcher_lag
             .store(lag, std::sync::atomic::Ordering::Relaxed);
     }
@@ -246,7 +250,7 @@ impl Partition {
         Partition::new(
             tp,
             Uuid::nil(),
-            (-1, 0),
+            (BrokerId(-1), LeaderEpoch(0)),
             log,
             log_dir,
             (Clock::system(), LogEnds::default()),
@@ -270,7 +274,7 @@ impl Partition {
 
     /// Sets the high watermark read from the checkpoint at start, within [log start, log
     /// end]; without one it starts at the log start offset, as in Kafka.
-    pub fn restore_high_watermark(&self, checkpointed: Option<i64>) {
+    pub fn restore_high_watermark(&self, checkpointed: Option<Offset>) {
         let log = self.log();
         let (start, end) = (log.log_start_offset(), log.log_end_offset());
         drop(log);
@@ -304,12 +308,12 @@ impl Partition {
     }
 
     /// The current leader epoch.
-    pub fn leader_epoch(&self) -> i32 {
+    pub fn leader_epoch(&self) -> LeaderEpoch {
         self.state().leader_epoch
     }
 
     /// The current leader (-1: none).
-    pub fn leader(&self) -> i32 {
+    pub fn leader(&self) -> BrokerId {
         match &self.state().role {
             Role::Leader(leader) => leader.local_id,
             Role::Follower { leader } => *leader,
@@ -344,17 +348,17 @@ impl Partition {
     }
 
     /// Publishes a new log end offset (what a parked follower fetch compares when woken).
-    pub(super) fn publish_log_end_offset(&self, log_end_offset: i64) {
+    pub(super) fn publish_log_end_offset(&self, log_end_offset: Offset) {
         self.log_end_offset.send_replace(log_end_offset);
     }
 
     /// The log end offset last published (without the log's lock).
-    pub fn published_log_end_offset(&self) -> i64 {
+    pub fn published_log_end_offset(&self) -> Offset {
         *self.log_end_offset.borrow()
     }
 
     /// Sets a follower's high watermark (it may go down with a truncation).
-    pub(super) fn set_follower_high_watermark(&self, high_watermark: i64) {
+    pub(super) fn set_follower_high_watermark(&self, high_watermark: Offset) {
         self.high_watermark.send_if_modified(|hw| {
             let changed = *hw != high_watermark;
             *hw = high_watermark;
@@ -369,12 +373,12 @@ impl Partition {
     }
 
     /// The high watermark.
-    pub fn high_watermark(&self) -> i64 {
+    pub fn high_watermark(&self) -> Offset {
         *self.high_watermark.borrow()
     }
 
     /// A receiver that sees every later change of the high watermark.
-    pub fn subscribe(&self) -> watch::Receiver<i64> {
+    pub fn subscribe(&self) -> watch::Receiver<Offset> {
         self.high_watermark.subscribe()
     }
 
@@ -391,10 +395,10 @@ impl Partition {
     }
 
     /// Checks a client's `current_leader_epoch` (KIP-320); -1 means "not given".
-    pub fn check_leader_epoch(&self, requested: i32) -> Result<(), ReplicaError> {
+    pub fn check_leader_epoch(&self, requested: LeaderEpoch) -> Result<(), ReplicaError> {
         let current = self.leader_epoch();
         let tp = &self.topic_partition;
-        if requested == -1 || requested == current {
+        if requested == LeaderEpoch::UNKNOWN || requested == current {
             return Ok(());
         }
         let (topic, partition) = (tp.topic.clone(), tp.partition);
@@ -442,8 +446,8 @@ impl Partition {
     /// [`Partition::append_as_leader`]; the caller waits for its replication.
     pub fn append_marker_as_leader(
         &self,
-        producer_id: i64,
-        producer_epoch: i16,
+        producer_id: ProducerId,
+        producer_epoch: ProducerEpoch,
         marker: Marker,
     ) -> Result<AppendInfo, ReplicaError> {
         self.write_as_leader(|log, leader_epoch| {
@@ -455,7 +459,7 @@ impl Partition {
     /// write lock taken while the role is held, then publishes its effects.
     fn write_as_leader(
         &self,
-        write: impl FnOnce(&mut Log, i32) -> Result<AppendInfo, LogError>,
+        write: impl FnOnce(&mut Log, LeaderEpoch) -> Result<AppendInfo, LogError>,
     ) -> Result<AppendInfo, ReplicaError> {
         let state = self.state();
         let leader_epoch = match &state.role {
@@ -486,13 +490,13 @@ impl Partition {
     }
 
     /// NOT_LEADER_OR_FOLLOWER for this partition, naming the leader if known.
-    pub fn not_leader(&self, leader: i32) -> ReplicaError {
+    pub fn not_leader(&self, leader: BrokerId) -> ReplicaError {
         self.not_leader_at(leader, self.leader_epoch())
     }
 
     /// NOT_LEADER_OR_FOLLOWER naming `leader` at `leader_epoch` (for callers that hold the
     /// role's lock).
-    pub fn not_leader_at(&self, leader: i32, leader_epoch: i32) -> ReplicaError {
+    pub fn not_leader_at(&self, leader: BrokerId, leader_epoch: LeaderEpoch) -> ReplicaError {
         ReplicaError::NotLeaderOrFollower {
             topic: self.topic_partition.topic.clone(),
             partition: self.topic_partition.partition,
@@ -529,7 +533,7 @@ impl Partition {
     }
 
     /// Moves the high watermark forward to `offset`; returns whether it moved.
-    pub fn maybe_advance_high_watermark(&self, offset: i64) -> bool {
+    pub fn maybe_advance_high_watermark(&self, offset: Offset) -> bool {
         self.high_watermark.send_if_modified(|hw| {
             if offset > *hw {
                 *hw = offset;
@@ -566,11 +570,15 @@ impl Partition {
 
     /// DeleteRecords: moves the log start offset to `offset` (-1: the high watermark) and
     /// returns the new log start offset.
-    pub fn delete_records(&self, offset: i64) -> Result<i64, ReplicaError> {
+    pub fn delete_records(&self, offset: Offset) -> Result<Offset, ReplicaError> {
         let high_watermark = self.high_watermark();
-        let target = if offset == -1 { high_watermark } else { offset };
+        let target = if offset == Offset::UNKNOWN {
+            high_watermark
+        } else {
+            offset
+        };
         let mut log = self.log_mut();
-        if target < 0 || target > high_watermark {
+        if target.0 < 0 || target > high_watermark {
             let source = LogError::OffsetOutOfRange {
                 offset,
                 log_start_offset: log.log_start_offset(),
@@ -607,11 +615,18 @@ impl Partition {
 mod tests {
     use super::*;
     use crate::log::batch::tests::encode_batch;
+    use crate::replica::roles::broker_ids;
 
     fn leader_of_two(dir: &std::path::Path, leader_epoch: i32) -> Partition {
         let p = Partition::for_test(dir);
-        p.make_leader(1, leader_epoch, leader_epoch, vec![1, 2], vec![1, 2])
-            .expect("leader");
+        p.make_leader(
+            BrokerId(1),
+            LeaderEpoch(leader_epoch),
+            leader_epoch,
+            broker_ids(&[1, 2]),
+            broker_ids(&[1, 2]),
+        )
+        .expect("leader");
         p
     }
 
@@ -619,21 +634,24 @@ mod tests {
     fn a_clients_leader_epoch_is_fenced_when_older_and_unknown_when_newer() {
         let dir = tempfile::tempdir().expect("tempdir");
         let p = leader_of_two(dir.path(), 3);
-        assert!(p.check_leader_epoch(-1).is_ok(), "-1: not given");
-        assert!(p.check_leader_epoch(3).is_ok());
+        assert!(
+            p.check_leader_epoch(LeaderEpoch(-1)).is_ok(),
+            "-1: not given"
+        );
+        assert!(p.check_leader_epoch(LeaderEpoch(3)).is_ok());
         assert!(matches!(
-            p.check_leader_epoch(2),
+            p.check_leader_epoch(LeaderEpoch(2)),
             Err(ReplicaError::FencedLeaderEpoch {
-                requested: 2,
-                current: 3,
+                requested: LeaderEpoch(2),
+                current: LeaderEpoch(3),
                 ..
             })
         ));
         assert!(matches!(
-            p.check_leader_epoch(4),
+            p.check_leader_epoch(LeaderEpoch(4)),
             Err(ReplicaError::UnknownLeaderEpoch {
-                requested: 4,
-                current: 3,
+                requested: LeaderEpoch(4),
+                current: LeaderEpoch(3),
                 ..
             })
         ));
@@ -643,23 +661,24 @@ mod tests {
     fn a_follower_refuses_a_producers_append_and_names_its_leader() {
         let dir = tempfile::tempdir().expect("tempdir");
         let p = Partition::for_test(dir.path());
-        p.make_follower(2, 5, 5).expect("follower");
+        p.make_follower(BrokerId(2), LeaderEpoch(5), 5)
+            .expect("follower");
         assert!(!p.is_leader());
-        assert_eq!(p.leader(), 2);
+        assert_eq!(p.leader(), BrokerId(2));
         let refused = p.append_as_leader(&encode_batch(1, -1, -1, 0));
         assert!(
             matches!(
                 refused,
                 Err(ReplicaError::NotLeaderOrFollower {
-                    leader: 2,
-                    leader_epoch: 5,
+                    leader: BrokerId(2),
+                    leader_epoch: LeaderEpoch(5),
                     ..
                 })
             ),
             "{refused:?}"
         );
         assert!(p.check_leader().is_err());
-        assert_eq!(p.log().log_end_offset(), 0, "nothing was written");
+        assert_eq!(p.log().log_end_offset(), Offset(0), "nothing was written");
     }
 
     #[test]
@@ -668,15 +687,32 @@ mod tests {
         let p = leader_of_two(dir.path(), 0);
         p.append_as_leader(&encode_batch(3, -1, -1, 0))
             .expect("append");
-        assert_eq!(p.high_watermark(), 0, "the follower has nothing yet");
-        assert!(p.delete_records(2).is_err(), "above the high watermark");
-        assert_eq!(p.log().log_start_offset(), 0);
-        p.make_leader(1, 0, 1, vec![1, 2], vec![1])
-            .expect("ISR shrinks");
+        assert_eq!(
+            p.high_watermark(),
+            Offset(0),
+            "the follower has nothing yet"
+        );
+        assert!(
+            p.delete_records(Offset(2)).is_err(),
+            "above the high watermark"
+        );
+        assert_eq!(p.log().log_start_offset(), Offset(0));
+        p.make_leader(
+            BrokerId(1),
+            LeaderEpoch(0),
+            1,
+            broker_ids(&[1, 2]),
+            broker_ids(&[1]),
+        )
+        .expect("ISR shrinks");
         p.maybe_increment_high_watermark();
-        assert_eq!(p.high_watermark(), 3, "a lone leader commits its log");
-        assert_eq!(p.delete_records(-1).expect("to the HW"), 3);
-        assert_eq!(p.offsets().log_start_offset, 3);
+        assert_eq!(
+            p.high_watermark(),
+            Offset(3),
+            "a lone leader commits its log"
+        );
+        assert_eq!(p.delete_records(Offset(-1)).expect("to the HW"), Offset(3));
+        assert_eq!(p.offsets().log_start_offset, Offset(3));
     }
 
     #[test]

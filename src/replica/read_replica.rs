@@ -7,11 +7,13 @@
 //! Only in-sync followers that already hold the fetch offset are candidates, as in Kafka:
 //! a lagging follower would keep the consumer behind for as long as it lags.
 
+use crate::ids::{BrokerId, Offset};
+
 /// A replica the leader could send a consumer to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReplicaView {
-    pub broker_id: i32,
-    pub log_end_offset: i64,
+    pub broker_id: BrokerId,
+    pub log_end_offset: Offset,
     /// Time since its log end offset last reached the leader's (0 for the leader).
     pub since_caught_up_ms: i64,
 }
@@ -25,8 +27,8 @@ pub fn rack_aware(
     client_rack: &str,
     leader: ReplicaView,
     followers: &[ReplicaView],
-    rack_of: impl Fn(i32) -> Option<String>,
-) -> Option<i32> {
+    rack_of: impl Fn(BrokerId) -> Option<String>,
+) -> Option<BrokerId> {
     if client_rack.is_empty() || rack_of(leader.broker_id).as_deref() == Some(client_rack) {
         return None;
     }
@@ -43,15 +45,17 @@ mod tests {
 
     fn view(broker_id: i32, log_end_offset: i64, since_caught_up_ms: i64) -> ReplicaView {
         ReplicaView {
-            broker_id,
-            log_end_offset,
+            broker_id: BrokerId(broker_id),
+            log_end_offset: Offset(log_end_offset),
             since_caught_up_ms,
         }
     }
 
     /// Brokers 1, 2, 3 in racks a, b, b; broker 4 is fenced.
-    fn rack_of(id: i32) -> Option<String> {
-        ["a", "b", "b"].get(id as usize - 1).map(|r| r.to_string())
+    fn rack_of(id: BrokerId) -> Option<String> {
+        ["a", "b", "b"]
+            .get(id.0 as usize - 1)
+            .map(|r| r.to_string())
     }
 
     #[test]
@@ -67,9 +71,12 @@ mod tests {
     fn a_client_in_a_followers_rack_reads_from_the_most_caught_up_one_there() {
         let leader = view(1, 10, 0);
         let followers = [view(2, 9, 0), view(3, 10, 50)];
-        assert_eq!(rack_aware("b", leader, &followers, rack_of), Some(3));
+        assert_eq!(
+            rack_aware("b", leader, &followers, rack_of),
+            Some(BrokerId(3))
+        );
         let tied = [view(2, 10, 10), view(3, 10, 50)];
-        assert_eq!(rack_aware("b", leader, &tied, rack_of), Some(2));
+        assert_eq!(rack_aware("b", leader, &tied, rack_of), Some(BrokerId(2)));
     }
 
     #[test]

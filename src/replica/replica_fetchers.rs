@@ -15,13 +15,14 @@ use super::fetcher::fetch_round;
 use super::manager::ReplicaManager;
 use super::partition::{Partition, Role, THROTTLED_AS_FOLLOWER};
 use super::tcp_link::TcpLink;
+use crate::ids::BrokerId;
 
 /// The followed partitions by leader, and the roles version and failed log directories
 /// they were grouped at.
 #[derive(Debug, Default)]
 pub struct Followed {
     key: Option<(u64, usize)>,
-    by_leader: HashMap<i32, Vec<Arc<Partition>>>,
+    by_leader: HashMap<BrokerId, Vec<Arc<Partition>>>,
 }
 
 /// How long a follower's fetch waits at the leader for new data.
@@ -35,18 +36,18 @@ const RECONCILE_INTERVAL: Duration = Duration::from_millis(200);
 
 impl ReplicaManager {
     /// Partitions hosted here that follow `leader`.
-    pub fn followed_partitions(&self, leader: i32) -> Vec<Arc<Partition>> {
+    pub fn followed_partitions(&self, leader: BrokerId) -> Vec<Arc<Partition>> {
         self.with_followed(|by_leader| by_leader.get(&leader).cloned().unwrap_or_default())
     }
 
     /// Leaders (other brokers) of the partitions this broker follows.
-    fn followed_leaders(&self) -> HashSet<i32> {
-        let local = self.config().node_id;
+    fn followed_leaders(&self) -> HashSet<BrokerId> {
+        let local = self.local_id();
         self.with_followed(|by_leader| {
             by_leader
                 .keys()
                 .copied()
-                .filter(|l| *l >= 0 && *l != local)
+                .filter(|l| l.0 >= 0 && *l != local)
                 .collect()
         })
     }
@@ -54,14 +55,14 @@ impl ReplicaManager {
     /// Runs `f` on the followed partitions grouped by leader, regrouped only when an image
     /// was applied or a log directory failed since the last time: a fetcher of thousands
     /// of partitions does not walk every hosted partition each round.
-    fn with_followed<T>(&self, f: impl FnOnce(&HashMap<i32, Vec<Arc<Partition>>>) -> T) -> T {
+    fn with_followed<T>(&self, f: impl FnOnce(&HashMap<BrokerId, Vec<Arc<Partition>>>) -> T) -> T {
         let key = (
             self.roles_version.load(Ordering::Acquire),
             self.offline_dir_count(),
         );
         let mut followed = self.followed.lock().unwrap_or_else(PoisonError::into_inner);
         if followed.key != Some(key) {
-            let mut by_leader: HashMap<i32, Vec<Arc<Partition>>> = HashMap::new();
+            let mut by_leader: HashMap<BrokerId, Vec<Arc<Partition>>> = HashMap::new();
             for partition in self.hosted() {
                 let followed = match partition.state().role {
                     Role::Follower { leader } => Some(leader),
@@ -80,16 +81,16 @@ impl ReplicaManager {
     }
 
     /// The address clients use for broker `node_id`, from the latest image.
-    fn broker_address(&self, node_id: i32) -> Option<String> {
+    fn broker_address(&self, node_id: BrokerId) -> Option<String> {
         let image = Arc::clone(&self.image.read().unwrap_or_else(PoisonError::into_inner));
         image
-            .broker(node_id)
+            .broker(node_id.0)
             .map(|b| format!("{}:{}", b.host, b.port))
     }
 
     /// Fetches from every leader this broker follows, until the task is dropped.
     pub async fn run_fetchers(&self) {
-        let mut running: HashSet<i32> = HashSet::new();
+        let mut running: HashSet<BrokerId> = HashSet::new();
         let mut loops = FuturesUnordered::new();
         let mut reconcile = tokio::time::interval(RECONCILE_INTERVAL);
         loop {
@@ -109,15 +110,15 @@ impl ReplicaManager {
     }
 
     /// Fetches from `leader` while this broker follows anything there; returns `leader`.
-    async fn fetch_loop(&self, leader: i32) -> i32 {
-        let local = self.config().node_id;
+    async fn fetch_loop(&self, leader: BrokerId) -> BrokerId {
+        let local = self.local_id();
         let mut link: Option<(String, TcpLink)> = None;
         let mut session = FetchSession::default();
-        tracing::info!(leader, "replica fetcher started");
+        tracing::info!(%leader, "replica fetcher started");
         loop {
             let mut partitions = self.followed_partitions(leader);
             if partitions.is_empty() {
-                tracing::info!(leader, "replica fetcher stopped: nothing left to follow");
+                tracing::info!(%leader, "replica fetcher stopped: nothing left to follow");
                 return leader;
             }
             // Throttled replicas out of the ISR wait while the follower quota is exceeded
@@ -159,7 +160,7 @@ impl ReplicaManager {
                 Ok(round) if round.errors == 0 => {}
                 Ok(_) => tokio::time::sleep(REPLICA_FETCH_BACKOFF).await,
                 Err(error) => {
-                    tracing::debug!(leader, %error, "replica fetch round failed");
+                    tracing::debug!(%leader, %error, "replica fetch round failed");
                     tokio::time::sleep(REPLICA_FETCH_BACKOFF).await;
                 }
             }

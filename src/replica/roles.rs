@@ -9,16 +9,17 @@ use super::error::ReplicaError;
 use super::leader_state::LeaderState;
 use super::partition::{IsrChange, Partition, ReplicaState, Role};
 use super::read_replica::ReplicaView;
+use crate::ids::{BrokerId, LeaderEpoch, Offset};
 use crate::metadata::PartitionImage;
 
 /// What a follower asks for in a fetch.
 #[derive(Debug, Clone, Copy)]
 pub struct FollowerFetch {
-    pub replica_id: i32,
-    pub fetch_offset: i64,
+    pub replica_id: BrokerId,
+    pub fetch_offset: Offset,
     /// The epoch of the follower's last batch (-1 when unknown, before Fetch v12).
-    pub last_fetched_epoch: i32,
-    pub current_leader_epoch: i32,
+    pub last_fetched_epoch: LeaderEpoch,
+    pub current_leader_epoch: LeaderEpoch,
     /// At most this many bytes, but at least the first batch (KIP-74) unless 0 (a
     /// throttled replica, or a response already full): then no records.
     pub max_bytes: usize,
@@ -30,12 +31,15 @@ pub enum FollowerFetchResult {
     /// Batches from the fetch offset (maybe none), with the leader's offsets.
     Records {
         records: Bytes,
-        high_watermark: i64,
-        log_start_offset: i64,
-        log_end_offset: i64,
+        high_watermark: Offset,
+        log_start_offset: Offset,
+        log_end_offset: Offset,
     },
     /// The follower's log diverges: it must truncate to at most `end_offset` of `epoch`.
-    Diverging { epoch: i32, end_offset: i64 },
+    Diverging {
+        epoch: LeaderEpoch,
+        end_offset: Offset,
+    },
 }
 
 impl Partition {
@@ -44,21 +48,26 @@ impl Partition {
     /// (images only move forward); the same epoch only refreshes replicas and ISR.
     pub fn apply_partition_image(
         &self,
-        node_id: i32,
+        node_id: BrokerId,
         wanted: &PartitionImage,
     ) -> Result<(), ReplicaError> {
-        if wanted.leader_epoch < self.leader_epoch() {
+        let leader_epoch = LeaderEpoch(wanted.leader_epoch);
+        if leader_epoch < self.leader_epoch() {
             return Ok(());
         }
-        match wanted.leader == node_id {
+        match BrokerId(wanted.leader) == node_id {
             true => self.make_leader(
                 node_id,
-                wanted.leader_epoch,
+                leader_epoch,
                 wanted.partition_epoch,
-                wanted.replicas.clone(),
-                wanted.isr.clone(),
+                broker_ids(&wanted.replicas),
+                broker_ids(&wanted.isr),
             ),
-            false => self.make_follower(wanted.leader, wanted.leader_epoch, wanted.partition_epoch),
+            false => self.make_follower(
+                BrokerId(wanted.leader),
+                leader_epoch,
+                wanted.partition_epoch,
+            ),
         }
     }
 
@@ -66,11 +75,11 @@ impl Partition {
     /// start unknown. A repeated call for the same epoch only refreshes replicas and ISR.
     pub fn make_leader(
         &self,
-        local_id: i32,
-        leader_epoch: i32,
+        local_id: BrokerId,
+        leader_epoch: LeaderEpoch,
         partition_epoch: i32,
-        replicas: Vec<i32>,
-        isr: Vec<i32>,
+        replicas: Vec<BrokerId>,
+        isr: Vec<BrokerId>,
     ) -> Result<(), ReplicaError> {
         let mut state = self.state();
         let same_epoch = state.leader_epoch == leader_epoch;
@@ -85,13 +94,16 @@ impl Partition {
         }
         let mut log = self.log_mut_for_roles();
         let start = log.log_end_offset();
-        let latest = log.epoch_cache().latest_epoch().unwrap_or(-1);
+        let latest = log
+            .epoch_cache()
+            .latest_epoch()
+            .unwrap_or(LeaderEpoch::UNKNOWN);
         if leader_epoch >= latest {
             log.assign_leader_epoch(leader_epoch, start)
                 .map_err(|e| self.log_error(e))?;
         } else {
             // Only a single node's default image (epoch 0) can be older than the log.
-            tracing::warn!(partition = %self.topic_partition, leader_epoch, latest,
+            tracing::warn!(partition = %self.topic_partition, %leader_epoch, %latest,
                 "leader epoch older than the log's latest: not recorded");
         }
         drop(log);
@@ -105,7 +117,7 @@ impl Partition {
             .start_leading(self.high_watermark());
         drop(state);
         self.wake_high_watermark_waiters();
-        tracing::info!(partition = %self.topic_partition, leader_epoch, "became leader");
+        tracing::info!(partition = %self.topic_partition, %leader_epoch, "became leader");
         self.maybe_increment_high_watermark();
         self.check_invariants();
         Ok(())
@@ -116,8 +128,8 @@ impl Partition {
     /// the test-only pre-KIP-101 switch is on.
     pub fn make_follower(
         &self,
-        leader: i32,
-        leader_epoch: i32,
+        leader: BrokerId,
+        leader_epoch: LeaderEpoch,
         partition_epoch: i32,
     ) -> Result<(), ReplicaError> {
         let mut state = self.state();
@@ -138,7 +150,8 @@ impl Partition {
             self.truncate_to(leader_epoch, self.high_watermark())?;
         }
         if !unchanged {
-            tracing::info!(partition = %self.topic_partition, leader, leader_epoch, "became follower");
+            tracing::info!(partition = %self.topic_partition, %leader, %leader_epoch,
+                "became follower");
         }
         self.check_invariants();
         Ok(())
@@ -156,7 +169,7 @@ impl Partition {
         let log = self.log();
         let log_end_offset = log.log_end_offset();
         let log_start_offset = log.log_start_offset();
-        if request.last_fetched_epoch >= 0 {
+        if request.last_fetched_epoch.0 >= 0 {
             let (epoch, end_offset) = log
                 .epoch_cache()
                 .end_offset_for(request.last_fetched_epoch, log_end_offset);
@@ -188,9 +201,9 @@ impl Partition {
 
     fn record_follower(
         &self,
-        replica: i32,
-        fetch_offset: i64,
-        leo: i64,
+        replica: BrokerId,
+        fetch_offset: Offset,
+        leo: Offset,
     ) -> Result<Option<IsrChange>, ReplicaError> {
         let now = self.clock().now_ms();
         let mut state = self.state();
@@ -198,10 +211,10 @@ impl Partition {
         // The refusals are built from the guarded state: `not_leader` would take the lock
         // again (and deadlock the partition on a fetch from an unknown replica).
         let Role::Leader(leader) = &mut state.role else {
-            return Err(self.not_leader_at(-1, leader_epoch));
+            return Err(self.not_leader_at(BrokerId::NONE, leader_epoch));
         };
         if !leader.record_fetch(replica, fetch_offset, leo, now) {
-            tracing::warn!(partition = %self.topic_partition, replica,
+            tracing::warn!(partition = %self.topic_partition, %replica,
                 "fetch from a replica outside the assignment refused");
             return Err(self.not_leader_at(leader.local_id, leader_epoch));
         }
@@ -228,9 +241,9 @@ impl Partition {
     /// start, always does).
     pub fn preferred_read_replica(
         &self,
-        fetch_offset: i64,
-        choose: impl FnOnce(ReplicaView, &[ReplicaView]) -> Option<i32>,
-    ) -> Option<i32> {
+        fetch_offset: Offset,
+        choose: impl FnOnce(ReplicaView, &[ReplicaView]) -> Option<BrokerId>,
+    ) -> Option<BrokerId> {
         let now_ms = self.clock().now_ms();
         let state = self.state();
         let Role::Leader(leader) = &state.role else {
@@ -274,7 +287,11 @@ impl Partition {
     /// or `None` when the proposal was refused. As Kafka's leader does, an answer to a
     /// state the partition has since left is ignored: a newer image arrived first (it may
     /// even have completed a reassignment that took replicas out), and it is the truth.
-    pub fn complete_isr_change(&self, proposed: (i32, i32), answer: Option<&PartitionImage>) {
+    pub fn complete_isr_change(
+        &self,
+        proposed: (LeaderEpoch, i32),
+        answer: Option<&PartitionImage>,
+    ) {
         let mut state = self.state();
         if (state.leader_epoch, state.partition_epoch) != proposed {
             tracing::info!(partition = %self.topic_partition, ?proposed,
@@ -287,8 +304,8 @@ impl Partition {
         if let Role::Leader(leader) = &mut state.role {
             // The controller's ISR, not the one proposed: it may have completed a
             // reassignment with it. An answer at another leader epoch waits for its image.
-            if let Some(image) = answer.filter(|a| a.leader_epoch == leader_epoch) {
-                leader.isr = image.isr.clone();
+            if let Some(image) = answer.filter(|a| LeaderEpoch(a.leader_epoch) == leader_epoch) {
+                leader.isr = broker_ids(&image.isr);
                 partition_epoch = partition_epoch.max(image.partition_epoch);
             }
             leader.pending_isr = None;
@@ -306,8 +323,8 @@ impl Partition {
     /// later epoch says nothing about them.
     pub async fn wait_for_high_watermark(
         &self,
-        offset: i64,
-        leader_epoch: i32,
+        offset: Offset,
+        leader_epoch: LeaderEpoch,
         timeout: std::time::Duration,
     ) -> Result<(), ReplicaError> {
         let mut high_watermark = self.subscribe();
@@ -321,7 +338,7 @@ impl Partition {
                     return Ok(());
                 }
                 if high_watermark.changed().await.is_err() {
-                    return Err(self.not_leader(-1));
+                    return Err(self.not_leader(BrokerId::NONE));
                 }
             }
         };
@@ -337,7 +354,7 @@ impl Partition {
     }
 
     /// Whether this replica leads at `leader_epoch`.
-    pub fn leads_at(&self, leader_epoch: i32) -> bool {
+    pub fn leads_at(&self, leader_epoch: LeaderEpoch) -> bool {
         let state = self.state();
         matches!(state.role, Role::Leader(_)) && state.leader_epoch == leader_epoch
     }
@@ -359,10 +376,10 @@ impl Partition {
     /// new leader never appends its old leader's batches.
     pub fn append_as_follower(
         &self,
-        fetched_epoch: i32,
+        fetched_epoch: LeaderEpoch,
         records: &[u8],
-        leader_high_watermark: i64,
-        leader_log_start_offset: i64,
+        leader_high_watermark: Offset,
+        leader_log_start_offset: Offset,
     ) -> Result<(), ReplicaError> {
         let mut log = self.log_for_follower_write(fetched_epoch)?;
         log.append_as_follower(records)
@@ -390,7 +407,7 @@ impl Partition {
     /// taken while the role is checked (lock order: state, then log).
     fn log_for_follower_write(
         &self,
-        fetched_epoch: i32,
+        fetched_epoch: LeaderEpoch,
     ) -> Result<std::sync::RwLockWriteGuard<'_, crate::log::Log>, ReplicaError> {
         let state = self.state();
         let leader = match state.role {
@@ -401,7 +418,7 @@ impl Partition {
             Role::Leader(ref leader) => leader.local_id,
         };
         drop(state);
-        tracing::debug!(partition = %self.topic_partition, fetched_epoch,
+        tracing::debug!(partition = %self.topic_partition, %fetched_epoch,
             "fetch answer for an older role dropped");
         Err(self.not_leader(leader))
     }
@@ -409,13 +426,17 @@ impl Partition {
     /// Truncates the log to `offset` (never below the log start) and lowers the high
     /// watermark with it if needed (only a follower truncates, for a fetch sent at
     /// `fetched_epoch`, or on becoming follower under the pre-KIP-101 test rule).
-    pub fn truncate_to(&self, fetched_epoch: i32, offset: i64) -> Result<bool, ReplicaError> {
+    pub fn truncate_to(
+        &self,
+        fetched_epoch: LeaderEpoch,
+        offset: Offset,
+    ) -> Result<bool, ReplicaError> {
         let mut log = self.log_for_follower_write(fetched_epoch)?;
         let truncated = log.truncate_to(offset).map_err(|e| self.log_error(e))?;
         let log_end_offset = log.log_end_offset();
         drop(log);
         if truncated {
-            tracing::info!(partition = %self.topic_partition, offset, "truncated as follower");
+            tracing::info!(partition = %self.topic_partition, %offset, "truncated as follower");
             self.publish_log_end_offset(log_end_offset);
             if self.high_watermark() > log_end_offset {
                 self.set_follower_high_watermark(log_end_offset);
@@ -427,14 +448,22 @@ impl Partition {
 
     /// The epoch of the last batch and the log end offset (for the follower's fetch; no
     /// epoch under the test-only pre-KIP-101 rule).
-    pub fn last_fetched_epoch(&self) -> (i32, i64) {
+    pub fn last_fetched_epoch(&self) -> (LeaderEpoch, Offset) {
         let log = self.log();
         let epoch = match self.truncates_to_high_watermark() {
-            true => -1,
-            false => log.epoch_cache().latest_epoch().unwrap_or(-1),
+            true => LeaderEpoch::UNKNOWN,
+            false => log
+                .epoch_cache()
+                .latest_epoch()
+                .unwrap_or(LeaderEpoch::UNKNOWN),
         };
         (epoch, log.log_end_offset())
     }
+}
+
+/// Broker ids as the metadata image lists them.
+pub fn broker_ids(ids: &[i32]) -> Vec<BrokerId> {
+    ids.iter().copied().map(BrokerId).collect()
 }
 
 /// The partition state machine, one rule per test.
@@ -443,16 +472,28 @@ mod tests {
     use super::*;
     use crate::log::batch::tests::encode_batch;
 
+    /// Broker 1 leads `p` at epoch 0, with broker 2 in its ISR.
+    fn lead_epoch_zero(p: &Partition) {
+        p.make_leader(
+            BrokerId(1),
+            LeaderEpoch(0),
+            0,
+            broker_ids(&[1, 2]),
+            broker_ids(&[1, 2]),
+        )
+        .expect("leader");
+    }
+
     fn partition(dir: &std::path::Path) -> Partition {
         Partition::for_test(dir)
     }
 
     fn fetch(replica_id: i32, fetch_offset: i64, last_fetched_epoch: i32) -> FollowerFetch {
         FollowerFetch {
-            replica_id,
-            fetch_offset,
-            last_fetched_epoch,
-            current_leader_epoch: -1,
+            replica_id: BrokerId(replica_id),
+            fetch_offset: Offset(fetch_offset),
+            last_fetched_epoch: LeaderEpoch(last_fetched_epoch),
+            current_leader_epoch: LeaderEpoch(-1),
             max_bytes: 1 << 20,
         }
     }
@@ -476,9 +517,9 @@ mod tests {
         // replicas" and stopped the node.
         let dir = tempfile::tempdir().expect("tempdir");
         let p = partition(dir.path());
-        p.apply_partition_image(1, &image(1, 1, &[1, 2]))
+        p.apply_partition_image(BrokerId(1), &image(1, 1, &[1, 2]))
             .expect("leader");
-        let proposed = (1, 1);
+        let proposed = (LeaderEpoch(1), 1);
         let mut moved = PartitionImage::new(vec![3, 1]);
         (
             moved.leader,
@@ -486,7 +527,7 @@ mod tests {
             moved.leader_epoch,
             moved.partition_epoch,
         ) = (1, vec![1, 3], 2, 2);
-        p.apply_partition_image(1, &moved)
+        p.apply_partition_image(BrokerId(1), &moved)
             .expect("the completed reassignment");
         p.complete_isr_change(proposed, Some(&moved));
         assert_eq!(p.isr_len(), 2, "the image's ISR stands");
@@ -495,7 +536,7 @@ mod tests {
         let mut answer = moved.clone();
         answer.partition_epoch = 3;
         answer.isr = vec![1];
-        p.complete_isr_change((2, 2), Some(&answer));
+        p.complete_isr_change((LeaderEpoch(2), 2), Some(&answer));
         assert_eq!(p.isr_len(), 1);
         assert_eq!(p.state().partition_epoch, 3);
     }
@@ -504,28 +545,28 @@ mod tests {
     fn a_stale_image_is_ignored() {
         let dir = tempfile::tempdir().expect("tempdir");
         let p = partition(dir.path());
-        p.apply_partition_image(1, &image(1, 3, &[1, 2]))
+        p.apply_partition_image(BrokerId(1), &image(1, 3, &[1, 2]))
             .expect("leader");
-        p.apply_partition_image(1, &image(2, 2, &[2]))
+        p.apply_partition_image(BrokerId(1), &image(2, 2, &[2]))
             .expect("stale");
         assert!(p.is_leader());
-        assert_eq!(p.leader_epoch(), 3);
+        assert_eq!(p.leader_epoch(), LeaderEpoch(3));
     }
 
     #[test]
     fn the_same_epoch_only_refreshes_replicas_and_isr() {
         let dir = tempfile::tempdir().expect("tempdir");
         let p = partition(dir.path());
-        p.apply_partition_image(1, &image(1, 1, &[1, 2]))
+        p.apply_partition_image(BrokerId(1), &image(1, 1, &[1, 2]))
             .expect("leader");
         p.append_as_leader(&encode_batch(2, -1, -1, 0))
             .expect("append");
-        p.apply_partition_image(1, &image(1, 1, &[1]))
+        p.apply_partition_image(BrokerId(1), &image(1, 1, &[1]))
             .expect("refresh");
         assert_eq!(p.isr_len(), 1, "the ISR follows the image");
         assert_eq!(
             p.high_watermark(),
-            2,
+            Offset(2),
             "a lone leader's HW reaches its log end"
         );
         let entries = p.log().epoch_cache().entries().to_vec();
@@ -536,48 +577,60 @@ mod tests {
     fn a_leaders_high_watermark_waits_for_every_isr_member() {
         let dir = tempfile::tempdir().expect("tempdir");
         let p = partition(dir.path());
-        p.make_leader(1, 0, 0, vec![1, 2], vec![1, 2])
-            .expect("leader");
+        lead_epoch_zero(&p);
         p.append_as_leader(&encode_batch(3, -1, -1, 0))
             .expect("append");
-        assert_eq!(p.high_watermark(), 0, "the follower has nothing yet");
+        assert_eq!(
+            p.high_watermark(),
+            Offset(0),
+            "the follower has nothing yet"
+        );
         p.fetch_for_follower(fetch(2, 0, -1)).expect("first fetch");
         assert_eq!(
             p.high_watermark(),
-            0,
+            Offset(0),
             "the follower's offset is learned one fetch late"
         );
         p.fetch_for_follower(fetch(2, 3, 0)).expect("second fetch");
-        assert_eq!(p.high_watermark(), 3);
+        assert_eq!(p.high_watermark(), Offset(3));
     }
 
     #[test]
     fn a_leaders_high_watermark_never_decreases() {
         let dir = tempfile::tempdir().expect("tempdir");
         let p = partition(dir.path());
-        p.make_leader(1, 0, 0, vec![1, 2, 3], vec![1, 2])
-            .expect("leader");
+        p.make_leader(
+            BrokerId(1),
+            LeaderEpoch(0),
+            0,
+            broker_ids(&[1, 2, 3]),
+            broker_ids(&[1, 2]),
+        )
+        .expect("leader");
         p.append_as_leader(&encode_batch(3, -1, -1, 0))
             .expect("append");
         p.fetch_for_follower(fetch(2, 0, -1)).expect("first fetch");
         p.fetch_for_follower(fetch(2, 3, 0)).expect("caught up");
-        assert_eq!(p.high_watermark(), 3);
+        assert_eq!(p.high_watermark(), Offset(3));
         p.fetch_for_follower(fetch(2, 1, 0))
             .expect("a fetch from further back");
         assert_eq!(
             p.high_watermark(),
-            3,
+            Offset(3),
             "a follower going back does not lower it"
         );
-        p.apply_partition_image(1, &image(1, 0, &[1, 2, 3]))
+        p.apply_partition_image(BrokerId(1), &image(1, 0, &[1, 2, 3]))
             .expect("ISR grows");
         assert_eq!(
             p.high_watermark(),
-            3,
+            Offset(3),
             "a new ISR member with nothing fetched yet does not lower it"
         );
-        assert!(!p.maybe_advance_high_watermark(2), "never moved back");
-        assert_eq!(p.high_watermark(), 3);
+        assert!(
+            !p.maybe_advance_high_watermark(Offset(2)),
+            "never moved back"
+        );
+        assert_eq!(p.high_watermark(), Offset(3));
     }
 
     #[test]
@@ -589,16 +642,28 @@ mod tests {
         let mut config = *p.log().config();
         config.min_insync_replicas = 2;
         p.set_log_config(config);
-        p.make_leader(1, 0, 0, vec![1, 2, 3], vec![1])
-            .expect("leader");
+        p.make_leader(
+            BrokerId(1),
+            LeaderEpoch(0),
+            0,
+            broker_ids(&[1, 2, 3]),
+            broker_ids(&[1]),
+        )
+        .expect("leader");
         p.append_as_leader(&encode_batch(3, -1, -1, 0))
             .expect("append");
-        assert_eq!(p.high_watermark(), 0, "ISR [1] is below min ISR 2");
-        p.make_leader(1, 0, 1, vec![1, 2, 3], vec![1, 2])
-            .expect("ISR grows");
+        assert_eq!(p.high_watermark(), Offset(0), "ISR [1] is below min ISR 2");
+        p.make_leader(
+            BrokerId(1),
+            LeaderEpoch(0),
+            1,
+            broker_ids(&[1, 2, 3]),
+            broker_ids(&[1, 2]),
+        )
+        .expect("ISR grows");
         p.fetch_for_follower(fetch(2, 0, -1)).expect("first fetch");
         p.fetch_for_follower(fetch(2, 3, 0)).expect("caught up");
-        assert_eq!(p.high_watermark(), 3, "two in sync: the HW moves");
+        assert_eq!(p.high_watermark(), Offset(3), "two in sync: the HW moves");
     }
 
     #[test]
@@ -606,37 +671,65 @@ mod tests {
         let leader_dir = tempfile::tempdir().expect("tempdir");
         let leader = partition(leader_dir.path());
         leader
-            .make_leader(1, 0, 0, vec![1], vec![1])
+            .make_leader(
+                BrokerId(1),
+                LeaderEpoch(0),
+                0,
+                broker_ids(&[1]),
+                broker_ids(&[1]),
+            )
             .expect("leader");
         leader
             .append_as_leader(&encode_batch(3, -1, -1, 0))
             .expect("append");
-        let records = leader.log().read(0, 3, 1 << 20, true).expect("read");
+        let records = leader
+            .log()
+            .read(Offset(0), Offset(3), 1 << 20, true)
+            .expect("read");
         let dir = tempfile::tempdir().expect("tempdir");
         let follower = partition(dir.path());
-        follower.make_follower(1, 0, 0).expect("follower");
         follower
-            .append_as_follower(0, &records, 100, 0)
+            .make_follower(BrokerId(1), LeaderEpoch(0), 0)
+            .expect("follower");
+        follower
+            .append_as_follower(LeaderEpoch(0), &records, Offset(100), Offset(0))
             .expect("append");
-        assert_eq!(follower.high_watermark(), 3, "min(leader HW, own log end)");
+        assert_eq!(
+            follower.high_watermark(),
+            Offset(3),
+            "min(leader HW, own log end)"
+        );
     }
 
     #[test]
     fn a_diverging_epoch_is_reported_when_the_followers_epoch_ends_earlier() {
         let dir = tempfile::tempdir().expect("tempdir");
         let p = partition(dir.path());
-        p.make_leader(1, 0, 0, vec![1, 2], vec![1]).expect("leader");
+        p.make_leader(
+            BrokerId(1),
+            LeaderEpoch(0),
+            0,
+            broker_ids(&[1, 2]),
+            broker_ids(&[1]),
+        )
+        .expect("leader");
         p.append_as_leader(&encode_batch(3, -1, -1, 0))
             .expect("append");
-        p.make_leader(1, 2, 1, vec![1, 2], vec![1])
-            .expect("leader again");
+        p.make_leader(
+            BrokerId(1),
+            LeaderEpoch(2),
+            1,
+            broker_ids(&[1, 2]),
+            broker_ids(&[1]),
+        )
+        .expect("leader again");
         p.append_as_leader(&encode_batch(2, -1, -1, 0))
             .expect("append");
         // The follower's last batch is of epoch 1, unknown here: epoch 0 ended at 3.
         let (answer, _) = p.fetch_for_follower(fetch(2, 5, 1)).expect("fetch");
         match answer {
             FollowerFetchResult::Diverging { epoch, end_offset } => {
-                assert_eq!((epoch, end_offset), (0, 3));
+                assert_eq!((epoch, end_offset), (LeaderEpoch(0), Offset(3)));
             }
             other => panic!("expected a diverging epoch, got {other:?}"),
         }
@@ -646,8 +739,7 @@ mod tests {
     fn a_fetch_from_a_replica_outside_the_assignment_is_refused() {
         let dir = tempfile::tempdir().expect("tempdir");
         let p = partition(dir.path());
-        p.make_leader(1, 0, 0, vec![1, 2], vec![1, 2])
-            .expect("leader");
+        lead_epoch_zero(&p);
         let refused = p.fetch_for_follower(fetch(9, 0, -1));
         assert!(matches!(
             refused,
@@ -659,12 +751,18 @@ mod tests {
     fn a_fetch_answer_for_an_older_epoch_is_not_applied() {
         let dir = tempfile::tempdir().expect("tempdir");
         let p = partition(dir.path());
-        p.make_follower(1, 4, 4).expect("follower");
-        let refused = p.append_as_follower(3, &encode_batch(1, -1, -1, 0), 1, 0);
+        p.make_follower(BrokerId(1), LeaderEpoch(4), 4)
+            .expect("follower");
+        let refused = p.append_as_follower(
+            LeaderEpoch(3),
+            &encode_batch(1, -1, -1, 0),
+            Offset(1),
+            Offset(0),
+        );
         assert!(matches!(
             refused,
             Err(ReplicaError::NotLeaderOrFollower { .. })
         ));
-        assert_eq!(p.log().log_end_offset(), 0, "nothing appended");
+        assert_eq!(p.log().log_end_offset(), Offset(0), "nothing appended");
     }
 }

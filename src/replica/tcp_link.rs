@@ -10,6 +10,7 @@ use tokio::net::TcpStream;
 
 use super::fetcher::{decode_fetch_response, encode_fetch, LeaderLink, LinkError};
 use crate::faults::Outbound;
+use crate::ids::BrokerId;
 
 /// Longest response frame a follower accepts (a fetch asks for at most 10 MiB).
 const RESPONSE_BYTES_MAX: usize = 64 << 20;
@@ -45,7 +46,7 @@ impl TcpLink {
             self.stream = Some(stream);
         }
         self.correlation_id = self.correlation_id.wrapping_add(1);
-        let body = encode_fetch(request, self.outbound.from, self.correlation_id);
+        let body = encode_fetch(request, BrokerId(self.outbound.from), self.correlation_id);
         let mut frame = BytesMut::with_capacity(body.len() + 4);
         frame.put_i32(body.len() as i32);
         frame.extend_from_slice(&body);
@@ -68,7 +69,7 @@ impl TcpLink {
 impl LeaderLink for TcpLink {
     async fn fetch(
         &mut self,
-        leader: i32,
+        leader: BrokerId,
         request: FetchRequest,
     ) -> Result<FetchResponse, LinkError> {
         let wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);

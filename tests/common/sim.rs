@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use highwater::api::{Broker, Outcome};
 use highwater::clock::Clock;
+use highwater::ids::BrokerId;
 use highwater::metadata::{PartitionImage, TopicImage};
 use highwater::replica::fetch_session::FetchSession;
 use highwater::replica::fetcher::{
@@ -42,7 +43,7 @@ pub struct SimLink {
 impl LeaderLink for SimLink {
     async fn fetch(
         &mut self,
-        leader: i32,
+        leader: BrokerId,
         request: FetchRequest,
     ) -> Result<FetchResponse, LinkError> {
         let unreachable = |reason: &str| LinkError::Unreachable {
@@ -50,12 +51,18 @@ impl LeaderLink for SimLink {
             reason: reason.to_string(),
         };
         let down = self.net.down.lock().expect("lock").clone();
-        if down.contains(&leader) || down.contains(&self.from) {
+        if down.contains(&leader.0) || down.contains(&self.from) {
             return Err(unreachable("down"));
         }
-        let broker = self.net.brokers.lock().expect("lock").get(&leader).cloned();
+        let broker = self
+            .net
+            .brokers
+            .lock()
+            .expect("lock")
+            .get(&leader.0)
+            .cloned();
         let broker = broker.ok_or_else(|| unreachable("no such broker"))?;
-        let frame = encode_fetch(&request, self.from, 1);
+        let frame = encode_fetch(&request, BrokerId(self.from), 1);
         let client = "127.0.0.1:1".parse().expect("addr");
         let request =
             highwater::server::connection::parse_request(frame, client, &"PLAINTEXT".into())
@@ -242,7 +249,14 @@ impl SimCluster {
             .expect("lock")
             .remove(&(follower, leader));
         let mut session = taken.unwrap_or_default();
-        let round = fetch_round(&mut link, &mut session, (follower, leader), &[partition], 0).await;
+        let round = fetch_round(
+            &mut link,
+            &mut session,
+            (BrokerId(follower), BrokerId(leader)),
+            &[partition],
+            0,
+        )
+        .await;
         let mut sessions = self.net.sessions.lock().expect("lock");
         sessions.insert((follower, leader), session);
         drop(sessions);
