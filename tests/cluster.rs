@@ -12,6 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::cluster_processes::*;
+use common::ports::free_port;
 use common::*;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;

@@ -11,7 +11,8 @@ use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::cluster_processes::{create_assigned, eventually, free_port, metadata, Cluster};
+use common::cluster_processes::{create_assigned, eventually, metadata, Cluster};
+use common::ports::free_port;
 use common::*;
 
 /// `/metrics` parsed: every sample by name and labels (sorted `k=v` pairs joined by `,`).

@@ -10,6 +10,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::cluster_processes::*;
+use common::ports::free_port;
 use common::small_disk::SmallDisk;
 use common::*;
 use kafka_protocol::error::ResponseError;

@@ -86,22 +86,30 @@ struct Reading {
 }
 
 impl Reading {
-    /// Whether a partition's high watermark moved since this was read; for a follower
-    /// (`log_ends`) also its log end offset, or the roles here.
-    fn outdated(&self, broker: &Broker, targets: &[Target], log_ends: bool) -> bool {
-        if log_ends && broker.replicas.roles_version() != self.roles_version {
-            return true;
-        }
-        let partitions = targets.iter().map(|t| t.partition.as_ref().ok());
-        partitions.zip(&self.offsets_read).any(|(p, read)| {
-            p.is_some_and(|p| {
-                let now = match log_ends {
-                    true => (p.high_watermark(), p.published_log_end_offset()),
-                    false => (p.high_watermark(), read.1),
-                };
-                now != *read
+    /// Whether a partition's high watermark moved since this was read (a consumer's
+    /// answer tells it).
+    fn high_watermark_moved(&self, targets: &[Target]) -> bool {
+        self.any_moved(targets, |p, read| p.high_watermark() != read.0)
+    }
+
+    /// Whether a partition's high watermark or log end offset moved since this was read,
+    /// or the roles here (a follower's answer tells all three).
+    fn replication_moved(&self, broker: &Broker, targets: &[Target]) -> bool {
+        broker.replicas.roles_version() != self.roles_version
+            || self.any_moved(targets, |p, read| {
+                (p.high_watermark(), p.published_log_end_offset()) != *read
             })
-        })
+    }
+
+    fn any_moved(
+        &self,
+        targets: &[Target],
+        moved: impl Fn(&Partition, &(Offset, Offset)) -> bool,
+    ) -> bool {
+        let partitions = targets.iter().map(|t| t.partition.as_ref().ok());
+        partitions
+            .zip(&self.offsets_read)
+            .any(|(p, read)| p.is_some_and(|p| moved(p, read)))
     }
 }
 
@@ -522,7 +530,11 @@ async fn read_when_ready(
         loop {
             let woken = waiting.wait(deadline).await;
             waiting.mark_read();
-            if (woken && !follower) || reading.outdated(broker, targets, follower) {
+            let moved = match follower {
+                true => reading.replication_moved(broker, targets),
+                false => woken || reading.high_watermark_moved(targets),
+            };
+            if moved {
                 break;
             }
             if !woken {
