@@ -19,6 +19,7 @@ mod lifecycle;
 pub mod placement;
 pub mod publisher;
 pub mod quorum;
+pub mod raft_types;
 pub mod reassignment;
 pub mod reply;
 pub mod rpc;

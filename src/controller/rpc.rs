@@ -24,7 +24,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::active::{ControllerReply, ControllerRequest};
 use super::error::RemoteError;
-use super::quorum::TypeConfig;
+use super::raft_types::TypeConfig;
 use super::state::ClusterState;
 use crate::faults::Outbound;
 

@@ -39,42 +39,16 @@ use std::sync::Arc;
 use super::batch::{BatchHeader, BatchIter};
 use super::batch_rewrite::{self, delete_horizon};
 use super::cleaned_transactions::CleanedTransactions;
+use super::config::LogConfig;
 use super::control;
 use super::error::LogError;
 use super::mmap::MappedFile;
 use super::offset_map::OffsetMap;
-use super::partition_log::{Log, LogConfig};
+use super::partition_log::Log;
 use super::producer_state::AbortedTransaction;
 use super::records::{self, RecordView};
 use super::segment::Segment;
 use crate::ids::Offset;
-
-/// The topic configs compaction reads.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CompactionConfig {
-    /// `cleanup.policy` holds `compact`.
-    pub compact: bool,
-    /// `delete.retention.ms`: how long a tombstone stays after the cleaning that kept it.
-    pub delete_retention_ms: i64,
-    /// `min.cleanable.dirty.ratio`: dirty bytes / all bytes above which a log is cleaned.
-    pub min_cleanable_dirty_ratio: f64,
-    /// `min.compaction.lag.ms`: segments with newer records are not cleaned yet.
-    pub min_compaction_lag_ms: i64,
-    /// `max.compaction.lag.ms`: dirty records older than this force a cleaning.
-    pub max_compaction_lag_ms: i64,
-}
-
-impl Default for CompactionConfig {
-    fn default() -> Self {
-        CompactionConfig {
-            compact: false,
-            delete_retention_ms: 86_400_000,
-            min_cleanable_dirty_ratio: 0.5,
-            min_compaction_lag_ms: 0,
-            max_compaction_lag_ms: i64::MAX,
-        }
-    }
-}
 
 /// The dirty part of a log and how dirty it is (LogToClean in Kafka).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -612,7 +586,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::ids::LeaderEpoch;
     use crate::log::batch_encode::{encode_batch, plain_record};
-    use crate::log::partition_log::{test_config, OpenOptions};
+    use crate::log::config::{test_config, CompactionConfig, OpenOptions};
     use bytes::Bytes;
     use kafka_protocol::records::{Compression, Record, RecordBatchDecoder};
     use proptest::prelude::*;
@@ -985,8 +959,8 @@ pub(crate) mod transaction_tests {
     use crate::ids::ProducerEpoch;
     use crate::ids::{LeaderEpoch, ProducerId};
     use crate::log::batch_encode::encode_batch;
+    use crate::log::config::OpenOptions;
     use crate::log::control::{self, Marker};
-    use crate::log::partition_log::OpenOptions;
     use bytes::Bytes;
     use kafka_protocol::records::{Compression, Record, RecordBatchDecoder, TimestampType};
     use proptest::prelude::*;

@@ -1,6 +1,6 @@
-//! Swapping a cleaned segment in for the group of segments it replaces, crash-safely, and
-//! finishing or undoing a half-done swap when a log is opened (Kafka's replaceSegments and
-//! LogLoader's swap-file recovery, in our own words).
+//! Swapping a cleaned segment in for the group of segments it replaces, crash-safely
+//! (Kafka's replaceSegments, in our own words); `recovery.rs` finishes or undoes a
+//! half-done swap when a log is opened.
 //!
 //! On disk, for a group whose first segment starts at X:
 //! 1. the cleaner writes and fsyncs `X.log.cleaned`, `X.index.cleaned`,
@@ -21,12 +21,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::batch::{self, BatchIter};
 use super::checkpoint::{remove_if_exists, sync_dir};
 use super::cleaner::CleanedSegment;
 use super::error::LogError;
-use super::mmap::MappedFile;
 use super::partition_log::Log;
+use super::recovery::LOG_LAST;
 use super::segment::{file_name, temporary_paths, OpenMode, Segment, FILE_KINDS};
 
 /// One step of a swap on disk.
@@ -48,10 +47,6 @@ impl FileStep {
         }
     }
 }
-
-/// The segment's files (indexes of [`FILE_KINDS`]), the log last: renaming the log is the
-/// commit point of a swap.
-const LOG_LAST: [usize; 4] = [1, 2, 3, 0];
 
 /// The steps that swap the `.cleaned` segment at `base_offset` in for it and for the
 /// segments at `others`, in the crash-safe order of the module comment.
@@ -173,93 +168,13 @@ fn write_cleaned_txn_index(
     super::checkpoint::write_atomically(&txn_index, &bytes)
 }
 
-/// The last offset of the whole, CRC-valid batches of a swap log.
-fn last_offset_of(path: &Path) -> Result<Option<i64>, LogError> {
-    let file = MappedFile::open(path, 0)?;
-    let bytes = file.slice(0, file.capacity());
-    let last = BatchIter::new(bytes)
-        .take_while(|(position, header)| batch::check_crc(&bytes[*position..], header).is_ok())
-        .last()
-        .map(|(_, header)| header.last_offset());
-    Ok(last)
-}
-
-fn base_of(name: &str, suffix: &str) -> Option<i64> {
-    let stem = name.strip_suffix(suffix)?;
-    (stem.len() == 20).then(|| stem.parse().ok()).flatten()
-}
-
-/// Finishes the swaps that passed their commit point and removes the leftovers of those
-/// that did not (called before a log's segments are listed).
-pub fn recover_swaps(dir: &Path) -> Result<(), LogError> {
-    let mut names = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(|e| LogError::io(dir, e))? {
-        let entry = entry.map_err(|e| LogError::io(dir, e))?;
-        names.push(entry.file_name().to_string_lossy().into_owned());
-    }
-    let mut changed = false;
-    for name in names
-        .iter()
-        .filter(|n| n.ends_with(".cleaned") || n.ends_with(".deleted"))
-    {
-        remove_if_exists(&dir.join(name))?;
-        changed = true;
-        tracing::warn!(dir = %dir.display(), file = %name, "removed an unfinished cleaning's file");
-    }
-    let segment_bases: Vec<i64> = names.iter().filter_map(|n| base_of(n, ".log")).collect();
-    for base in names.iter().filter_map(|n| base_of(n, ".log.swap")) {
-        complete_swap(dir, base, &segment_bases)?;
-        changed = true;
-    }
-    let index_swaps = [".index.swap", ".timeindex.swap", ".txnindex.swap"];
-    for name in names
-        .iter()
-        .filter(|n| index_swaps.iter().any(|suffix| n.ends_with(suffix)))
-    {
-        let base = index_swaps.iter().find_map(|suffix| base_of(name, suffix));
-        if base.is_some_and(|b| !names.contains(&file_name(b, "log.swap"))) {
-            remove_if_exists(&dir.join(name))?;
-            changed = true;
-        }
-    }
-    if changed {
-        sync_dir(dir)?;
-    }
-    Ok(())
-}
-
-fn complete_swap(dir: &Path, base: i64, segment_bases: &[i64]) -> Result<(), LogError> {
-    let swap_log = dir.join(file_name(base, "log.swap"));
-    let last = last_offset_of(&swap_log)?.unwrap_or(base);
-    for other in segment_bases.iter().filter(|b| **b > base && **b <= last) {
-        for n in LOG_LAST {
-            remove_if_exists(&dir.join(file_name(*other, FILE_KINDS[n])))?;
-        }
-    }
-    for kind in ["index", "timeindex", "index.swap", "timeindex.swap"] {
-        remove_if_exists(&dir.join(file_name(base, kind)))?;
-    }
-    // The indexes are rebuilt from the log, the aborted transactions cannot be: the swap
-    // index, if not renamed yet, is the cleaned segment's.
-    let txn_swap = dir.join(file_name(base, "txnindex.swap"));
-    if txn_swap.exists() {
-        let target = dir.join(file_name(base, "txnindex"));
-        std::fs::rename(&txn_swap, &target).map_err(|e| LogError::io(&txn_swap, e))?;
-    }
-    let target = dir.join(file_name(base, "log"));
-    std::fs::rename(&swap_log, &target).map_err(|e| LogError::io(&swap_log, e))?;
-    tracing::warn!(dir = %dir.display(), base_offset = base, last_offset = last,
-        "completed an interrupted swap of a cleaned segment");
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ids::LeaderEpoch;
     use crate::log::cleaner::tests::{all_records, compact_config, keyed_batch};
+    use crate::log::config::OpenOptions;
     use crate::log::offset_map::OffsetMap;
-    use crate::log::partition_log::OpenOptions;
     use kafka_protocol::records::Compression;
     use std::sync::atomic::AtomicBool;
 

@@ -11,59 +11,15 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 
 use super::batch::{self, BatchHeader};
-use super::cleaner::CompactionConfig;
+use super::config::{LogConfig, OpenOptions};
 use super::epoch_cache::EpochCache;
 use super::error::LogError;
 use super::producer_state::{ProducerStateTable, SequenceCheck};
 use super::roll_sync::RollSyncs;
-use super::segment::{file_name, OpenMode, Segment, SegmentConfig, FILE_KINDS};
+use super::segment::Segment;
 use super::segments::Segments;
 use crate::clock::system_now_ms as now_ms;
 use crate::ids::{LeaderEpoch, Offset, ProducerEpoch, ProducerId};
-
-/// The configuration a log needs (resolved from broker defaults and topic overrides).
-#[derive(Debug, Clone, Copy)]
-pub struct LogConfig {
-    pub segment: SegmentConfig,
-    /// `max.message.bytes`: the largest batch accepted.
-    pub max_message_bytes: usize,
-    /// `message.timestamp.before.max.ms`: how far in the past a CreateTime timestamp may be.
-    pub timestamp_before_max_ms: i64,
-    /// `message.timestamp.after.max.ms`: how far in the future a CreateTime timestamp may be.
-    pub timestamp_after_max_ms: i64,
-    /// `message.timestamp.type` is LogAppendTime: the leader stamps each batch with its
-    /// own time (the batch's max timestamp, and the timestamp type bit).
-    pub log_append_time: bool,
-    /// `segment.ms`: the age at which the active segment is rolled.
-    pub segment_ms: i64,
-    /// `flush.messages`: appended records after which the log is fsynced.
-    pub flush_messages: i64,
-    /// `flush.ms`: the longest time appended data stays unflushed.
-    pub flush_ms: i64,
-    /// `retention.ms`: segments whose newest record is older are deleted (-1: never).
-    pub retention_ms: i64,
-    /// `retention.bytes`: the oldest segments are deleted beyond this size (-1: never).
-    pub retention_bytes: i64,
-    /// `cleanup.policy` holds `delete`: `retention.ms` and `retention.bytes` apply.
-    pub cleanup_delete: bool,
-    /// `cleanup.policy` holds `compact`, and the compaction settings.
-    pub compaction: CompactionConfig,
-    /// `min.insync.replicas`: below this many in-sync replicas the leader's high
-    /// watermark stays where it is (KIP-966's strict min ISR).
-    pub min_insync_replicas: usize,
-}
-
-/// What the broker knows about a log before opening it.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct OpenOptions {
-    /// The broker stopped cleanly: trust every file as it is.
-    pub clean: bool,
-    /// From `recovery-point-offset-checkpoint`: offsets below it are known to be on disk,
-    /// so only segments holding it or later offsets are re-scanned after a crash.
-    pub recovery_point: Option<Offset>,
-    /// From `log-start-offset-checkpoint` (DeleteRecords may have moved it into a segment).
-    pub log_start_offset: Option<Offset>,
-}
 
 /// Where an appended (or de-duplicated) batch landed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,75 +60,12 @@ pub struct Log {
     rolls: RollSyncs,
 }
 
-/// Removes the files of the segments starting at `bases` (after a truncated segment).
-fn delete_segments_after(dir: &Path, bases: &[i64]) -> Result<(), LogError> {
-    for base in bases {
-        for suffix in FILE_KINDS {
-            super::checkpoint::remove_if_exists(&dir.join(file_name(*base, suffix)))?;
-        }
-        tracing::warn!(dir = %dir.display(), base_offset = base, "deleted segment after a truncated one");
-    }
-    Ok(())
-}
-
-fn segment_base_offsets(dir: &Path) -> Result<Vec<i64>, LogError> {
-    let mut bases = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(|e| LogError::io(dir, e))? {
-        let path = entry.map_err(|e| LogError::io(dir, e))?.path();
-        if path.extension().and_then(|e| e.to_str()) != Some("log") {
-            continue;
-        }
-        let stem = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or_default();
-        match stem.parse::<i64>() {
-            Ok(base) if stem.len() == 20 => bases.push(base),
-            _ => {
-                return Err(LogError::CorruptFile {
-                    path,
-                    reason: "segment file name is not a 20-digit offset".into(),
-                })
-            }
-        }
-    }
-    bases.sort_unstable();
-    Ok(bases)
-}
-
 impl Log {
     /// Opens the log in `dir`, creating it if needed. After an unclean shutdown every
     /// segment from the one holding the recovery point on is re-scanned; a segment whose
     /// tail is cut makes every later segment go (as Kafka's LogLoader does).
     pub fn open(dir: &Path, config: LogConfig, options: OpenOptions) -> Result<Log, LogError> {
-        if !dir.exists() {
-            std::fs::create_dir_all(dir).map_err(|e| LogError::io(dir, e))?;
-            if let Some(parent) = dir.parent() {
-                super::checkpoint::sync_dir(parent)?;
-            }
-        }
-        super::cleaner_swap::recover_swaps(dir)?;
-        let bases = segment_base_offsets(dir)?;
-        let mut segments: Vec<Segment> = Vec::with_capacity(bases.len().max(1));
-        for (n, base) in bases.iter().enumerate() {
-            let next_base = bases.get(n + 1).copied();
-            let active = next_base.is_none();
-            let holds_unflushed = match (options.recovery_point, next_base) {
-                (Some(point), Some(next)) => next > point.0,
-                _ => true,
-            };
-            let mode = OpenMode {
-                active,
-                recover: !options.clean && holds_unflushed,
-            };
-            let (segment, truncated) = Segment::open(dir, *base, config.segment, mode)?;
-            segments.push(segment);
-            if truncated && !active {
-                delete_segments_after(dir, &bases[n + 1..])?;
-                break;
-            }
-        }
-        let segments = Segments::new(segments, || Segment::create(dir, 0, config.segment))?;
+        let segments = super::recovery::open_segments(dir, config.segment, options)?;
         let first_base = Offset(segments.first().base_offset());
         let log_end_offset = Offset(segments.active().next_offset());
         let log_start_offset = options
@@ -181,7 +74,7 @@ impl Log {
             .clamp(first_base, log_end_offset);
         let epoch_cache = EpochCache::load(dir, log_end_offset)?;
         let (producers, last_snapshot_offset) =
-            super::producer_recovery::load_producers(dir, &segments, log_start_offset.0)?;
+            super::recovery::load_producers(dir, &segments, log_start_offset.0)?;
         let log = Log {
             dir: dir.to_path_buf(),
             config,
@@ -625,34 +518,11 @@ impl Log {
     }
 }
 
-/// A log configuration for tests: given segment size and index interval, no limits.
-#[cfg(test)]
-pub(crate) fn test_config(segment_bytes: usize, index_interval_bytes: usize) -> LogConfig {
-    LogConfig {
-        segment: SegmentConfig {
-            segment_bytes,
-            segment_index_bytes: 4096,
-            index_interval_bytes,
-        },
-        max_message_bytes: 1 << 20,
-        timestamp_before_max_ms: i64::MAX,
-        log_append_time: false,
-        timestamp_after_max_ms: i64::MAX,
-        segment_ms: i64::MAX,
-        flush_messages: i64::MAX,
-        flush_ms: i64::MAX,
-        retention_ms: -1,
-        retention_bytes: -1,
-        cleanup_delete: true,
-        compaction: CompactionConfig::default(),
-        min_insync_replicas: 1,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::log::batch::tests::encode_batch;
+    use crate::log::config::test_config;
     use std::io::{Seek, SeekFrom, Write};
 
     fn clean() -> OpenOptions {
@@ -773,6 +643,7 @@ mod tests {
 mod recovery_tests {
     use super::*;
     use crate::log::batch::tests::encode_batch;
+    use crate::log::config::test_config;
 
     #[test]
     fn a_crash_after_a_time_roll_keeps_the_new_segment() {
@@ -814,6 +685,7 @@ mod recovery_tests {
 mod damage_tests {
     use super::*;
     use crate::log::batch::tests::encode_batch;
+    use crate::log::config::test_config;
 
     #[test]
     fn a_damaged_index_is_rebuilt_not_trusted() {
@@ -849,6 +721,7 @@ mod damage_tests {
 mod damage_properties {
     use super::*;
     use crate::log::batch::tests::encode_batch;
+    use crate::log::config::test_config;
     use proptest::prelude::*;
 
     proptest! {

@@ -1,114 +1,24 @@
 //! How a log's producer state survives restarts and truncations (the persistence half of
-//! Kafka's ProducerStateManager and LogLoader): loaded from the latest producer snapshot
-//! and the segments' `.txnindex` files, then brought to the log end by replaying only the
-//! batch headers after the snapshot; a snapshot is written at every roll (at the new
-//! segment's base offset) and at clean shutdown (at the log end), and each ABORT marker's
-//! transaction goes to the `.txnindex` of the segment holding the marker.
+//! Kafka's ProducerStateManager and LogLoader): loaded (by `recovery.rs`) from the latest
+//! producer snapshot and the segments' `.txnindex` files, then brought to the log end by
+//! replaying only the batch headers after the snapshot; a snapshot is written at every
+//! roll (at the new segment's base offset) and at clean shutdown (at the log end), and
+//! each ABORT marker's transaction goes to the `.txnindex` of the segment holding the
+//! marker.
 //!
 //! Snapshots above the log end (left by a crash or a truncation) and below the first
 //! segment (retention) are deleted; a snapshot that fails its checks is deleted and an
 //! older one used, or the whole log replayed. Index entries before the snapshot are trusted
 //! (they were fsynced before it was written); later ones are found again by the replay.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::batch::BatchHeader;
 use super::control::Marker;
 use super::error::LogError;
 use super::partition_log::Log;
 use super::producer_snapshot;
-use super::producer_state::ProducerStateTable;
-use super::segment::Segment;
-use super::segments::Segments;
-use super::txn_index::IndexEntry;
-
-/// The producer state of the log of `segments` in `dir`, and the offset of the snapshot it
-/// was loaded from (the first segment's base offset when none was used).
-pub(super) fn load_producers(
-    dir: &Path,
-    segments: &Segments,
-    log_start_offset: i64,
-) -> Result<(ProducerStateTable, i64), LogError> {
-    let first_base = segments.first().base_offset();
-    let log_end = segments.active().next_offset();
-    // One listing of the directory: the snapshots past the log end go, the others are
-    // candidates.
-    let (stale, candidates): (Vec<i64>, Vec<i64>) = producer_snapshot::offsets(dir)?
-        .into_iter()
-        .partition(|offset| *offset > log_end);
-    producer_snapshot::delete(dir, stale)?;
-    let mut table = ProducerStateTable::default();
-    let mut from = first_base;
-    for offset in candidates.into_iter().rev().filter(|o| *o >= first_base) {
-        match producer_snapshot::read(dir, offset) {
-            Ok(entries) => {
-                table.load_snapshot(&entries);
-                from = offset;
-                break;
-            }
-            Err(error) => {
-                tracing::warn!(dir = %dir.display(), offset, %error,
-                    "producer snapshot unreadable: deleted, an older one is used");
-                producer_snapshot::delete(dir, [offset])?;
-            }
-        }
-    }
-    let mut indexed = Vec::new();
-    for segment in segments {
-        // Entries past the segment's end were left by a truncation.
-        let limit = from.min(segment.next_offset());
-        let mut entries = segment.txn_index().entries()?;
-        if entries.iter().any(|e| e.transaction.last_offset >= limit) {
-            segment.txn_index().truncate_from(limit)?;
-            entries.retain(|e| e.transaction.last_offset < limit);
-        }
-        indexed.extend(entries.into_iter().map(|e| e.transaction));
-    }
-    table.load_aborted(indexed);
-    let mut replayed = 0usize;
-    for segment in segments.iter().filter(|s| s.next_offset() > from) {
-        for (position, header) in segment.batches_from(from.max(segment.base_offset())) {
-            if header.base_offset < from {
-                continue;
-            }
-            let marker = marker_of(segment, position, &header);
-            record(&mut table, segment, &header, marker)?;
-            replayed += 1;
-        }
-        segment.txn_index().flush()?;
-    }
-    table.forget_aborted_before(log_start_offset);
-    tracing::debug!(dir = %dir.display(), snapshot = from, replayed, producers = table.len(),
-        "loaded producer state");
-    Ok((table, from))
-}
-
-fn marker_of(segment: &Segment, position: usize, header: &BatchHeader) -> Option<Marker> {
-    header
-        .is_control()
-        .then(|| super::control::parse(&segment.batch_bytes(position, header), header))
-        .flatten()
-}
-
-/// Follows one batch written to `segment` in `table`; an ABORT marker's transaction goes
-/// to the segment's `.txnindex`, with the last stable offset after it.
-fn record(
-    table: &mut ProducerStateTable,
-    segment: &Segment,
-    header: &BatchHeader,
-    marker: Option<Marker>,
-) -> Result<(), LogError> {
-    if let Some(transaction) = table.update(header, marker) {
-        let last_stable_offset = table
-            .first_open_offset()
-            .unwrap_or(transaction.last_offset + 1);
-        segment.txn_index().append(&IndexEntry {
-            transaction,
-            last_stable_offset,
-        })?;
-    }
-    Ok(())
-}
+use super::recovery::{load_producers, record};
 
 impl Log {
     /// Follows a batch just appended to the active segment in the producer state (and the
@@ -169,8 +79,9 @@ mod tests {
     use crate::ids::{LeaderEpoch, Offset};
     use crate::log::batch::tests::encode_batch;
     use crate::log::cleaner::transaction_tests::{end_txn, txn_batch};
-    use crate::log::partition_log::{test_config, OpenOptions};
+    use crate::log::config::{test_config, OpenOptions};
     use crate::log::producer_state::{ProducerView, SequenceCheck};
+    use std::path::Path;
 
     fn open(dir: &Path) -> Log {
         Log::open(dir, test_config(400, 64), OpenOptions::default()).expect("open")

@@ -185,7 +185,7 @@ fn rewrite_prefix(
 mod tests {
     use super::*;
     use crate::log::batch::tests::encode_batch;
-    use crate::log::partition_log::test_config;
+    use crate::log::config::test_config;
     use crate::log::OpenOptions;
 
     fn open(dir: &Path) -> Log {

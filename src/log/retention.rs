@@ -97,7 +97,7 @@ impl Log {
 mod tests {
     use crate::ids::{LeaderEpoch, Offset};
     use crate::log::batch::tests::encode_batch;
-    use crate::log::partition_log::{test_config, LogConfig, OpenOptions};
+    use crate::log::config::{test_config, LogConfig, OpenOptions};
     use crate::log::Log;
 
     fn log(config: LogConfig, dir: &std::path::Path, batches: &[i64]) -> Log {

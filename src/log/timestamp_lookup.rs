@@ -91,7 +91,7 @@ mod tests {
     use super::*;
     use crate::ids::LeaderEpoch;
     use crate::log::batch::tests::encode_batch;
-    use crate::log::partition_log::{test_config, OpenOptions};
+    use crate::log::config::{test_config, OpenOptions};
 
     fn log_with(timestamps: &[i64], dir: &std::path::Path) -> Log {
         let config = test_config(400, 1);

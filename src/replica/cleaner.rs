@@ -266,7 +266,7 @@ mod tests {
     use crate::config::ConfigMap;
     use crate::ids::{BrokerId, LeaderEpoch};
     use crate::log::cleaner::tests::{compact_config, keyed_batch};
-    use crate::log::partition_log::OpenOptions;
+    use crate::log::config::OpenOptions;
     use crate::log::{Log, LogConfig};
     use kafka_protocol::records::Compression;
 

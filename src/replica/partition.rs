@@ -239,7 +239,7 @@ impl Partition {
     /// A partition `t-0` on a fresh log in `dir`, following no one (unit tests).
     #[cfg(test)]
     pub(crate) fn for_test(dir: &std::path::Path) -> Partition {
-        use crate::log::partition_log::test_config;
+        use crate::log::config::test_config;
         let config = test_config(1 << 20, 64);
         let log = Log::open(dir, config, crate::log::OpenOptions::default()).expect("open");
         let tp = TopicPartition {

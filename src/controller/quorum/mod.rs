@@ -14,7 +14,6 @@ pub mod network;
 pub mod state_machine;
 
 use std::collections::BTreeMap;
-use std::io::Cursor;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -25,18 +24,12 @@ use tokio::sync::{watch, Notify};
 
 use super::error::ControllerError;
 use super::publisher::Publisher;
+pub use super::raft_types::TypeConfig;
 use super::state::{Record, RecordResult};
 use crate::config::{BrokerConfig, Voter};
 use crate::faults::Outbound;
 use log_store::LogStore;
 use state_machine::StateMachineStore;
-
-openraft::declare_raft_types!(
-    /// openraft's types for the metadata quorum: records in, record results out.
-    pub TypeConfig:
-        D = Record,
-        R = RecordResult,
-);
 
 /// The Raft node of this controller.
 pub type MetadataRaft = Raft<TypeConfig>;
