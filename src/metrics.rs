@@ -99,6 +99,8 @@ pub struct Metrics {
     pub isr_expands: IntCounter,
     /// Time of one flush of a partition's log to disk.
     pub log_flush_ms: Histogram,
+    /// Partitions read to answer followers' fetches (none for a session at rest).
+    pub replica_fetch_partitions_read: IntCounter,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -153,6 +155,11 @@ impl Metrics {
                 "ISR expands of partitions led here (ReplicaManager IsrExpandsPerSec)",
             ),
             log_flush_ms: r.add(Histogram::with_opts(flush).expect("valid")),
+            replica_fetch_partitions_read: r.counter(
+                "highwater_replica_fetch_partitions_read_total",
+                "Partitions read to answer follower fetches (an idle follower's fetch session \
+                 at rest is answered without reading any)",
+            ),
             registry: r.0,
         }
     }

@@ -538,3 +538,84 @@ async fn a_follower_fetches_in_a_session_and_opens_another_when_the_leader_resta
         "one new session, none left behind"
     );
 }
+
+/// Partitions broker `id` has read for follower fetches so far.
+fn partitions_read(cluster: &SimCluster, id: i32) -> u64 {
+    let broker = cluster.broker(id).expect("up");
+    broker.metrics.replica_fetch_partitions_read.get()
+}
+
+/// The followers broker `id`'s leaders would drop from their ISRs now (none proposed).
+fn lagging(cluster: &SimCluster, id: i32) -> Vec<Vec<BrokerId>> {
+    let broker = cluster.broker(id).expect("up");
+    let shrinks = broker.isr_shrinks();
+    for change in &shrinks {
+        // Withdrawn at once: the test only looks.
+        let proposed = (change.leader_epoch, change.partition_epoch);
+        cluster.partition(id).complete_isr_change(proposed, None);
+    }
+    shrinks.into_iter().map(|c| c.isr).collect()
+}
+
+/// Default `replica.lag.time.max.ms`.
+const LAG_MAX_MS: i64 = 30_000;
+
+#[tokio::test]
+async fn an_idle_followers_fetches_read_nothing_and_its_rest_counts_as_caught_up() {
+    // Issue 16: while nothing changes on the leader, a caught-up follower's incremental
+    // fetches are answered without reading its partitions; the time it rested counts as
+    // caught up, so the first append after a rest longer than replica.lag.time.max.ms
+    // drops nobody from the ISR (the rounds were not read, so without that credit the
+    // follower's last catch-up would be the last round read, long past).
+    let cluster = in_sync_with("a").await;
+    // Until a read finds B caught up with nothing to send, at the high watermark it moved.
+    for _ in 0..3 {
+        cluster.fetch(B, A).await.expect("fetch");
+    }
+    let before = partitions_read(&cluster, A);
+    for _ in 0..40 {
+        cluster.clock.advance(LAG_MAX_MS / 20);
+        cluster.fetch(B, A).await.expect("fetch");
+    }
+    assert_eq!(
+        partitions_read(&cluster, A),
+        before,
+        "idle rounds read nothing"
+    );
+    assert!(
+        lagging(&cluster, A).is_empty(),
+        "{:?}",
+        lagging(&cluster, A)
+    );
+
+    produce(&cluster, A, "b");
+    let round = cluster.fetch(B, A).await.expect("fetch");
+    assert!(
+        round.appended_bytes > 0,
+        "the append woke the session: {round:?}"
+    );
+    assert!(partitions_read(&cluster, A) > before);
+    assert!(
+        lagging(&cluster, A).is_empty(),
+        "the rest counted as caught up"
+    );
+    cluster.catch_up(B, A).await;
+    assert_eq!(values(&cluster, B), ["a", "b"]);
+    assert_eq!(cluster.partition(A).high_watermark(), Offset(2));
+}
+
+#[tokio::test]
+async fn a_follower_at_the_leaders_log_end_stays_in_sync_until_the_leader_appends() {
+    // Kafka's isCaughtUp: a follower whose log ends where the leader's does is in sync
+    // however long ago it fetched; once the leader appends, one that has not caught up
+    // within replica.lag.time.max.ms leaves the ISR.
+    let cluster = in_sync_with("a").await;
+    cluster.clock.advance(2 * LAG_MAX_MS);
+    assert!(lagging(&cluster, A).is_empty(), "B holds everything A has");
+    produce(&cluster, A, "b");
+    assert_eq!(
+        lagging(&cluster, A),
+        [broker_ids(&[A])],
+        "B stopped fetching"
+    );
+}

@@ -12,7 +12,8 @@
 //! polls.
 //!
 //! Fetch sessions (KIP-227, [`super::fetch_sessions`]): an incremental request reads every
-//! partition of its session and answers only those with something new.
+//! partition of its session and answers only those with something new; a follower's
+//! session at rest reads none while this broker's replication version stands.
 //!
 //! Fetch from follower (KIP-392): a consumer's Fetch v11+ may read from any replica here,
 //! up to that replica's high watermark (last stable offset); with rack-aware reads
@@ -39,6 +40,7 @@ use uuid::Uuid;
 
 use super::errors::refusal_error;
 use super::errors::replica_error;
+use super::fetch_sessions::{Rest, SessionUse};
 use super::refusal::Refusal;
 use super::response::encode_with_sources;
 use super::{leader_hint, node_endpoints, topic_name, Broker, HandlerError, Outcome, Request};
@@ -83,9 +85,56 @@ struct Reading {
     offsets_read: Vec<(Offset, Offset)>,
     /// The replicas' roles version when read.
     roles_version: u64,
+    /// This broker's replication version, read before the partitions.
+    replication_version: u64,
+    /// A follower's read that found every partition caught up, with nothing to send.
+    at_rest: bool,
 }
 
 impl Reading {
+    /// Nothing read yet of `targets`, with the versions read before them.
+    fn new(
+        broker: &Broker,
+        request: &Request,
+        (topics, targets): (&[(TopicName, Uuid)], &[Target]),
+        follower: bool,
+    ) -> Reading {
+        Reading {
+            topics: topics
+                .iter()
+                .map(|(name, id)| match request.version() >= 13 {
+                    true => FetchableTopicResponse::default().with_topic_id(*id),
+                    false => FetchableTopicResponse::default().with_topic(name.clone()),
+                })
+                .collect(),
+            sources: Vec::new(),
+            bytes: 0,
+            has_error: false,
+            isr_changes: Vec::new(),
+            throttled_bytes: 0,
+            answer_now: false,
+            offsets_read: Vec::with_capacity(targets.len()),
+            roles_version: broker.replicas.roles_version(),
+            replication_version: broker.replicas.replication_version(),
+            at_rest: follower,
+        }
+    }
+
+    /// Adds the answer `data` for `target`, read with the log ending at `log_end`.
+    fn add(&mut self, target: &Target, data: PartitionData, log_end: Offset) {
+        self.at_rest &= data.error_code == 0
+            && data.records.as_ref().is_none_or(Bytes::is_empty)
+            && data.diverging_epoch.epoch < 0
+            && target.request.fetch_offset == log_end.0;
+        self.offsets_read
+            .push((Offset(data.high_watermark), log_end));
+        if let Some(records) = data.records.as_ref().filter(|r| !r.is_empty()) {
+            self.bytes += records.len();
+            self.sources.push(records.clone());
+        }
+        self.topics[target.topic_index].partitions.push(data);
+    }
+
     /// Whether a partition's high watermark moved since this was read (a consumer's
     /// answer tells it).
     fn high_watermark_moved(&self, targets: &[Target]) -> bool {
@@ -209,6 +258,7 @@ fn read_for_follower(
     partition: &Partition,
     fetch: &FetchPartition,
     (replica_id, max_bytes, throttle_exceeded): (i32, usize, bool),
+    rested_until_ms: Option<i64>,
     reading: &mut Reading,
 ) -> Result<PartitionData, ResponseError> {
     let replica_id = ids::BrokerId(replica_id);
@@ -223,6 +273,7 @@ fn read_for_follower(
         last_fetched_epoch: LeaderEpoch(fetch.last_fetched_epoch),
         current_leader_epoch: LeaderEpoch(fetch.current_leader_epoch),
         max_bytes,
+        rested_until_ms,
     };
     let (result, change) = partition
         .fetch_for_follower(request)
@@ -381,26 +432,11 @@ fn read_all(
     broker: &Broker,
     request: &Request,
     body: &FetchRequest,
-    topics: &[(TopicName, Uuid)],
-    targets: &[Target],
+    (topics, targets): (&[(TopicName, Uuid)], &[Target]),
+    rested_until_ms: Option<i64>,
 ) -> Reading {
-    let mut reading = Reading {
-        topics: topics
-            .iter()
-            .map(|(name, id)| match request.version() >= 13 {
-                true => FetchableTopicResponse::default().with_topic_id(*id),
-                false => FetchableTopicResponse::default().with_topic(name.clone()),
-            })
-            .collect(),
-        sources: Vec::new(),
-        bytes: 0,
-        has_error: false,
-        isr_changes: Vec::new(),
-        throttled_bytes: 0,
-        answer_now: false,
-        offsets_read: Vec::with_capacity(targets.len()),
-        roles_version: broker.replicas.roles_version(),
-    };
+    let follower = replica_id(request, body);
+    let mut reading = Reading::new(broker, request, (topics, targets), follower >= 0);
     let image = broker.image();
     let any_replica = request.version() >= CLIENT_METADATA_VERSION;
     let consumer = ConsumerFetch {
@@ -410,7 +446,6 @@ fn read_all(
         image: &image,
         listener: &request.listener,
     };
-    let follower = replica_id(request, body);
     let response_max_bytes = response_max_bytes(broker, request, body, follower >= 0);
     let throttle_exceeded = follower >= 0 && broker.replicas.throttle_exceeded(THROTTLED_AS_LEADER);
     for target in targets {
@@ -426,6 +461,7 @@ fn read_all(
                 &p,
                 &target.request,
                 (follower, max_bytes, throttle_exceeded),
+                rested_until_ms,
                 &mut reading,
             ),
             false => read_partition(
@@ -440,14 +476,11 @@ fn read_all(
             reading.has_error = true;
             failed_data(request, target, error)
         });
-        reading
-            .offsets_read
-            .push((Offset(data.high_watermark), log_end));
-        if let Some(records) = data.records.as_ref().filter(|r| !r.is_empty()) {
-            reading.bytes += records.len();
-            reading.sources.push(records.clone());
-        }
-        reading.topics[target.topic_index].partitions.push(data);
+        reading.add(target, data, log_end);
+    }
+    if follower >= 0 {
+        let read = &broker.metrics.replica_fetch_partitions_read;
+        read.inc_by(targets.len() as u64);
     }
     let now_ms = broker.replicas.clock().now_ms();
     let quota = &broker.replicas.replication_quotas().leader;
@@ -509,13 +542,13 @@ async fn read_when_ready(
     request: &Request,
     body: &FetchRequest,
     (topics, targets): (&[(TopicName, Uuid)], &[Target]),
-    follower: bool,
+    (follower, rested_until_ms): (bool, Option<i64>),
 ) -> Reading {
     let deadline = Instant::now() + Duration::from_millis(body.max_wait_ms.max(0) as u64);
     let mut waiting = Waiting::new(broker, targets, follower);
     loop {
         waiting.mark_read();
-        let reading = read_all(broker, request, body, topics, targets);
+        let reading = read_all(broker, request, body, (topics, targets), rested_until_ms);
         broker.propose_isr_changes(&reading.isr_changes);
         let enough = reading.bytes >= body.min_bytes.max(0) as usize;
         let now = enough || reading.has_error || reading.answer_now || targets.is_empty();
@@ -559,11 +592,62 @@ fn over_quota(broker: &Broker, request: &Request, reading: &Reading) -> bool {
     true
 }
 
+/// Waits while this broker's replication version stays at `rest.version` (a follower's
+/// session at rest), at most `max_wait_ms`: `Ok` with the time it was last seen unchanged
+/// when it stayed so, `Err` with that time once it moved.
+async fn rest(broker: &Broker, body: &FetchRequest, rest: Rest) -> Result<i64, i64> {
+    let deadline = Instant::now() + Duration::from_millis(body.max_wait_ms.max(0) as u64);
+    let mut woken_by = broker.replicas.subscribe_log_ends();
+    let clock = broker.replicas.clock();
+    let mut seen_ms = rest.seen_ms;
+    loop {
+        if broker.replicas.replication_version() != rest.version {
+            return Err(seen_ms);
+        }
+        seen_ms = clock.now_ms();
+        let woken = tokio::time::timeout_at(deadline, woken_by.changed()).await;
+        if !matches!(woken, Ok(Ok(()))) {
+            return match broker.replicas.replication_version() == rest.version {
+                true => Ok(clock.now_ms()),
+                false => Err(seen_ms),
+            };
+        }
+    }
+}
+
+/// The session a Fetch uses, once a session at rest has rested as long as it may: `None`
+/// when it stayed at rest (answered without reading).
+async fn session_use(
+    broker: &Broker,
+    body: &FetchRequest,
+    session: SessionUse,
+) -> Result<Option<SessionUse>, Refusal> {
+    let SessionUse::Resting { id, rest: at } = session else {
+        return Ok(Some(session));
+    };
+    match rest(broker, body, at).await {
+        Ok(seen_ms) => {
+            broker.fetch_sessions.rested(id, seen_ms);
+            Ok(None)
+        }
+        Err(seen_ms) => broker.fetch_sessions.wake(id, seen_ms).map(Some),
+    }
+}
+
 /// Answers Fetch, parking it until data, an error or the deadline.
 pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, HandlerError> {
     let body: FetchRequest = request.decode()?;
-    let session = match broker.fetch_sessions.begin(&body, request.version()) {
-        Ok(session) => session,
+    let begun = broker.fetch_sessions.begin(&body, request.version());
+    let session = match begun {
+        Ok(session) => session_use(broker, &body, session).await,
+        Err(error) => Err(error),
+    };
+    let session = match session {
+        Ok(Some(session)) => session,
+        Ok(None) => {
+            let response = FetchResponse::default().with_session_id(body.session_id);
+            return request.respond(&response);
+        }
         Err(error) => {
             tracing::debug!(client = %request.client, api = "Fetch",
                 session_id = body.session_id, session_epoch = body.session_epoch,
@@ -575,7 +659,8 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
     };
     let follower = replica_id(request, &body) >= 0;
     let (topics, targets) = resolve(broker, request, session.topics(&body), follower);
-    let mut reading = read_when_ready(broker, request, &body, (&topics, &targets), follower).await;
+    let waited = (follower, session.rested_until_ms());
+    let mut reading = read_when_ready(broker, request, &body, (&topics, &targets), waited).await;
     if !follower && over_quota(broker, request, &reading) {
         let id = session.id_sending_nothing();
         return request.respond(&FetchResponse::default().with_session_id(id));
@@ -586,11 +671,16 @@ pub async fn handle(broker: &Broker, request: &Request) -> Result<Outcome, Handl
             .metrics
             .sent(name, records.map(Bytes::len).sum(), follower);
     }
+    let rest = reading.at_rest.then(|| Rest {
+        version: reading.replication_version,
+        seen_ms: broker.replicas.clock().now_ms(),
+    });
     let session_id = broker.fetch_sessions.finish(
         session,
         &body,
         &mut reading.topics,
         (request.version(), follower),
+        rest,
     );
     let mut response = FetchResponse::default()
         .with_session_id(session_id)

@@ -8,6 +8,12 @@
 //! replaces the session it names; an unknown session id is answered
 //! FETCH_SESSION_ID_NOT_FOUND, an epoch out of sequence INVALID_FETCH_SESSION_EPOCH, a
 //! session opened with topic ids used by name (or the reverse) FETCH_SESSION_TOPIC_ID_ERROR.
+//! A follower's session whose last read found every partition caught up, with nothing to
+//! send, is at rest: while this broker's replication version
+//! ([`crate::replica::ReplicaManager::replication_version`]) has not moved since, its
+//! incremental requests that name no partition are answered without reading any (an idle
+//! follower of thousands of partitions otherwise has all of them read twice a second).
+//!
 //! At most `max.incremental.fetch.session.cache.slots` sessions are kept (0: none, every
 //! fetch is answered sessionless); when all are taken, a new session evicts the least
 //! recently used one idle for two minutes, else one of lower priority (a consumer's before
@@ -53,6 +59,18 @@ struct Session {
     /// A follower's session, kept before a consumer's.
     follower: bool,
     uses_topic_ids: bool,
+    /// Set while a follower's session is at rest.
+    rest: Option<Rest>,
+}
+
+/// A follower's session at rest: its last read found every partition caught up (the
+/// follower's fetch offset at the leader's log end) with nothing to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rest {
+    /// This broker's replication version, read before that read.
+    pub version: u64,
+    /// The last time (ms, the partitions' clock) the version was seen unchanged.
+    pub seen_ms: i64,
 }
 
 /// A partition as the client names it: by topic id from v13, by name before.
@@ -103,8 +121,17 @@ pub enum SessionUse {
     None,
     /// A full request that opens a session once it is answered.
     Open,
-    /// An incremental request on session `id`, which reads the session's `topics`.
-    Incremental { id: i32, topics: Vec<FetchTopic> },
+    /// An incremental request on session `id`, which reads the session's `topics`; a
+    /// session woken from rest says until when it rested.
+    Incremental {
+        id: i32,
+        topics: Vec<FetchTopic>,
+        rested_until_ms: Option<i64>,
+    },
+    /// An incremental request naming no partition on session `id`, at rest: answered
+    /// without reading while the replication version is `rest.version`, else woken
+    /// ([`FetchSessions::wake`]).
+    Resting { id: i32, rest: Rest },
 }
 
 impl SessionUse {
@@ -112,7 +139,18 @@ impl SessionUse {
     pub fn topics<'a>(&'a self, body: &'a FetchRequest) -> &'a [FetchTopic] {
         match self {
             SessionUse::Incremental { topics, .. } => topics,
+            SessionUse::Resting { .. } => &[],
             SessionUse::None | SessionUse::Open => &body.topics,
+        }
+    }
+
+    /// Until when a session woken from rest rested.
+    pub fn rested_until_ms(&self) -> Option<i64> {
+        match self {
+            SessionUse::Incremental {
+                rested_until_ms, ..
+            } => *rested_until_ms,
+            _ => None,
         }
     }
 
@@ -121,7 +159,7 @@ impl SessionUse {
     /// its session unchanged.
     pub fn id_sending_nothing(&self) -> i32 {
         match self {
-            SessionUse::Incremental { id, .. } => *id,
+            SessionUse::Incremental { id, .. } | SessionUse::Resting { id, .. } => *id,
             SessionUse::None | SessionUse::Open => 0,
         }
     }
@@ -169,6 +207,22 @@ impl FetchSessions {
         if session.uses_topic_ids != (version >= TOPIC_IDS_VERSION) {
             return Err(Refusal::FetchSessionTopicIds);
         }
+        let changes = body.topics.iter().any(|t| !t.partitions.is_empty())
+            || body
+                .forgotten_topics_data
+                .iter()
+                .any(|t| !t.partitions.is_empty());
+        session.next_epoch = next_epoch(session.next_epoch);
+        session.last_used = Instant::now();
+        match session.rest {
+            Some(rest) if !changes => {
+                return Ok(SessionUse::Resting {
+                    id: body.session_id,
+                    rest,
+                })
+            }
+            _ => session.rest = None,
+        }
         for (key, fetch) in requested(&body.topics) {
             session
                 .partitions
@@ -188,32 +242,57 @@ impl FetchSessions {
                 });
             }
         }
-        session.next_epoch = next_epoch(session.next_epoch);
-        session.last_used = Instant::now();
         Ok(SessionUse::Incremental {
             id: body.session_id,
             topics: session.topics(),
+            rested_until_ms: None,
         })
+    }
+
+    /// A session at rest whose replication version moved: the read of all its partitions,
+    /// which were caught up until `seen_ms`. FETCH_SESSION_ID_NOT_FOUND if it is gone
+    /// meanwhile (a full request of the same follower replaced it).
+    pub fn wake(&self, id: i32, seen_ms: i64) -> Result<SessionUse, Refusal> {
+        let mut sessions = self.lock();
+        let session = sessions.get_mut(&id).ok_or(Refusal::FetchSessionNotFound)?;
+        session.rest = None;
+        Ok(SessionUse::Incremental {
+            id,
+            topics: session.topics(),
+            rested_until_ms: Some(seen_ms),
+        })
+    }
+
+    /// A session at rest stayed so until `seen_ms` (its request was answered without
+    /// reading).
+    pub fn rested(&self, id: i32, seen_ms: i64) {
+        if let Some(rest) = self.lock().get_mut(&id).and_then(|s| s.rest.as_mut()) {
+            rest.seen_ms = rest.seen_ms.max(seen_ms);
+        }
     }
 
     /// Completes a Fetch that read `session.topics(body)` and answers `responses` (in the
     /// same order):
     /// opens its session, or leaves out of an incremental answer the partitions with
-    /// nothing new. Returns the session id to answer (0: none).
+    /// nothing new; a follower's session found at `rest` is at rest from now. Returns the
+    /// session id to answer (0: none).
     pub fn finish(
         &self,
         session: SessionUse,
         body: &FetchRequest,
         responses: &mut Vec<FetchableTopicResponse>,
         (version, follower): (i16, bool),
+        rest: Option<Rest>,
     ) -> i32 {
         let read = session.topics(body);
+        let rest = rest.filter(|_| follower);
         match &session {
             SessionUse::None => 0,
-            SessionUse::Open => self.open(read, responses, version, follower),
-            SessionUse::Incremental { id, .. } => {
+            SessionUse::Open => self.open(read, responses, (version, follower), rest),
+            SessionUse::Incremental { id, .. } | SessionUse::Resting { id, .. } => {
                 if let Some(session) = self.lock().get_mut(id) {
                     session.keep_only_news(read, responses);
+                    session.rest = rest;
                 }
                 *id
             }
@@ -224,8 +303,8 @@ impl FetchSessions {
         &self,
         read: &[FetchTopic],
         responses: &[FetchableTopicResponse],
-        version: i16,
-        follower: bool,
+        (version, follower): (i16, bool),
+        rest: Option<Rest>,
     ) -> i32 {
         let mut partitions = IndexMap::new();
         for ((key, fetch), data) in requested(read).zip(answered(responses)) {
@@ -244,6 +323,7 @@ impl FetchSessions {
             last_used: Instant::now(),
             follower,
             uses_topic_ids: version >= TOPIC_IDS_VERSION,
+            rest,
         };
         let mut sessions = self.lock();
         if sessions.len() >= self.slots && !evict_for(&mut sessions, &session) {
@@ -413,7 +493,7 @@ mod tests {
             .with_topics(vec![topic]);
         let open = sessions.begin(&body, 12).expect("open");
         let mut answer = vec![FetchableTopicResponse::default().with_partitions(vec![data(0, 5)])];
-        let id = sessions.finish(open, &body, &mut answer, (12, false));
+        let id = sessions.finish(open, &body, &mut answer, (12, false), None);
         (id, body.with_topics(vec![]).with_session_id(id))
     }
 
@@ -428,7 +508,7 @@ mod tests {
         let body = body.clone().with_session_epoch(epoch);
         let used = sessions.begin(&body, 12).expect("incremental");
         let mut responses = vec![FetchableTopicResponse::default().with_partitions(vec![answer])];
-        sessions.finish(used, &body, &mut responses, (12, false));
+        sessions.finish(used, &body, &mut responses, (12, false), None);
         !responses.is_empty()
     }
 

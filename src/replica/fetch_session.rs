@@ -7,8 +7,13 @@
 //!
 //! Any failure — no answer, a session error, an answer without a session — makes the next
 //! request a full one: it closes the session it names and opens a new one.
+//!
+//! The positions are read again only when this broker's replication version moved (see
+//! [`super::partition::ReplicationChanges`]) or the partitions followed are others: an
+//! idle follower's request is then built without touching a partition.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
 use kafka_protocol::messages::FetchRequest;
@@ -48,6 +53,14 @@ pub struct FetchSession {
     next_epoch: i32,
     /// Each partition's position as last sent in a request the leader answered.
     held: HashMap<TopicPartition, Position>,
+    /// The followed partitions with their positions as last read.
+    positions: Vec<(Arc<Partition>, Position)>,
+    /// The replication version read before them, and how many times they were read.
+    positions_version: Option<u64>,
+    positions_reads: u64,
+    /// The read of the positions the leader holds all of (a request built from them
+    /// was answered), if any.
+    held_reads: Option<u64>,
 }
 
 /// What one request of a session sends: the partitions named and those forgotten.
@@ -57,9 +70,62 @@ pub struct Outgoing {
     pub session_epoch: i32,
     pub named: Vec<(TopicPartition, Position)>,
     pub forgotten: Vec<TopicPartition>,
+    /// The read of the session's positions it was built from.
+    positions_read: Option<u64>,
 }
 
 impl FetchSession {
+    /// Reads the positions of `partitions` (all followed at this leader) unless they were
+    /// read at the replication version there is now, for the same partitions.
+    pub fn read_positions(&mut self, partitions: &[Arc<Partition>]) {
+        let version = partitions.first().map(|p| p.replication_version());
+        let same = version.is_some()
+            && version == self.positions_version
+            && self.positions.len() == partitions.len()
+            && self
+                .positions
+                .iter()
+                .zip(partitions)
+                .all(|((read, _), p)| Arc::ptr_eq(read, p));
+        if same {
+            return;
+        }
+        self.positions = partitions
+            .iter()
+            .map(|p| (Arc::clone(p), Position::of(p)))
+            .collect();
+        self.positions_version = version;
+        self.positions_reads += 1;
+    }
+
+    /// The partitions followed and their positions, as last read.
+    pub fn positions(&self) -> &[(Arc<Partition>, Position)] {
+        &self.positions
+    }
+
+    /// The next request for the positions last read: an incremental one naming nothing,
+    /// without comparing them, when the leader holds them all already.
+    pub fn next_for_positions(&self) -> Outgoing {
+        let reads = Some(self.positions_reads);
+        if self.next_epoch != INITIAL_EPOCH && self.held_reads == reads {
+            return Outgoing {
+                session_id: self.id,
+                session_epoch: self.next_epoch,
+                named: Vec::new(),
+                forgotten: Vec::new(),
+                positions_read: reads,
+            };
+        }
+        let followed = self
+            .positions
+            .iter()
+            .map(|(p, at)| (&p.topic_partition, *at));
+        Outgoing {
+            positions_read: reads,
+            ..self.next(followed)
+        }
+    }
+
     /// The partitions the next request names (all of them when it is a full one), given
     /// every partition followed at this leader and its position now.
     pub fn next<'a>(
@@ -94,6 +160,7 @@ impl FetchSession {
             session_epoch: self.next_epoch,
             named,
             forgotten,
+            positions_read: None,
         }
     }
 
@@ -103,7 +170,8 @@ impl FetchSession {
         if session_id == 0 {
             // Answered without a session (the leader keeps none, or had no slot): the
             // next request is full again.
-            *self = FetchSession::default();
+            self.failed();
+            self.id = 0;
             return;
         }
         if sent.session_epoch == INITIAL_EPOCH {
@@ -113,6 +181,7 @@ impl FetchSession {
             self.held.remove(&tp);
         }
         self.held.extend(sent.named);
+        self.held_reads = sent.positions_read;
         self.id = session_id;
         self.next_epoch = match self.next_epoch {
             i32::MAX => 1,
@@ -125,6 +194,7 @@ impl FetchSession {
     pub fn failed(&mut self) {
         self.next_epoch = INITIAL_EPOCH;
         self.held.clear();
+        self.held_reads = None;
     }
 }
 

@@ -62,12 +62,9 @@ pub async fn fetch_round<L: LeaderLink>(
     partitions: &[Arc<Partition>],
     max_wait_ms: i32,
 ) -> Result<Round, LinkError> {
-    let followed: Vec<(Arc<Partition>, Position)> = partitions
-        .iter()
-        .map(|p| (Arc::clone(p), Position::of(p)))
-        .collect();
-    match exchange(link, session, &followed, ids, max_wait_ms).await? {
-        Some(response) => Ok(apply_answer(&followed, ids.1, &response)),
+    session.read_positions(partitions);
+    match exchange(link, session, ids, max_wait_ms).await? {
+        Some(response) => Ok(apply_answer(session.positions(), ids.1, &response)),
         None => Ok(Round {
             errors: 1,
             ..Round::default()
@@ -81,12 +78,11 @@ pub async fn fetch_round<L: LeaderLink>(
 async fn exchange<L: LeaderLink>(
     link: &mut L,
     session: &mut FetchSession,
-    followed: &[(Arc<Partition>, Position)],
     (local_id, leader): (BrokerId, BrokerId),
     max_wait_ms: i32,
 ) -> Result<Option<FetchResponse>, LinkError> {
     for attempt in 1..=2 {
-        let outgoing = session.next(followed.iter().map(|(p, at)| (&p.topic_partition, *at)));
+        let outgoing = session.next_for_positions();
         let request = outgoing.fill(
             FetchRequest::default()
                 .with_replica_id(kafka_protocol::messages::BrokerId(local_id.0))

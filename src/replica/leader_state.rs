@@ -147,6 +147,19 @@ impl LeaderState {
         true
     }
 
+    /// Credits a follower whose session rested until `until_ms` (see
+    /// [`super::roles::FollowerFetch::rested_until_ms`]) with the fetches that were not
+    /// read: each found it at `fetch_offset`, the leader's log end then. Only when the
+    /// last fetch read left it there.
+    pub fn record_rest(&mut self, replica: BrokerId, fetch_offset: Offset, until_ms: i64) {
+        let rested = self.remotes.get(&replica).is_some_and(|remote| {
+            remote.log_end_offset == fetch_offset && remote.last_fetch_ms < until_ms
+        });
+        if rested {
+            self.record_fetch(replica, fetch_offset, fetch_offset, until_ms);
+        }
+    }
+
     /// The high watermark the ISR allows: the least log end offset over the maximal ISR
     /// (the leader's own included).
     pub fn high_watermark_bound(&self, leader_leo: Offset) -> Offset {
@@ -183,17 +196,25 @@ impl LeaderState {
     }
 
     /// The ISR without the followers that have not caught up within `lag_max_ms`, when
-    /// that removes anyone.
-    pub fn shrink_candidate(&self, now_ms: i64, lag_max_ms: i64) -> Option<Vec<BrokerId>> {
+    /// that removes anyone. A follower whose log ends where the leader's does
+    /// (`leader_leo`) is caught up however long ago it fetched (Kafka's `isCaughtUp`): an
+    /// idle partition's followers stay in the ISR, and a dead one leaves it once the
+    /// leader appends.
+    pub fn shrink_candidate(
+        &self,
+        now_ms: i64,
+        lag_max_ms: i64,
+        leader_leo: Offset,
+    ) -> Option<Vec<BrokerId>> {
         if self.pending_isr.is_some() {
             return None;
         }
         let lagging = |r: &BrokerId| {
             *r != self.local_id
-                && self
-                    .remotes
-                    .get(r)
-                    .is_none_or(|remote| now_ms - remote.last_caught_up_ms > lag_max_ms)
+                && self.remotes.get(r).is_none_or(|remote| {
+                    remote.log_end_offset != leader_leo
+                        && now_ms - remote.last_caught_up_ms > lag_max_ms
+                })
         };
         let kept: Vec<BrokerId> = self.isr.iter().copied().filter(|r| !lagging(r)).collect();
         (kept.len() < self.isr.len()).then_some(kept)
@@ -289,9 +310,12 @@ mod tests {
         let mut state = three();
         state.record_fetch(BrokerId(2), Offset(10), Offset(10), 1_000);
         state.record_fetch(BrokerId(3), Offset(3), Offset(10), 1_000);
-        assert_eq!(state.shrink_candidate(20_000, 30_000), None);
+        assert_eq!(state.shrink_candidate(20_000, 30_000, Offset(10)), None);
         state.record_fetch(BrokerId(2), Offset(10), Offset(10), 40_000);
-        assert_eq!(state.shrink_candidate(40_000, 30_000), Some(ids(&[1, 2])));
+        assert_eq!(
+            state.shrink_candidate(40_000, 30_000, Offset(10)),
+            Some(ids(&[1, 2]))
+        );
         state.isr = ids(&[1, 2]);
         assert_eq!(
             state.expansion_candidate(BrokerId(3), Offset(10)),

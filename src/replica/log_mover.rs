@@ -298,6 +298,7 @@ fn swap(
     reopened.time_flushes(flush_timer.clone());
     let old = std::mem::replace(&mut *current, reopened);
     partition.set_log_dir(Arc::clone(&future.dest));
+    partition.replication_changed();
     drop(current);
     drop(old);
     remove_dir_if_exists(&deleted).map_err(MoveError::Current)?;

@@ -19,7 +19,7 @@ use super::log_dirs::{is_dir_failure, LogDir, LogDirs};
 use super::log_mover::{self, FutureReplica, Moves};
 use super::parallel;
 use super::partition::{
-    LogEnds, Partition, TopicPartition, THROTTLED_AS_FOLLOWER, THROTTLED_AS_LEADER,
+    Partition, ReplicationChanges, TopicPartition, THROTTLED_AS_FOLLOWER, THROTTLED_AS_LEADER,
 };
 use super::quota::{self, ReplicationQuotas};
 use crate::clock::Clock;
@@ -63,7 +63,7 @@ pub struct ReplicaManager {
     clock: Clock,
     /// Moved whenever a hosted partition appends as leader, and after every image applied
     /// (follower fetches park on it).
-    log_ends: LogEnds,
+    changes: ReplicationChanges,
     /// The broker's instruments (each log's flushes are timed into them).
     metrics: Arc<Metrics>,
     /// This node's side of the test faults on links to leaders it follows.
@@ -155,7 +155,7 @@ impl ReplicaManager {
             applying: Mutex::new(()),
             cleaner,
             clock,
-            log_ends: LogEnds::default(),
+            changes: ReplicationChanges::default(),
             metrics,
             outbound,
             moves: Moves::default(),
@@ -166,9 +166,16 @@ impl ReplicaManager {
         })
     }
 
+    /// A version moved by every change a follower's fetch could see here: see
+    /// [`ReplicationChanges`], plus one per failed log directory.
+    pub fn replication_version(&self) -> u64 {
+        let failed = self.offline_dir_count() as u64;
+        self.changes.version().wrapping_add(failed)
+    }
+
     /// A receiver that sees every later append as leader here, and every image applied.
     pub fn subscribe_log_ends(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.log_ends.subscribe()
+        self.changes.subscribe()
     }
 
     /// The clock the hosted partitions read.
@@ -325,7 +332,7 @@ impl ReplicaManager {
         self.roles_version
             .fetch_add(1, std::sync::atomic::Ordering::Release);
         // Parked follower fetches read again: a partition may have changed its role.
-        self.log_ends.moved();
+        self.changes.log_end_moved();
         opened
     }
 
@@ -523,7 +530,7 @@ impl ReplicaManager {
             role,
             log,
             log_dir,
-            (self.clock.clone(), self.log_ends.clone()),
+            (self.clock.clone(), self.changes.clone()),
         );
         partition.restore_high_watermark(high_watermark);
         if let Some(wanted) = wanted {

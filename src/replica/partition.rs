@@ -88,10 +88,10 @@ pub struct Partition {
     log: RwLock<Log>,
     /// Publishes the high watermark; consumer fetches parked on this partition watch it.
     high_watermark: watch::Sender<Offset>,
-    /// Publishes the log end offset, read by follower fetches woken by `log_ends`.
+    /// Publishes the log end offset, read by follower fetches woken by `changes`.
     log_end_offset: watch::Sender<Offset>,
-    /// Moved whenever this or another partition sharing it appends as leader.
-    log_ends: LogEnds,
+    /// The broker's replication version, moved by this partition's changes.
+    changes: ReplicationChanges,
     /// Test-only: follow the pre-KIP-101 rule (truncate to the high watermark on becoming
     /// follower, fetch without epochs), to show what the leader-epoch rule prevents.
     truncate_to_high_watermark: std::sync::atomic::AtomicBool,
@@ -114,26 +114,48 @@ pub struct Partition {
     throttles: std::sync::atomic::AtomicU8,
 }
 
-/// A signal shared by the partitions of a broker, moved whenever one's log end offset
-/// moves as leader (and when roles may have changed): a follower's fetch parks on this one channel rather than on one per partition of
-/// its session (thousands, each subscribed and polled per fetch), and on a wake reads
-/// again only if a log end offset it read moved.
+/// A version shared by the partitions of a broker, moved by every change a follower's
+/// fetch could see or make here: log end offsets (as leader and as follower), high
+/// watermarks, log start offsets, ISR changes and roles (failed log directories are
+/// counted by `LogDirs`; [`super::ReplicaManager::replication_version`] adds the two).
+///
+/// A leader's append and a role change also wake the receivers: a follower's fetch parks
+/// on this one channel rather than on one per partition of its session (thousands, each
+/// subscribed and polled per fetch), and on a wake reads again only if what it read
+/// moved. The other changes move the version quietly, for those that compare it: a
+/// follower's session at rest that finds the version unchanged reads none of its
+/// partitions (`api::fetch_sessions`), and a fetcher reuses its partitions' positions
+/// ([`super::fetch_session`]).
 #[derive(Debug, Clone)]
-pub struct LogEnds(Arc<watch::Sender<u64>>);
+pub struct ReplicationChanges(Arc<watch::Sender<u64>>);
 
-impl Default for LogEnds {
+impl Default for ReplicationChanges {
     fn default() -> Self {
-        LogEnds(Arc::new(watch::channel(0).0))
+        ReplicationChanges(Arc::new(watch::channel(0).0))
     }
 }
 
-impl LogEnds {
-    /// Wakes every receiver.
-    pub(super) fn moved(&self) {
-        self.0.send_modify(|moves| *moves = moves.wrapping_add(1));
+impl ReplicationChanges {
+    /// Moves the version and wakes every receiver (a leader's log end moved, or roles).
+    pub(super) fn log_end_moved(&self) {
+        self.0
+            .send_modify(|version| *version = version.wrapping_add(1));
     }
 
-    /// A receiver that sees every later move.
+    /// Moves the version without waking anyone.
+    pub(super) fn changed(&self) {
+        self.0.send_if_modified(|version| {
+            *version = version.wrapping_add(1);
+            false
+        });
+    }
+
+    /// The version now.
+    pub fn version(&self) -> u64 {
+        *self.0.borrow()
+    }
+
+    /// A receiver woken by every later leader append and role change.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.0.subscribe()
     }
@@ -153,7 +175,7 @@ impl Partition {
         (leader, leader_epoch): (BrokerId, LeaderEpoch),
         log: Log,
         log_dir: Arc<LogDir>,
-        (clock, log_ends): (Clock, LogEnds),
+        (clock, changes): (Clock, ReplicationChanges),
     ) -> Self {
         let log_end_offset = log.log_end_offset();
         let min_insync_replicas = log.config().min_insync_replicas;
@@ -171,7 +193,7 @@ impl Partition {
             log: RwLock::new(log),
             high_watermark,
             log_end_offset,
-            log_ends,
+            changes,
             truncate_to_high_watermark: std::sync::atomic::AtomicBool::new(false),
             log_dir: RwLock::new(log_dir),
             history: InvariantHistory::default(),
@@ -253,7 +275,7 @@ impl Partition {
             (BrokerId(-1), LeaderEpoch(0)),
             log,
             log_dir,
-            (Clock::system(), LogEnds::default()),
+            (Clock::system(), ReplicationChanges::default()),
         )
     }
 
@@ -349,7 +371,25 @@ impl Partition {
 
     /// Publishes a new log end offset (what a parked follower fetch compares when woken).
     pub(super) fn publish_log_end_offset(&self, log_end_offset: Offset) {
-        self.log_end_offset.send_replace(log_end_offset);
+        let moved = self.log_end_offset.send_if_modified(|leo| {
+            let moved = *leo != log_end_offset;
+            *leo = log_end_offset;
+            moved
+        });
+        if moved {
+            self.changes.changed();
+        }
+    }
+
+    /// The broker's replication version (see [`ReplicationChanges`]; without its failed
+    /// log directories).
+    pub fn replication_version(&self) -> u64 {
+        self.changes.version()
+    }
+
+    /// Moves the broker's replication version (a change a follower's fetch could see).
+    pub(super) fn replication_changed(&self) {
+        self.changes.changed();
     }
 
     /// The log end offset last published (without the log's lock).
@@ -359,11 +399,14 @@ impl Partition {
 
     /// Sets a follower's high watermark (it may go down with a truncation).
     pub(super) fn set_follower_high_watermark(&self, high_watermark: Offset) {
-        self.high_watermark.send_if_modified(|hw| {
+        let changed = self.high_watermark.send_if_modified(|hw| {
             let changed = *hw != high_watermark;
             *hw = high_watermark;
             changed
         });
+        if changed {
+            self.changes.changed();
+        }
     }
 
     /// Wakes whoever waits on the high watermark without moving it (a role change: acks=-1
@@ -484,7 +527,7 @@ impl Partition {
         drop(log);
         self.publish_log_end_offset(log_end_offset);
         // Only a leader's appends concern the follower fetches parked here.
-        self.log_ends.moved();
+        self.changes.log_end_moved();
         self.maybe_increment_high_watermark();
         self.check_invariants();
     }
@@ -534,14 +577,18 @@ impl Partition {
 
     /// Moves the high watermark forward to `offset`; returns whether it moved.
     pub fn maybe_advance_high_watermark(&self, offset: Offset) -> bool {
-        self.high_watermark.send_if_modified(|hw| {
+        let moved = self.high_watermark.send_if_modified(|hw| {
             if offset > *hw {
                 *hw = offset;
                 true
             } else {
                 false
             }
-        })
+        });
+        if moved {
+            self.changes.changed();
+        }
+        moved
     }
 
     /// Applies retention, the flush policy and producer expiry
@@ -549,8 +596,12 @@ impl Partition {
     pub fn maintain(&self, now_ms: i64, producer_expiration_ms: i64) -> Result<(), ReplicaError> {
         let high_watermark = self.high_watermark();
         let mut log = self.log_mut();
+        let start = log.log_start_offset();
         log.delete_old_segments(now_ms, high_watermark)
             .map_err(|e| self.log_error(e))?;
+        if log.log_start_offset() != start {
+            self.changes.changed();
+        }
         log.maybe_flush_by_time(now_ms)
             .map_err(|e| self.log_error(e))?;
         let expired = log.expire_producers(now_ms, producer_expiration_ms);
@@ -586,8 +637,11 @@ impl Partition {
             };
             return Err(self.log_error(source));
         }
-        log.delete_records(target, high_watermark)
-            .map_err(|e| self.log_error(e))
+        let start = log
+            .delete_records(target, high_watermark)
+            .map_err(|e| self.log_error(e))?;
+        self.changes.changed();
+        Ok(start)
     }
 
     /// Applies a changed topic configuration to the log.

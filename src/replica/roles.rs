@@ -23,6 +23,11 @@ pub struct FollowerFetch {
     /// At most this many bytes, but at least the first batch (KIP-74) unless 0 (a
     /// throttled replica, or a response already full): then no records.
     pub max_bytes: usize,
+    /// When the follower's session rested (its fetches answered without reading, nothing
+    /// having changed since a read found it caught up; `api::fetch_sessions`): the last
+    /// time it was seen so, which counts as a fetch at `fetch_offset` with the leader's
+    /// log ending there.
+    pub rested_until_ms: Option<i64>,
 }
 
 /// The leader's answer to a follower.
@@ -88,6 +93,7 @@ impl Partition {
                 leader.update_replicas(replicas, isr, self.clock().now_ms());
                 state.partition_epoch = partition_epoch;
                 drop(state);
+                self.replication_changed();
                 self.maybe_increment_high_watermark();
                 return Ok(());
             }
@@ -116,6 +122,7 @@ impl Partition {
         self.invariant_history()
             .start_leading(self.high_watermark());
         drop(state);
+        self.replication_changed();
         self.wake_high_watermark_waiters();
         tracing::info!(partition = %self.topic_partition, %leader_epoch, "became leader");
         self.maybe_increment_high_watermark();
@@ -145,6 +152,7 @@ impl Partition {
         self.invariant_history().stop_leading();
         drop(log);
         drop(state);
+        self.replication_changed();
         self.wake_high_watermark_waiters();
         if self.truncates_to_high_watermark() {
             self.truncate_to(leader_epoch, self.high_watermark())?;
@@ -188,8 +196,7 @@ impl Partition {
             )
             .map_err(|e| self.log_error(e))?;
         drop(log);
-        let change =
-            self.record_follower(request.replica_id, request.fetch_offset, log_end_offset)?;
+        let change = self.record_follower(&request, log_end_offset)?;
         let result = FollowerFetchResult::Records {
             records,
             high_watermark: self.high_watermark(),
@@ -201,10 +208,10 @@ impl Partition {
 
     fn record_follower(
         &self,
-        replica: BrokerId,
-        fetch_offset: Offset,
+        request: &FollowerFetch,
         leo: Offset,
     ) -> Result<Option<IsrChange>, ReplicaError> {
+        let (replica, fetch_offset) = (request.replica_id, request.fetch_offset);
         let now = self.clock().now_ms();
         let mut state = self.state();
         let (leader_epoch, partition_epoch) = (state.leader_epoch, state.partition_epoch);
@@ -213,6 +220,9 @@ impl Partition {
         let Role::Leader(leader) = &mut state.role else {
             return Err(self.not_leader_at(BrokerId::NONE, leader_epoch));
         };
+        if let Some(until_ms) = request.rested_until_ms {
+            leader.record_rest(replica, fetch_offset, until_ms);
+        }
         if !leader.record_fetch(replica, fetch_offset, leo, now) {
             tracing::warn!(partition = %self.topic_partition, %replica,
                 "fetch from a replica outside the assignment refused");
@@ -223,6 +233,7 @@ impl Partition {
             .expansion_candidate(replica, high_watermark)
             .map(|isr| {
                 leader.pending_isr = Some(isr.clone());
+                self.replication_changed();
                 IsrChange {
                     topic_partition: self.topic_partition.clone(),
                     leader_epoch,
@@ -266,14 +277,16 @@ impl Partition {
 
     /// As leader, proposes an ISR without the followers that fell `lag_max_ms` behind.
     pub fn maybe_shrink_isr(&self, now_ms: i64, lag_max_ms: i64) -> Option<IsrChange> {
+        let log_end_offset = self.published_log_end_offset();
         let mut state = self.state();
         let (leader_epoch, partition_epoch) = (state.leader_epoch, state.partition_epoch);
         let Role::Leader(leader) = &mut state.role else {
             return None;
         };
-        let isr = leader.shrink_candidate(now_ms, lag_max_ms)?;
+        let isr = leader.shrink_candidate(now_ms, lag_max_ms, log_end_offset)?;
         tracing::info!(partition = %self.topic_partition, ?isr, "shrinking the ISR");
         leader.pending_isr = Some(isr.clone());
+        self.replication_changed();
         Some(IsrChange {
             topic_partition: self.topic_partition.clone(),
             leader_epoch,
@@ -312,6 +325,8 @@ impl Partition {
         }
         state.partition_epoch = partition_epoch;
         drop(state);
+        // A refused expansion is proposed again at the follower's next fetch that is read.
+        self.replication_changed();
         self.maybe_increment_high_watermark();
         self.check_invariants();
     }
@@ -394,6 +409,7 @@ impl Partition {
         if start > log.log_start_offset() {
             log.delete_records(start, high_watermark)
                 .map_err(|e| self.log_error(e))?;
+            self.replication_changed();
         }
         drop(log);
         self.publish_log_end_offset(log_end_offset);
@@ -435,6 +451,9 @@ impl Partition {
         let truncated = log.truncate_to(offset).map_err(|e| self.log_error(e))?;
         let log_end_offset = log.log_end_offset();
         drop(log);
+        // Even at the same log end, an empty epoch there may be gone (the next fetch's
+        // last fetched epoch).
+        self.replication_changed();
         if truncated {
             tracing::info!(partition = %self.topic_partition, %offset, "truncated as follower");
             self.publish_log_end_offset(log_end_offset);
@@ -495,6 +514,7 @@ mod tests {
             last_fetched_epoch: LeaderEpoch(last_fetched_epoch),
             current_leader_epoch: LeaderEpoch(-1),
             max_bytes: 1 << 20,
+            rested_until_ms: None,
         }
     }
 
