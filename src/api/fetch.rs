@@ -605,6 +605,10 @@ async fn rest(broker: &Broker, body: &FetchRequest, rest: Rest) -> Result<i64, i
             return Err(seen_ms);
         }
         seen_ms = clock.now_ms();
+        if Instant::now() >= deadline {
+            // Not even a timer for a deadline passed (`max_wait_ms` 0): one costs a tick.
+            return Ok(seen_ms);
+        }
         let woken = tokio::time::timeout_at(deadline, woken_by.changed()).await;
         if !matches!(woken, Ok(Ok(()))) {
             return match broker.replicas.replication_version() == rest.version {
