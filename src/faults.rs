@@ -241,11 +241,13 @@ impl Faults {
     }
 }
 
-/// A node's outbound side of [`Faults`]: which node it is, and the cluster's faults.
+/// A node's outbound side: which node it is, how it secures connections to other
+/// brokers, and the cluster's [`Faults`].
 #[derive(Clone, Debug, Default)]
 pub struct Outbound {
     pub from: i32,
     pub faults: Faults,
+    pub peers: crate::peer::PeerConnector,
 }
 
 impl Outbound {
@@ -255,6 +257,16 @@ impl Outbound {
             return Ok(());
         }
         self.faults.outbound(self.from, to).await
+    }
+
+    /// A connection to another broker's inter-broker listener at `address`, secured as
+    /// that listener is, unless a test cut the link.
+    pub async fn connect_broker(
+        &self,
+        address: &str,
+    ) -> std::io::Result<crate::peer::PeerConnection> {
+        self.check(address).await?;
+        self.peers.connect(address, self.from).await
     }
 }
 

@@ -25,6 +25,7 @@ pub mod log_levels;
 pub mod metadata;
 pub mod metrics;
 pub mod node;
+pub mod peer;
 pub mod quota;
 pub mod replica;
 pub mod sasl;

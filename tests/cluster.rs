@@ -19,16 +19,6 @@ use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::metadata_response::MetadataResponseTopic;
 use kafka_protocol::messages::{CreateTopicsRequest, DescribeConfigsRequest, MetadataResponse};
 
-/// Metadata from `node` once it shows `brokers` unfenced brokers.
-async fn with_brokers(cluster: &Cluster, node: usize, brokers: usize) -> MetadataResponse {
-    let addr = cluster.addr(node);
-    eventually(
-        &format!("{brokers} brokers seen by node {node}"),
-        || async move { metadata(addr).await.filter(|m| m.brokers.len() == brokers) },
-    )
-    .await
-}
-
 /// Creates `topic` (3 partitions, `factor` replicas each) through `node`.
 async fn create_topic(cluster: &Cluster, node: usize, topic: &str, factor: i16) -> i16 {
     let mut client = Client::connect(cluster.addr(node)).await;

@@ -12,74 +12,17 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::pki::Pki;
 use common::{serve_on, Client};
 use highwater::api::Broker;
 use kafka_protocol::messages::{
     ApiVersionsRequest, DescribeClusterRequest, FindCoordinatorRequest, MetadataRequest,
 };
 use kafka_protocol::protocol::StrBytes;
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsConnector;
-
-/// A certificate authority and what it signed, as PEM.
-struct Pki {
-    ca: rcgen::Certificate,
-    ca_key: KeyPair,
-}
-
-impl Pki {
-    fn new() -> Pki {
-        let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params
-            .distinguished_name
-            .push(DnType::CommonName, "highwater test CA");
-        let ca_key = KeyPair::generate().expect("key");
-        let ca = params.self_signed(&ca_key).expect("ca");
-        Pki { ca, ca_key }
-    }
-
-    /// A certificate for `names` (DNS names or IP addresses) and its key, both PEM.
-    fn issue(&self, names: &[&str], common_name: &str) -> (String, String) {
-        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-        let mut params = CertificateParams::new(names).expect("params");
-        params
-            .distinguished_name
-            .push(DnType::CommonName, common_name);
-        self.sign(params)
-    }
-
-    /// The certificate `params` describe, signed by this CA, and its key, both PEM.
-    fn sign(&self, params: CertificateParams) -> (String, String) {
-        let key = KeyPair::generate().expect("key");
-        let cert = params
-            .signed_by(&key, &self.ca, &self.ca_key)
-            .expect("sign");
-        (cert.pem(), key.serialize_pem())
-    }
-
-    /// A client certificate whose subject is `O=<organization>` then `CN=<common_name>`
-    /// (written `CN=..,O=..` as RFC 2253 orders it), and its key, both PEM.
-    fn issue_person(&self, organization: &str, common_name: &str) -> (String, String) {
-        let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
-        // rcgen starts with a CN, which would stay first.
-        params.distinguished_name = rcgen::DistinguishedName::new();
-        params
-            .distinguished_name
-            .push(DnType::OrganizationName, organization);
-        params
-            .distinguished_name
-            .push(DnType::CommonName, common_name);
-        self.sign(params)
-    }
-
-    fn ca_pem(&self) -> String {
-        self.ca.pem()
-    }
-}
 
 /// A broker with a PLAINTEXT listener and an SSL one (advertised as `localhost`)
 /// configured by `ssl`.

@@ -78,6 +78,8 @@ pub struct Broker {
     pub metrics: Arc<Metrics>,
     /// Faults a test injected (none in production).
     pub faults: Faults,
+    /// How connections to other brokers are secured.
+    peers: crate::peer::PeerConnector,
     /// Incremental fetch sessions (KIP-227).
     pub fetch_sessions: FetchSessions,
     /// Kafka's StandardAuthorizer when `authorizer.class.name` names it (`authorization`).
@@ -104,9 +106,11 @@ impl Broker {
         clock: Clock,
         faults: Faults,
     ) -> Result<Self, StartupError> {
+        let peers = crate::peer::PeerConnector::new(&config.inter_broker_client)?;
         let outbound = Outbound {
             from: config.node_id,
             faults: faults.clone(),
+            peers: peers.clone(),
         };
         let controller =
             Controller::open(Arc::clone(&config), clock.clone(), outbound.clone()).await?;
@@ -156,6 +160,7 @@ impl Broker {
             transactions,
             metrics,
             faults,
+            peers,
             fetch_sessions,
             quotas: crate::quota::Quotas::default(),
             isr_queue: isr_changes::IsrQueue::default(),
@@ -167,6 +172,7 @@ impl Broker {
         Outbound {
             from: self.config.node_id,
             faults: self.faults.clone(),
+            peers: self.peers.clone(),
         }
     }
 
@@ -283,6 +289,8 @@ pub enum StartupError {
     Replica(#[from] ReplicaError),
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
+    #[error("the inter-broker listener's TLS: {0}")]
+    PeerTls(#[from] crate::server::tls::TlsError),
 }
 
 /// A decoded request header with the rest of the frame, and who sent it.

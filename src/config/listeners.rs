@@ -325,11 +325,15 @@ mod tests {
     }
 
     #[test]
-    fn an_ssl_inter_broker_listener_is_refused_only_where_there_are_other_brokers() {
+    fn a_secured_inter_broker_listener_needs_client_settings_only_where_there_are_other_brokers() {
         let ssl = ("listeners", "SSL://127.0.0.1:9093");
         let keystore = ("ssl.keystore.location", "/broker.pem");
         let single = config(&[ssl, keystore]).expect("a lone SSL listener on one node");
         assert_eq!(single.inter_broker_listener, "SSL");
+        assert_eq!(
+            single.inter_broker_client.tls, None,
+            "never connects to itself"
+        );
         let cluster = [
             (
                 "listeners",
@@ -343,10 +347,15 @@ mod tests {
         ];
         match config(&cluster) {
             Err(ConfigError::Unenforced { key, .. }) => {
-                assert_eq!(key, "inter.broker.listener.name")
+                assert_eq!(key, "listener.name.ssl.ssl.truststore.location")
             }
             other => panic!("{other:?}"),
         }
+        let trusted = [&cluster[..], &[("ssl.truststore.location", "/ca.pem")]].concat();
+        let client = config(&trusted).expect("trusted").inter_broker_client;
+        let tls = client.tls.expect("TLS to the other brokers");
+        assert!(tls.verify_host, "Kafka's default checks host names");
+        assert_eq!(client.sasl, None);
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod connections;
 pub mod dynamic;
 pub mod error;
 pub mod group;
+pub mod inter_broker;
 pub mod listeners;
 mod read_replicas;
 pub mod sasl;
@@ -188,6 +189,8 @@ pub struct BrokerConfig {
     pub listeners: Vec<Listener>,
     /// `inter.broker.listener.name`: the listener other brokers replicate from.
     pub inter_broker_listener: String,
+    /// How this broker secures its connections to that listener of the others.
+    pub inter_broker_client: inter_broker::InterBrokerClient,
     /// The listener named in `controller.listener.names`, where controllers talk Raft and
     /// brokers reach the active controller; `None` for a single node without quorum peers.
     pub controller_listener: Option<SocketAddr>,
@@ -459,6 +462,7 @@ struct Listeners {
     listener: SocketAddr,
     clients: Vec<Listener>,
     inter_broker: String,
+    inter_broker_client: inter_broker::InterBrokerClient,
     controller: Option<SocketAddr>,
     controller_name: Option<String>,
     voters: Vec<Voter>,
@@ -493,6 +497,7 @@ impl Listeners {
                 listener: socket_addr("listeners", &e.host, e.port)?,
                 clients: Vec::new(),
                 inter_broker: String::new(),
+                inter_broker_client: inter_broker::InterBrokerClient::default(),
                 controller: controller_listener,
                 controller_name: controller.map(|e| e.name.clone()),
                 voters,
@@ -503,24 +508,17 @@ impl Listeners {
             return Err(invalid());
         }
         let inter = &clients[listeners::inter_broker_index(values, &clients)?];
-        // Replication and transaction markers connect to the inter-broker listener in
-        // plaintext: with other brokers to reach, it must be PLAINTEXT (a single node
-        // never connects to itself).
-        let secured = inter.protocol.uses_tls() || inter.protocol.uses_sasl();
-        if secured && (voters.len() > 1 || !roles.controller) {
-            return Err(ConfigError::Unenforced {
-                key: "inter.broker.listener.name".into(),
-                value: inter.name.clone(),
-                reason: format!(
-                    "listener {} uses {}; brokers do not replicate over TLS or SASL yet",
-                    inter.name,
-                    inter.protocol.name()
-                ),
-            });
-        }
+        // A lone node never connects to itself: its inter-broker listener may be secured
+        // without the settings a broker needs to log in to another one.
+        let alone = voters.len() <= 1 && roles.controller;
+        let inter_broker_client = match alone {
+            true => inter_broker::InterBrokerClient::default(),
+            false => inter_broker::client(values, inter)?,
+        };
         Ok(Listeners {
             listener: inter.address,
             inter_broker: inter.name.clone(),
+            inter_broker_client,
             advertised: (inter.advertised_host.clone(), inter.advertised_port),
             clients,
             controller: controller_listener,
@@ -672,6 +670,7 @@ impl BrokerConfig {
             listener: listeners.listener,
             listeners: listeners.clients,
             inter_broker_listener: listeners.inter_broker,
+            inter_broker_client: listeners.inter_broker_client,
             controller_listener: listeners.controller,
             controller_listener_name: listeners.controller_name,
             voters: listeners.voters,

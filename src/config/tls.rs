@@ -77,6 +77,10 @@ pub struct TlsSettings {
     pub cipher_suites: Vec<String>,
     /// `ssl.principal.mapping.rules`, read by the server (`x500::principal_rules`).
     pub principal_mapping_rules: String,
+    /// `ssl.endpoint.identification.algorithm` is `https` (Kafka's default): a broker
+    /// connecting to this listener of another one checks that its certificate names the
+    /// host it connects to; empty: the certificate need only be trusted.
+    pub verify_host: bool,
 }
 
 /// A listener's view of the config: `listener.name.<name>.<key>` before `<key>`.
@@ -188,7 +192,25 @@ pub fn settings(values: &ConfigMap, listener: &str) -> Result<TlsSettings, Confi
             .get("ssl.principal.mapping.rules")
             .map_or("DEFAULT", |(_, rules)| rules)
             .to_string(),
+        verify_host: verify_host(&keys)?,
     })
+}
+
+/// `ssl.endpoint.identification.algorithm`: `https` or empty, as Kafka takes it.
+fn verify_host(keys: &ListenerKeys<'_>) -> Result<bool, ConfigError> {
+    let key = "ssl.endpoint.identification.algorithm";
+    // An explicitly empty value turns the check off, so unset and empty differ here.
+    let prefixed = format!("{}{key}", keys.prefix);
+    let value = keys
+        .values
+        .get(&prefixed)
+        .or_else(|| keys.values.get(key))
+        .map_or("https", |v| v.trim());
+    match value.to_ascii_lowercase().as_str() {
+        "https" => Ok(true),
+        "" => Ok(false),
+        _ => Err(keys.refuse(key, "must be https or empty")),
+    }
 }
 
 /// The certificate chain and key: `ssl.keystore.location` (both in one PEM file), or

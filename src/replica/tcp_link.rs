@@ -1,16 +1,18 @@
-//! The follower's connection to a leader broker: Kafka's wire format over TCP, one request
-//! in flight, reconnecting on the next round after any failure.
+//! The follower's connection to a leader broker: Kafka's wire format over a connection to
+//! its inter-broker listener (`crate::peer`: TCP, TLS and SASL as that listener is), one
+//! request in flight, reconnecting on the next round after any failure and before its
+//! SASL session ends.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{BufMut, BytesMut};
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use super::fetcher::{decode_fetch_response, encode_fetch, LeaderLink, LinkError};
 use crate::faults::Outbound;
 use crate::ids::BrokerId;
+use crate::peer::PeerConnection;
 
 /// Longest response frame a follower accepts (a fetch asks for at most 10 MiB).
 const RESPONSE_BYTES_MAX: usize = 64 << 20;
@@ -23,7 +25,7 @@ pub struct TcpLink {
     /// This node (`from`) and the test faults on its links.
     outbound: Outbound,
     address: String,
-    stream: Option<TcpStream>,
+    connection: Option<PeerConnection>,
     correlation_id: i32,
 }
 
@@ -33,27 +35,31 @@ impl TcpLink {
         TcpLink {
             outbound,
             address,
-            stream: None,
+            connection: None,
             correlation_id: 0,
         }
     }
 
     async fn round_trip(&mut self, request: &FetchRequest) -> std::io::Result<bytes::Bytes> {
-        self.outbound.check(&self.address).await?;
-        if self.stream.is_none() {
-            let stream = TcpStream::connect(&self.address).await?;
-            stream.set_nodelay(true)?;
-            self.stream = Some(stream);
+        let ended = |c: &PeerConnection| c.session_ends.is_some_and(|t| t <= Instant::now());
+        if self.connection.as_ref().is_some_and(ended) {
+            self.connection = None;
+        }
+        if self.connection.is_none() {
+            self.connection = Some(self.outbound.connect_broker(&self.address).await?);
+        } else {
+            self.outbound.check(&self.address).await?;
         }
         self.correlation_id = self.correlation_id.wrapping_add(1);
         let body = encode_fetch(request, BrokerId(self.outbound.from), self.correlation_id);
         let mut frame = BytesMut::with_capacity(body.len() + 4);
         frame.put_i32(body.len() as i32);
         frame.extend_from_slice(&body);
-        let stream = self
-            .stream
+        let stream = &mut self
+            .connection
             .as_mut()
-            .ok_or(std::io::ErrorKind::NotConnected)?;
+            .ok_or(std::io::ErrorKind::NotConnected)?
+            .stream;
         stream.write_all(&frame).await?;
         let length = stream.read_i32().await?;
         let length = usize::try_from(length)
@@ -78,11 +84,11 @@ impl LeaderLink for TcpLink {
         match result {
             Ok(Ok(frame)) => decode_fetch_response(frame, leader),
             Ok(Err(error)) => {
-                self.stream = None;
+                self.connection = None;
                 Err(failure(error.to_string()))
             }
             Err(_) => {
-                self.stream = None;
+                self.connection = None;
                 Err(failure("timed out".into()))
             }
         }

@@ -178,11 +178,20 @@ fn attribute<'a>(attributes: &[(char, &'a str)], key: char) -> Result<&'a str, S
 
 /// A SCRAM saslname decoded (`=2C` is `,`, `=3D` is `=`).
 fn decode_name(name: &str) -> Result<String, ScramError> {
-    let decoded = name.replace("=2C", ",").replace("=3D", "=");
-    match decoded.contains('=') {
-        true => Err(ScramError::Malformed("a user name with a bare '='")),
-        false => Ok(decoded),
+    let mut decoded = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(at) = rest.find('=') {
+        decoded.push_str(&rest[..at]);
+        let escaped = match rest.get(at..at + 3) {
+            Some("=2C") => ',',
+            Some("=3D") => '=',
+            _ => return Err(ScramError::Malformed("a user name with a bare '='")),
+        };
+        decoded.push(escaped);
+        rest = &rest[at + 3..];
     }
+    decoded.push_str(rest);
+    Ok(decoded)
 }
 
 /// The server's side of one exchange, between its two client messages.
@@ -284,6 +293,97 @@ impl ScramServer {
     }
 }
 
+/// The client's side of one exchange (a broker authenticating to another one's
+/// inter-broker listener), between its two messages.
+#[derive(Debug)]
+pub struct ScramClient {
+    mechanism: ScramMechanism,
+    password: String,
+    client_first_bare: String,
+    nonce: String,
+}
+
+impl ScramClient {
+    /// Starts an exchange as `user`: the client and its client-first message.
+    pub fn start(
+        mechanism: ScramMechanism,
+        user: &str,
+        password: &str,
+    ) -> Result<(Self, Vec<u8>), ScramError> {
+        let mut random = [0u8; 24];
+        ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut random)
+            .map_err(|_| ScramError::Random)?;
+        let nonce = B64.encode(random);
+        let name = user.replace('=', "=3D").replace(',', "=2C");
+        let client_first_bare = format!("n={name},r={nonce}");
+        let first = format!("n,,{client_first_bare}").into_bytes();
+        let client = ScramClient {
+            mechanism,
+            password: password.to_string(),
+            client_first_bare,
+            nonce,
+        };
+        Ok((client, first))
+    }
+
+    /// Answers the server-first message: the client-final message, and the server
+    /// signature the server-final message must carry.
+    pub fn answer(self, server_first: &[u8]) -> Result<(Vec<u8>, Vec<u8>), ScramError> {
+        let text =
+            std::str::from_utf8(server_first).map_err(|_| ScramError::Malformed("not UTF-8"))?;
+        let attrs = attributes(text);
+        let nonce = attribute(&attrs, 'r')?;
+        if !nonce.starts_with(&self.nonce) || nonce.len() == self.nonce.len() {
+            return Err(ScramError::Malformed(
+                "the server's nonce does not extend ours",
+            ));
+        }
+        let salt = B64
+            .decode(attribute(&attrs, 's')?)
+            .map_err(|_| ScramError::Malformed("the salt is not base64"))?;
+        let iterations: u32 = attribute(&attrs, 'i')?
+            .parse()
+            .map_err(|_| ScramError::Malformed("the iteration count is not a number"))?;
+        if !(ITERATIONS_MIN..=ITERATIONS_MAX).contains(&iterations) {
+            return Err(ScramError::Malformed("an iteration count out of bounds"));
+        }
+        let m = self.mechanism;
+        let salted = m.salted_password(self.password.as_bytes(), &salt, iterations);
+        let credential = ScramCredential::from_salted_password(m, &salt, &salted, iterations);
+        let without_proof = format!("c=biws,r={nonce}");
+        let auth_message = format!("{},{text},{without_proof}", self.client_first_bare);
+        let client_key = m.hmac(&salted, b"Client Key");
+        let signature = m.hmac(&credential.stored_key, auth_message.as_bytes());
+        let proof: Vec<u8> = client_key
+            .iter()
+            .zip(&signature)
+            .map(|(k, s)| k ^ s)
+            .collect();
+        let server_signature = m.hmac(&credential.server_key, auth_message.as_bytes());
+        let client_final = format!("{without_proof},p={}", B64.encode(proof));
+        Ok((client_final.into_bytes(), server_signature))
+    }
+
+    /// Checks the server-final message against the signature [`ScramClient::answer`]
+    /// expects: the server knew the credential.
+    pub fn verify(server_final: &[u8], server_signature: &[u8]) -> Result<(), ScramError> {
+        let text =
+            std::str::from_utf8(server_final).map_err(|_| ScramError::Malformed("not UTF-8"))?;
+        let attrs = attributes(text);
+        if let Ok(error) = attribute(&attrs, 'e') {
+            tracing::debug!(error, "the SCRAM server refused the exchange");
+            return Err(ScramError::InvalidCredentials);
+        }
+        let signature = B64
+            .decode(attribute(&attrs, 'v')?)
+            .map_err(|_| ScramError::Malformed("the server signature is not base64"))?;
+        match super::equal_in_constant_time(&signature, server_signature) {
+            true => Ok(()),
+            false => Err(ScramError::Malformed("the server signature does not match")),
+        }
+    }
+}
+
 /// Splits a client-first message into its GS2 header (with its trailing comma) and the
 /// client-first-bare part; channel binding (`p=`) is refused, as Kafka refuses it.
 fn split_gs2(message: &str) -> Result<(&str, &str), ScramError> {
@@ -356,6 +456,32 @@ mod tests {
             Err(ScramError::ChannelBinding)
         );
         assert_eq!(ScramServer::user_of(b"n,,n=a=2Cb,r=x"), Ok("a,b".into()));
+        assert_eq!(ScramServer::user_of(b"n,,n=a=3D2C,r=x"), Ok("a=2C".into()));
+        assert!(ScramServer::user_of(b"n,,n=a=b,r=x").is_err(), "a bare '='");
         assert!(ScramServer::user_of(b"garbage").is_err());
+    }
+
+    #[test]
+    fn the_client_and_the_server_agree_and_a_wrong_password_is_refused() {
+        for m in [ScramMechanism::Sha256, ScramMechanism::Sha512] {
+            let credential = ScramCredential::from_password(m, "s3cret", 4096).expect("cred");
+            let (client, first) = ScramClient::start(m, "a,b=c", "s3cret").expect("start");
+            assert_eq!(ScramServer::user_of(&first), Ok("a,b=c".into()));
+            let (server, server_first) =
+                ScramServer::start(m, &first, credential.clone()).expect("server first");
+            let (client_final, expected) = client.answer(&server_first).expect("answer");
+            let (user, server_final) = server.finish(&client_final).expect("finish");
+            assert_eq!(user, "a,b=c");
+            assert_eq!(ScramClient::verify(&server_final, &expected), Ok(()));
+            assert!(ScramClient::verify(b"v=AAAA", &expected).is_err());
+            let (client, first) = ScramClient::start(m, "alice", "wrong").expect("start");
+            let (server, server_first) =
+                ScramServer::start(m, &first, credential).expect("server first");
+            let (client_final, _) = client.answer(&server_first).expect("answer");
+            assert_eq!(
+                server.finish(&client_final),
+                Err(ScramError::InvalidCredentials)
+            );
+        }
     }
 }

@@ -110,16 +110,8 @@ pub fn acceptor(settings: &TlsSettings) -> Result<TlsAcceptor, TlsError> {
         listener: listener.clone(),
         source,
     };
-    let versions: Vec<&'static rustls::SupportedProtocolVersion> = settings
-        .versions
-        .iter()
-        .map(|v| match v {
-            TlsVersion::Tls12 => &rustls::version::TLS12,
-            TlsVersion::Tls13 => &rustls::version::TLS13,
-        })
-        .collect();
     let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
-        .with_protocol_versions(&versions)
+        .with_protocol_versions(&protocol_versions(settings))
         .map_err(rustls_error)?;
     let builder = match (&settings.trust, settings.client_auth) {
         (Some(trust), auth) if auth != ClientAuth::None => {
@@ -144,7 +136,20 @@ pub fn acceptor(settings: &TlsSettings) -> Result<TlsAcceptor, TlsError> {
     Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
-/// The ring provider with only the suites of `ssl.cipher.suites` when it names some.
+/// The TLS versions of `ssl.enabled.protocols`.
+pub(crate) fn protocol_versions(
+    settings: &TlsSettings,
+) -> Vec<&'static rustls::SupportedProtocolVersion> {
+    settings
+        .versions
+        .iter()
+        .map(|v| match v {
+            TlsVersion::Tls12 => &rustls::version::TLS12,
+            TlsVersion::Tls13 => &rustls::version::TLS13,
+        })
+        .collect()
+}
+
 /// The principal of a client that presented a certificate (verified against the
 /// truststore during the handshake): `User:` and its subject as `rules` map it, as Kafka's
 /// default principal builder names it. `Ok(None)` without a client certificate (the client
@@ -172,7 +177,8 @@ pub fn client_principal<S>(
     }
 }
 
-fn provider(settings: &TlsSettings) -> Result<CryptoProvider, TlsError> {
+/// The ring provider with only the suites of `ssl.cipher.suites` when it names some.
+pub(crate) fn provider(settings: &TlsSettings) -> Result<CryptoProvider, TlsError> {
     let mut provider = rustls::crypto::ring::default_provider();
     if settings.cipher_suites.is_empty() {
         return Ok(provider);
@@ -215,7 +221,10 @@ fn pem_bytes(listener: &str, pem: &Pem) -> Result<(String, Vec<u8>), TlsError> {
     }
 }
 
-fn certificates(listener: &str, pem: &Pem) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+pub(crate) fn certificates(
+    listener: &str,
+    pem: &Pem,
+) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let (what, bytes) = pem_bytes(listener, pem)?;
     let certs: Vec<_> = CertificateDer::pem_slice_iter(&bytes)
         .filter_map(Result::ok)
@@ -230,7 +239,7 @@ fn certificates(listener: &str, pem: &Pem) -> Result<Vec<CertificateDer<'static>
     Ok(certs)
 }
 
-fn private_key(listener: &str, pem: &Pem) -> Result<PrivateKeyDer<'static>, TlsError> {
+pub(crate) fn private_key(listener: &str, pem: &Pem) -> Result<PrivateKeyDer<'static>, TlsError> {
     let (what, bytes) = pem_bytes(listener, pem)?;
     if String::from_utf8_lossy(&bytes).contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") {
         return Err(TlsError::EncryptedKey {
@@ -245,7 +254,7 @@ fn private_key(listener: &str, pem: &Pem) -> Result<PrivateKeyDer<'static>, TlsE
     })
 }
 
-fn roots(listener: &str, pem: &Pem) -> Result<Arc<RootCertStore>, TlsError> {
+pub(crate) fn roots(listener: &str, pem: &Pem) -> Result<Arc<RootCertStore>, TlsError> {
     let mut roots = RootCertStore::empty();
     for cert in certificates(listener, pem)? {
         roots.add(cert).map_err(|source| TlsError::Rustls {

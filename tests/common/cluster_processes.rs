@@ -68,6 +68,9 @@ pub struct Cluster {
     /// (ids 3000–3002, never struck by the tests); the nodes are then broker-only.
     controllers: Vec<Child>,
     split: bool,
+    /// Ports of a third listener, `INTERNAL`, on each node (none unless
+    /// [`Cluster::start_with_internal`]): its protocol and keys are the test's settings.
+    internal_ports: Vec<u16>,
 }
 
 impl Cluster {
@@ -87,16 +90,37 @@ impl Cluster {
         settings: &[&str],
         node_settings: &[(usize, String)],
     ) -> Cluster {
+        Cluster::launch(dir, settings, node_settings, false)
+    }
+
+    /// Like [`Cluster::start_with_nodes`], each node with a third listener, `INTERNAL://`
+    /// on a free port, which `settings` configure (as the inter-broker one, say).
+    pub fn start_with_internal(
+        dir: tempfile::TempDir,
+        settings: &[&str],
+        node_settings: &[(usize, String)],
+    ) -> Cluster {
+        Cluster::launch(dir, settings, node_settings, true)
+    }
+
+    fn launch(
+        dir: tempfile::TempDir,
+        settings: &[&str],
+        node_settings: &[(usize, String)],
+        internal: bool,
+    ) -> Cluster {
+        let ports = |n: usize| (0..n).map(|_| free_port()).collect();
         let mut cluster = Cluster {
             dir,
-            client_ports: (0..3).map(|_| free_port()).collect(),
-            controller_ports: (0..3).map(|_| free_port()).collect(),
+            client_ports: ports(3),
+            controller_ports: ports(3),
             children: vec![None, None, None],
             settings: settings.iter().map(|s| (*s).to_string()).collect(),
             node_settings: node_settings.to_vec(),
             network: None,
             controllers: Vec::new(),
             split: false,
+            internal_ports: ports(if internal { 3 } else { 0 }),
         };
         for node in 1..=3 {
             cluster.spawn(node);
@@ -122,6 +146,7 @@ impl Cluster {
             network: Some(Network::create(3)?),
             controllers: Vec::new(),
             split: false,
+            internal_ports: Vec::new(),
         };
         for node in 1..=3 {
             cluster.spawn(node);
@@ -143,6 +168,7 @@ impl Cluster {
             network: None,
             controllers: Vec::new(),
             split: true,
+            internal_ports: Vec::new(),
         };
         for i in 1..=3 {
             let listener = format!("CONTROLLER://127.0.0.1:{}", cluster.controller_ports[i - 1]);
@@ -213,7 +239,7 @@ impl Cluster {
 
     pub fn command(&self, node: usize, node_id: usize) -> Command {
         let host = self.host(node);
-        let (config, listeners) = match self.split {
+        let (config, mut listeners) = match self.split {
             true => (
                 format!("split/broker-{node}.toml"),
                 format!("PLAINTEXT://{host}:{}", self.client_ports[node - 1]),
@@ -227,6 +253,9 @@ impl Cluster {
                 ),
             ),
         };
+        if let Some(port) = self.internal_ports.get(node - 1) {
+            listeners.push_str(&format!(",INTERNAL://{host}:{port}"));
+        }
         let data = self.data_dir(node);
         let binary = env!("CARGO_BIN_EXE_highwater");
         let program = match &self.network {
@@ -325,6 +354,16 @@ pub async fn describe_cluster(addr: SocketAddr) -> Option<DescribeClusterRespons
     let mut client = Client::try_connect(addr).await?;
     let request = DescribeClusterRequest::default().with_include_fenced_brokers(true);
     client.try_call(&request, 2).await
+}
+
+/// Metadata from `node` once it shows `brokers` unfenced brokers.
+pub async fn with_brokers(cluster: &Cluster, node: usize, brokers: usize) -> MetadataResponse {
+    let addr = cluster.addr(node);
+    eventually(
+        &format!("{brokers} brokers seen by node {node}"),
+        || async move { metadata(addr).await.filter(|m| m.brokers.len() == brokers) },
+    )
+    .await
 }
 
 /// Creates `topic` with one partition on replicas `replicas` (the first leads).

@@ -7,6 +7,7 @@ pub mod consumer_groups;
 pub mod counter_log;
 pub mod groups;
 pub mod netns;
+pub mod pki;
 pub mod ports;
 pub mod seeded_rng;
 pub mod sim;

@@ -1,0 +1,183 @@
+//! Connections this broker opens to another broker's inter-broker listener (a follower's
+//! fetches, a transaction coordinator's markers and verifications), secured as that
+//! listener is (`config::inter_broker`): TCP, then a TLS handshake for SSL and SASL_SSL,
+//! then a SASL login (SaslHandshake and SaslAuthenticate, KIP-152) for SASL_PLAINTEXT and
+//! SASL_SSL, before the first request.
+//!
+//! Must not: know what is sent on a connection once it is open.
+
+mod sasl;
+mod tls;
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use bytes::{Buf, BufMut, BytesMut};
+use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::TcpStream;
+
+use crate::config::inter_broker::{InterBrokerClient, SaslLogin};
+use crate::server::tls::TlsError;
+
+/// Longest response accepted to a request made by [`exchange`].
+const RESPONSE_BYTES_MAX: usize = 16 << 20;
+
+/// How this broker opens connections to the others (plaintext by default).
+#[derive(Clone, Default)]
+pub struct PeerConnector {
+    tls: Option<tls::PeerTls>,
+    sasl: Option<Arc<SaslLogin>>,
+}
+
+impl std::fmt::Debug for PeerConnector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PeerConnector")
+            .field("tls", &self.tls.is_some())
+            .field("sasl", &self.sasl)
+            .finish()
+    }
+}
+
+/// An open connection to another broker.
+#[derive(Debug)]
+pub struct PeerConnection {
+    pub stream: PeerStream,
+    /// When the other broker ends the SASL session (`connections.max.reauth.ms`): a
+    /// connection kept past it must be opened again, which logs in again.
+    pub session_ends: Option<Instant>,
+}
+
+impl PeerConnector {
+    /// The connector `client` configures; its key material is read now.
+    pub fn new(client: &InterBrokerClient) -> Result<Self, TlsError> {
+        Ok(PeerConnector {
+            tls: client.tls.as_ref().map(tls::PeerTls::new).transpose()?,
+            sasl: client.sasl.clone().map(Arc::new),
+        })
+    }
+
+    /// Connects to `address` (host:port) as node `from`, secured and logged in.
+    pub async fn connect(&self, address: &str, from: i32) -> io::Result<PeerConnection> {
+        let tcp = TcpStream::connect(address).await?;
+        tcp.set_nodelay(true)?;
+        let mut stream = match &self.tls {
+            Some(tls) => PeerStream::Tls(Box::new(tls.handshake(address, tcp).await?)),
+            None => PeerStream::Plain(tcp),
+        };
+        let session_ends = match &self.sasl {
+            Some(login) => sasl::login(&mut stream, login, from)
+                .await
+                .map_err(|reason| {
+                    tracing::error!(address, mechanism = %login.mechanism, user = %login.username,
+                        %reason, "cannot log in to another broker");
+                    io::Error::new(io::ErrorKind::PermissionDenied, reason)
+                })?,
+            None => None,
+        };
+        Ok(PeerConnection {
+            stream,
+            session_ends,
+        })
+    }
+}
+
+/// A connection's byte stream: plain TCP or TLS over it.
+#[derive(Debug)]
+pub enum PeerStream {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for PeerStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            PeerStream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            PeerStream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for PeerStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            PeerStream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            PeerStream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            PeerStream::Plain(s) => Pin::new(s).poll_flush(cx),
+            PeerStream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            PeerStream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            PeerStream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+/// Sends `request` at `version` on `stream` as `client_id` and decodes its answer.
+pub async fn exchange<R, S>(
+    stream: &mut S,
+    request: &R,
+    version: i16,
+    (correlation_id, client_id): (i32, &str),
+) -> Result<R::Response, String>
+where
+    R: Request + Encodable + HeaderVersion,
+    R::Response: Decodable + HeaderVersion,
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let header = RequestHeader::default()
+        .with_request_api_key(R::KEY)
+        .with_request_api_version(version)
+        .with_correlation_id(correlation_id)
+        .with_client_id(Some(StrBytes::from_string(client_id.to_string())));
+    let mut frame = BytesMut::new();
+    frame.put_i32(0);
+    header
+        .encode(&mut frame, R::header_version(version))
+        .map_err(|e| format!("encoding the header: {e}"))?;
+    request
+        .encode(&mut frame, version)
+        .map_err(|e| format!("encoding the request: {e}"))?;
+    let length = (frame.len() - 4) as i32;
+    frame[..4].copy_from_slice(&length.to_be_bytes());
+    stream.write_all(&frame).await.map_err(|e| e.to_string())?;
+    let length = stream.read_i32().await.map_err(|e| e.to_string())?;
+    let length = usize::try_from(length)
+        .ok()
+        .filter(|l| *l <= RESPONSE_BYTES_MAX)
+        .ok_or_else(|| format!("response length {length} is not plausible"))?;
+    let mut response = vec![0u8; length];
+    stream
+        .read_exact(&mut response)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut response = bytes::Bytes::from(response);
+    ResponseHeader::decode(&mut response, R::Response::header_version(version))
+        .map_err(|e| format!("decoding the response header: {e}"))?;
+    let decoded = R::Response::decode(&mut response, version)
+        .map_err(|e| format!("decoding the response: {e}"))?;
+    if response.has_remaining() {
+        tracing::debug!(api = ?ApiKey::try_from(R::KEY).ok(), "trailing bytes in a broker's response");
+    }
+    Ok(decoded)
+}
