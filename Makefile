@@ -93,6 +93,7 @@ compat-kafka-ref: compat-deps
 	./compat/kafka-ref/start.sh
 	COMPAT_RESTART_BROKER=$(CURDIR)/compat/kafka-ref/restart.sh ./compat/run-all.sh $$(cat .kafka-ref/bootstrap); rc=$$?; ./compat/kafka-ref/stop.sh; exit $$rc
 	./compat/tls/run.sh kafka
+	./compat/tls/cluster.sh kafka
 	./compat/acl/run.sh kafka
 	./compat/kafka-ref/cluster.sh run ./compat/cluster/reassign.sh
 
@@ -106,9 +107,12 @@ compat-cluster-kafka-ref: compat-deps
 		./compat/kafka-ref/cluster.sh run ./compat/.venv/bin/python ./compat/cluster/fetch_from_follower.py
 
 # kcat, confluent-kafka and Kafka's console tools over TLS and mTLS against a highwater with
-# PLAINTEXT, SSL and client-authenticating SSL listeners of its own (compat/tls/run.sh, ~70 s).
+# PLAINTEXT, SSL and client-authenticating SSL listeners of its own (compat/tls/run.sh, ~70 s);
+# then three nodes replicating over a SASL_SSL inter-broker listener (compat/tls/cluster.sh,
+# ~20 s).
 compat-tls: build compat-deps
 	./compat/tls/run.sh highwater
+	./compat/tls/cluster.sh highwater
 
 # kafka-acls, confluent-kafka and kcat with Kafka's StandardAuthorizer: SASL users and mTLS
 # certificate subjects as principals (compat/acl/run.sh).

@@ -19,8 +19,10 @@
 # Environment: KAFKA_REF_CLUSTER_PORTS and KAFKA_REF_CLUSTER_CONTROLLER_PORTS (three
 # comma-separated ports each; default: free ports), KAFKA_REF_START_TIMEOUT seconds (default
 # 120), KAFKA_REF_HEAP (default -Xmx384m), KAFKA_REF_EXTRA_CONFIG: lines appended to every
-# node's server.properties, with @NODE@ replaced by the node's id (e.g.
-# `broker.rack=RACK@NODE@`).
+# node's server.properties (a key set again there wins), with @NODE@ replaced by the node's
+# id (e.g. `broker.rack=RACK@NODE@`), @PORT@ and @CONTROLLER_PORT@ by its client and
+# controller ports, and @EXTRA_PORT@ by its entry of KAFKA_REF_CLUSTER_EXTRA_PORTS (three
+# comma-separated ports, for a listener of the test's own).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -138,10 +140,16 @@ cluster_id="$(java -Xmx128m -cp "$classpath" kafka.tools.StorageTool random-uuid
 java_opts=(-Xms128m "${KAFKA_REF_HEAP:--Xmx384m}" -XX:+UseSerialGC -Djava.awt.headless=true
     -Dkafka.request.log.level=WARN "-Dlog4j2.configurationFile=$here/log4j2.properties")
 
+IFS=, read -r -a extra_ports <<<"${KAFKA_REF_CLUSTER_EXTRA_PORTS:-}"
+
 for node in 1 2 3; do
     n="$dir/node-$node"
     mkdir -p "$n/data" "$n/logs"
     port="${client_ports[node - 1]}"
+    node_config="${extra_config//@NODE@/$node}"
+    node_config="${node_config//@CONTROLLER_PORT@/${controller_ports[node - 1]}}"
+    node_config="${node_config//@EXTRA_PORT@/${extra_ports[node - 1]:-}}"
+    node_config="${node_config//@PORT@/$port}"
     cat >"$n/server.properties" <<EOF
 # Written by compat/kafka-ref/cluster.sh; node $node of a three-node combined KRaft cluster.
 process.roles=broker,controller
@@ -163,7 +171,7 @@ transaction.state.log.replication.factor=3
 transaction.state.log.min.isr=2
 transaction.state.log.num.partitions=4
 group.initial.rebalance.delay.ms=0
-${extra_config//@NODE@/$node}
+$node_config
 EOF
     java "${java_opts[@]}" "-Dkafka.logs.dir=$n/logs" -cp "$classpath" kafka.tools.StorageTool \
         format -t "$cluster_id" -c "$n/server.properties" >"$n/logs/format.out" 2>&1 || {
