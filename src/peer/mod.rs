@@ -11,9 +11,9 @@ mod tls;
 
 use std::io;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::{Buf, BufMut, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
@@ -27,11 +27,17 @@ use crate::server::tls::TlsError;
 /// Longest response accepted to a request made by [`exchange`].
 const RESPONSE_BYTES_MAX: usize = 16 << 20;
 
+/// How often a failed TLS handshake or login is logged as an error (the others at debug):
+/// a follower retries every 200 ms.
+const ERROR_LOG_INTERVAL: Duration = Duration::from_secs(10);
+
 /// How this broker opens connections to the others (plaintext by default).
 #[derive(Clone, Default)]
 pub struct PeerConnector {
     tls: Option<tls::PeerTls>,
     sasl: Option<Arc<SaslLogin>>,
+    /// When a failure was last logged as an error.
+    last_error: Arc<Mutex<Option<Instant>>>,
 }
 
 impl std::fmt::Debug for PeerConnector {
@@ -58,6 +64,7 @@ impl PeerConnector {
         Ok(PeerConnector {
             tls: client.tls.as_ref().map(tls::PeerTls::new).transpose()?,
             sasl: client.sasl.clone().map(Arc::new),
+            last_error: Arc::default(),
         })
     }
 
@@ -66,16 +73,26 @@ impl PeerConnector {
         let tcp = TcpStream::connect(address).await?;
         tcp.set_nodelay(true)?;
         let mut stream = match &self.tls {
-            Some(tls) => PeerStream::Tls(Box::new(tls.handshake(address, tcp).await?)),
+            Some(tls) => match tls.handshake(address, tcp).await {
+                Ok(stream) => PeerStream::Tls(Box::new(stream)),
+                Err(error) => {
+                    self.report(address, "TLS handshake with another broker failed", &error);
+                    return Err(error);
+                }
+            },
             None => PeerStream::Plain(tcp),
         };
         let session_ends = match &self.sasl {
             Some(login) => sasl::login(&mut stream, login, from)
                 .await
                 .map_err(|reason| {
-                    tracing::error!(address, mechanism = %login.mechanism, user = %login.username,
-                        %reason, "cannot log in to another broker");
-                    io::Error::new(io::ErrorKind::PermissionDenied, reason)
+                    let error = io::Error::new(io::ErrorKind::PermissionDenied, reason);
+                    let what = format!(
+                        "cannot log in to another broker as {} with {}",
+                        login.username, login.mechanism
+                    );
+                    self.report(address, &what, &error);
+                    error
                 })?,
             None => None,
         };
@@ -83,6 +100,26 @@ impl PeerConnector {
             stream,
             session_ends,
         })
+    }
+
+    /// Logs a failure to secure a connection: as an error at most every
+    /// [`ERROR_LOG_INTERVAL`], otherwise at debug.
+    fn report(&self, address: &str, what: &str, error: &io::Error) {
+        let now = Instant::now();
+        let loud = match self.last_error.lock() {
+            Ok(mut last) => {
+                let due = last.is_none_or(|t| now.duration_since(t) >= ERROR_LOG_INTERVAL);
+                if due {
+                    *last = Some(now);
+                }
+                due
+            }
+            Err(_) => true,
+        };
+        match loud {
+            true => tracing::error!(address, %error, "{what}"),
+            false => tracing::debug!(address, %error, "{what}"),
+        }
     }
 }
 

@@ -76,12 +76,7 @@ impl PeerTls {
             .trim_end_matches(']');
         let name = ServerName::try_from(host.to_string())
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        self.connector
-            .connect(name, tcp)
-            .await
-            .inspect_err(|error| {
-                tracing::error!(address, %error, "TLS handshake with another broker failed");
-            })
+        self.connector.connect(name, tcp).await
     }
 }
 
