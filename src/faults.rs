@@ -242,12 +242,15 @@ impl Faults {
 }
 
 /// A node's outbound side: which node it is, how it secures connections to other
-/// brokers, and the cluster's [`Faults`].
+/// brokers and to controllers, and the cluster's [`Faults`].
 #[derive(Clone, Debug, Default)]
 pub struct Outbound {
     pub from: i32,
     pub faults: Faults,
+    /// To other brokers' inter-broker listener.
     pub peers: crate::peer::PeerConnector,
+    /// To controllers' controller listener (TLS when it is SSL).
+    pub controllers: crate::peer::PeerConnector,
 }
 
 impl Outbound {

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Compat suite (issue 15): a three-node cluster that replicates over SASL_SSL. Starts three
-# combined nodes — highwater (config/cluster/node-N.toml), or Apache Kafka 4.1.1 through
-# compat/kafka-ref/cluster.sh — each with a third listener, INTERNAL, the inter-broker one,
-# configured with Kafka's own keys: SASL_SSL with a PEM keystore and truststore, client
-# certificates required, PLAIN (the brokers' own login from the listener's JAAS config,
-# sasl.mechanism.inter.broker.protocol=PLAIN); clients use the PLAINTEXT listener.
+# Compat suite (issue 15): a three-node cluster whose traffic between nodes is secured.
+# Starts three combined nodes — highwater (config/cluster/node-N.toml), or Apache Kafka
+# 4.1.1 through compat/kafka-ref/cluster.sh — each with a third listener, INTERNAL, the
+# inter-broker one, configured with Kafka's own keys: SASL_SSL with a PEM keystore and
+# truststore, client certificates required, PLAIN (the brokers' own login from the
+# listener's JAAS config, sasl.mechanism.inter.broker.protocol=PLAIN); the controller
+# listener is SSL with client certificates required (the quorum, broker registrations and
+# heartbeats); clients use the PLAINTEXT listener.
 # Certificates are made here with openssl (compat/lib/certs.sh). Then kcat (librdkafka)
 # produces with acks=all to an RF=3 topic, every partition keeps all three replicas in its
 # ISR past replica.lag.time.max.ms, and after kill -9 of a leader the records are read back
@@ -28,8 +30,13 @@ make_ca ca
 make_cert broker ca "/CN=broker" "DNS:localhost,IP:127.0.0.1"
 
 keys=(
-    "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL,CONTROLLER:PLAINTEXT"
+    "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL,CONTROLLER:SSL"
     "inter.broker.listener.name=INTERNAL"
+    "listener.name.controller.ssl.keystore.type=PEM"
+    "listener.name.controller.ssl.keystore.location=$certs/broker.pem"
+    "listener.name.controller.ssl.truststore.type=PEM"
+    "listener.name.controller.ssl.truststore.location=$certs/ca.crt"
+    "listener.name.controller.ssl.client.auth=required"
     "listener.name.internal.ssl.keystore.type=PEM"
     "listener.name.internal.ssl.keystore.location=$certs/broker.pem"
     "listener.name.internal.ssl.truststore.type=PEM"

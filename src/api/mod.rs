@@ -80,6 +80,8 @@ pub struct Broker {
     pub faults: Faults,
     /// How connections to other brokers are secured.
     peers: crate::peer::PeerConnector,
+    /// How connections to controllers are secured.
+    controllers: crate::peer::PeerConnector,
     /// Incremental fetch sessions (KIP-227).
     pub fetch_sessions: FetchSessions,
     /// Kafka's StandardAuthorizer when `authorizer.class.name` names it (`authorization`).
@@ -107,10 +109,12 @@ impl Broker {
         faults: Faults,
     ) -> Result<Self, StartupError> {
         let peers = crate::peer::PeerConnector::new(&config.inter_broker_client)?;
+        let controllers = crate::peer::PeerConnector::tls(config.controller_tls.as_ref())?;
         let outbound = Outbound {
             from: config.node_id,
             faults: faults.clone(),
             peers: peers.clone(),
+            controllers: controllers.clone(),
         };
         let controller =
             Controller::open(Arc::clone(&config), clock.clone(), outbound.clone()).await?;
@@ -161,6 +165,7 @@ impl Broker {
             metrics,
             faults,
             peers,
+            controllers,
             fetch_sessions,
             quotas: crate::quota::Quotas::default(),
             isr_queue: isr_changes::IsrQueue::default(),
@@ -173,6 +178,7 @@ impl Broker {
             from: self.config.node_id,
             faults: self.faults.clone(),
             peers: self.peers.clone(),
+            controllers: self.controllers.clone(),
         }
     }
 

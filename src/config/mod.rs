@@ -197,6 +197,9 @@ pub struct BrokerConfig {
     /// That listener's name (`CONTROLLER`): Kafka clients on it (admin tools with
     /// `--bootstrap-controller`) are served the controller's APIs only.
     pub controller_listener_name: Option<String>,
+    /// The controller listener's TLS when it is SSL: served by controllers, and used by
+    /// every node to reach them.
+    pub controller_tls: Option<tls::TlsSettings>,
     /// The metadata quorum. For a combined node with none configured: itself alone.
     pub voters: Vec<Voter>,
     pub broker_session_timeout_ms: u64,
@@ -465,6 +468,7 @@ struct Listeners {
     inter_broker_client: inter_broker::InterBrokerClient,
     controller: Option<SocketAddr>,
     controller_name: Option<String>,
+    controller_tls: Option<tls::TlsSettings>,
     voters: Vec<Voter>,
     advertised: (String, u16),
 }
@@ -484,6 +488,8 @@ impl Listeners {
             Some(e) => Some(socket_addr("listeners", &e.host, e.port)?),
             None => None,
         };
+        let alone = voters.len() <= 1 && roles.controller;
+        let controller_tls = controller_tls(values, &controller_names, alone)?;
         let clients = listeners::client_listeners(values, &entries, &controller_names, |h, p| {
             socket_addr("listeners", h, p)
         })?;
@@ -500,6 +506,7 @@ impl Listeners {
                 inter_broker_client: inter_broker::InterBrokerClient::default(),
                 controller: controller_listener,
                 controller_name: controller.map(|e| e.name.clone()),
+                controller_tls,
                 voters,
                 advertised: (e.host.clone(), e.port),
             });
@@ -510,7 +517,6 @@ impl Listeners {
         let inter = &clients[listeners::inter_broker_index(values, &clients)?];
         // A lone node never connects to itself: its inter-broker listener may be secured
         // without the settings a broker needs to log in to another one.
-        let alone = voters.len() <= 1 && roles.controller;
         let inter_broker_client = match alone {
             true => inter_broker::InterBrokerClient::default(),
             false => inter_broker::client(values, inter)?,
@@ -523,9 +529,41 @@ impl Listeners {
             clients,
             controller: controller_listener,
             controller_name: controller.map(|e| e.name.clone()),
+            controller_tls,
             voters,
         })
     }
+}
+
+/// The TLS of the controller listener (the first of `controller.listener.names`) when
+/// its protocol is SSL; with other nodes to reach (not `alone`), it needs a truststore to
+/// check their certificates.
+fn controller_tls(
+    values: &ConfigMap,
+    controller_names: &[String],
+    alone: bool,
+) -> Result<Option<tls::TlsSettings>, ConfigError> {
+    let Some(name) = controller_names.first() else {
+        return Ok(None);
+    };
+    let map = listeners::protocol_map(values)?;
+    let key = "controller.listener.names";
+    let protocol = listeners::protocol_of(name, &map, controller_names, key, name)?;
+    if protocol != SecurityProtocol::Ssl {
+        return Ok(None);
+    }
+    let settings = tls::settings(values, name)?;
+    if settings.trust.is_none() && !alone {
+        return Err(ConfigError::Unenforced {
+            key: format!("{}ssl.truststore.location", tls::listener_prefix(name)),
+            value: String::new(),
+            reason: format!(
+                "nodes reach each other's controller listener {name} over SSL and check its \
+                 certificate: set ssl.truststore.location (or ssl.truststore.certificates) for it"
+            ),
+        });
+    }
+    Ok(Some(settings))
 }
 
 /// Kafka's coarser time keys, each read when the finer ones are not set, as Kafka's
@@ -673,6 +711,7 @@ impl BrokerConfig {
             inter_broker_client: listeners.inter_broker_client,
             controller_listener: listeners.controller,
             controller_listener_name: listeners.controller_name,
+            controller_tls: listeners.controller_tls,
             voters: listeners.voters,
             broker_session_timeout_ms: parse(&values, "broker.session.timeout.ms")?,
             broker_heartbeat_interval_ms: parse(&values, "broker.heartbeat.interval.ms")?,

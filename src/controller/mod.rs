@@ -31,8 +31,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use std::net::SocketAddr;
-use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
@@ -279,16 +277,8 @@ impl Controller {
             ));
             tasks.push(tokio::spawn(Arc::clone(&active).run()));
             if let Some(address) = config.controller_listener {
-                let listener = tokio::net::TcpListener::bind(address).await.map_err(|e| {
-                    ControllerError::Quorum {
-                        reason: format!("cannot listen on {address}: {e}"),
-                    }
-                })?;
-                tasks.push(tokio::spawn(rpc::serve(
-                    listener,
-                    Arc::clone(&active),
-                    Arc::clone(&kafka_connections),
-                )));
+                let serving = serve_listener(&config, address, &active, &kafka_connections);
+                tasks.push(serving.await?);
             }
             Some(active)
         } else {
@@ -328,10 +318,7 @@ impl Controller {
 
     /// Hands connections of Kafka clients on the controller listener (admin tools with
     /// `--bootstrap-controller`) to `serve` from now on.
-    pub fn serve_kafka_clients(
-        &self,
-        serve: impl Fn(TcpStream, SocketAddr) + Send + Sync + 'static,
-    ) {
+    pub fn serve_kafka_clients(&self, serve: impl Fn(rpc::KafkaClient) + Send + Sync + 'static) {
         if self.kafka_connections.set(Box::new(serve)).is_err() {
             tracing::warn!("Kafka clients on the controller listener were already served");
         }
@@ -596,4 +583,34 @@ impl Drop for Controller {
     fn drop(&mut self) {
         self.abort_tasks();
     }
+}
+
+/// Binds the controller listener at `address` and serves it (over TLS when it is SSL):
+/// Raft and broker requests to `active`, Kafka clients to `kafka_connections`.
+async fn serve_listener(
+    config: &BrokerConfig,
+    address: std::net::SocketAddr,
+    active: &Arc<ActiveController>,
+    kafka_connections: &Arc<rpc::KafkaConnections>,
+) -> Result<tokio::task::JoinHandle<()>, ControllerError> {
+    let listener =
+        tokio::net::TcpListener::bind(address)
+            .await
+            .map_err(|e| ControllerError::Quorum {
+                reason: format!("cannot listen on {address}: {e}"),
+            })?;
+    let tls = config
+        .controller_tls
+        .as_ref()
+        .map(crate::server::tls::listener_tls)
+        .transpose()
+        .map_err(|e| ControllerError::Quorum {
+            reason: format!("the controller listener's TLS: {e}"),
+        })?;
+    Ok(tokio::spawn(rpc::serve(
+        listener,
+        Arc::clone(active),
+        Arc::clone(kafka_connections),
+        tls,
+    )))
 }

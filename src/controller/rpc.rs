@@ -18,7 +18,7 @@ use openraft::raft::{
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use tokio::net::{TcpListener, TcpStream};
 
@@ -27,6 +27,8 @@ use super::error::RemoteError;
 use super::raft_types::TypeConfig;
 use super::state::ClusterState;
 use crate::faults::Outbound;
+use crate::peer::PeerStream;
+use crate::server::tls::{client_principal, ListenerTls};
 
 /// The largest frame accepted (snapshots of big clusters included).
 pub const FRAME_BYTES_MAX: usize = 64 * 1024 * 1024;
@@ -66,8 +68,8 @@ pub trait RpcHandler: Send + Sync + 'static {
     fn handle(&self, request: RpcRequest) -> impl std::future::Future<Output = RpcResponse> + Send;
 }
 
-pub(crate) async fn write_message<T: Serialize>(
-    stream: &mut TcpStream,
+pub(crate) async fn write_message<T: Serialize, S: AsyncWrite + Unpin>(
+    stream: &mut S,
     message: &T,
 ) -> std::io::Result<()> {
     let payload = serde_json::to_vec(message).map_err(std::io::Error::other)?;
@@ -78,8 +80,8 @@ pub(crate) async fn write_message<T: Serialize>(
 }
 
 /// Reads one message; `Ok(None)` at a clean end of stream.
-pub(crate) async fn read_message<T: DeserializeOwned>(
-    stream: &mut TcpStream,
+pub(crate) async fn read_message<T: DeserializeOwned, S: AsyncRead + Unpin>(
+    stream: &mut S,
 ) -> std::io::Result<Option<T>> {
     let mut length = [0u8; 4];
     match stream.read_exact(&mut length).await {
@@ -100,42 +102,50 @@ pub(crate) async fn read_message<T: DeserializeOwned>(
         .map_err(std::io::Error::other)
 }
 
-/// Where connections on the controller listener that speak Kafka's protocol go (admin
-/// tools run with `--bootstrap-controller`): set once the node can serve them.
-pub type KafkaConnections = std::sync::OnceLock<Box<dyn Fn(TcpStream, SocketAddr) + Send + Sync>>;
+/// The reading half of a connection on the controller listener (its first bytes, read to
+/// tell its protocol, in front again).
+pub type ConnectionReader = Box<dyn AsyncRead + Send + Unpin>;
+/// The writing half of a connection on the controller listener.
+pub type ConnectionWriter = Box<dyn AsyncWrite + Send + Unpin>;
 
-/// How long a new connection may take to send the first bytes that tell its protocol.
-const FIRST_BYTES_TIMEOUT: Duration = Duration::from_secs(10);
+/// A Kafka client on the controller listener (an admin tool run with
+/// `--bootstrap-controller`).
+pub struct KafkaClient {
+    pub reader: ConnectionReader,
+    pub writer: ConnectionWriter,
+    pub address: SocketAddr,
+    /// `User:` and the subject of its TLS client certificate, if it gave one.
+    pub principal: Option<String>,
+}
 
-/// Whether a connection speaks Kafka's protocol rather than this one: both frame messages
-/// with a 4-byte length, but a Kafka request begins with its API key (a high byte of 0)
-/// where a message here begins with JSON (`{`). `None`: it sent nothing in time.
-async fn speaks_kafka(stream: &TcpStream) -> Option<bool> {
-    let mut head = [0u8; 5];
-    let deadline = tokio::time::Instant::now() + FIRST_BYTES_TIMEOUT;
-    loop {
-        let seen = tokio::time::timeout_at(deadline, stream.peek(&mut head))
-            .await
-            .ok()?
-            .ok()?;
-        match seen {
-            0 => return None,
-            5.. => return Some(head[4] == 0),
-            // The rest of the first frame is on its way.
-            _ => tokio::time::sleep(Duration::from_millis(1)).await,
-        }
+impl std::fmt::Debug for KafkaClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaClient")
+            .field("address", &self.address)
+            .field("principal", &self.principal)
+            .finish_non_exhaustive()
     }
 }
 
-/// Accepts connections on `listener` and answers their requests with `handler` (or hands
-/// a Kafka client's connection to `kafka`), until the task is dropped.
+/// Where connections on the controller listener that speak Kafka's protocol go: set once
+/// the node can serve them.
+pub type KafkaConnections = std::sync::OnceLock<Box<dyn Fn(KafkaClient) + Send + Sync>>;
+
+/// How long a new connection may take for its TLS handshake and the first bytes that tell
+/// its protocol.
+const FIRST_BYTES_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Accepts connections on `listener` (over TLS when the controller listener is SSL) and
+/// answers their requests with `handler`, or hands a Kafka client's connection to `kafka`,
+/// until the task is dropped.
 pub async fn serve<H: RpcHandler>(
     listener: TcpListener,
     handler: Arc<H>,
     kafka: Arc<KafkaConnections>,
+    tls: Option<ListenerTls>,
 ) {
     loop {
-        let (mut stream, peer) = match listener.accept().await {
+        let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
             Err(error) => {
                 tracing::warn!(%error, "controller listener accept failed");
@@ -146,64 +156,122 @@ pub async fn serve<H: RpcHandler>(
         let _ = stream.set_nodelay(true);
         let handler = Arc::clone(&handler);
         let kafka = Arc::clone(&kafka);
+        let tls = tls.clone();
         tokio::spawn(async move {
-            match speaks_kafka(&stream).await {
-                None => return,
-                Some(true) => {
-                    match kafka.get() {
-                        Some(serve_kafka) => serve_kafka(stream, peer),
-                        None => tracing::info!(%peer,
-                            "Kafka client on the controller listener before the node serves; closed"),
-                    }
-                    return;
-                }
-                Some(false) => {}
+            let opened = tokio::time::timeout(FIRST_BYTES_TIMEOUT, open(stream, peer, tls)).await;
+            let Ok(Some((reader, writer, principal, speaks_kafka))) = opened else {
+                return;
+            };
+            if !speaks_kafka {
+                return serve_connection(reader, writer, peer, handler).await;
             }
-            loop {
-                let request = match read_message::<RpcRequest>(&mut stream).await {
-                    Ok(Some(request)) => request,
-                    Ok(None) => break,
-                    Err(error) => {
-                        tracing::debug!(%peer, %error, "controller connection closed");
-                        break;
-                    }
-                };
-                // Served on its own task: a peer that gave up (its call timed out) and
-                // closed the connection frees it now, not when a slow request completes.
-                let serving = tokio::spawn({
-                    let handler = Arc::clone(&handler);
-                    async move { handler.handle(request).await }
-                });
-                let response = tokio::select! {
-                    served = serving => match served {
-                        Ok(response) => response,
-                        Err(error) => {
-                            tracing::error!(%peer, %error, "controller request handler failed");
-                            break;
-                        }
-                    },
-                    () = peer_gone(&stream) => {
-                        tracing::debug!(%peer,
-                            "controller connection closed by its peer while its request was served");
-                        break;
-                    }
-                };
-                if let Err(error) = write_message(&mut stream, &response).await {
-                    tracing::debug!(%peer, %error, "controller connection lost");
-                    break;
-                }
+            match kafka.get() {
+                Some(serve_kafka) => serve_kafka(KafkaClient {
+                    reader,
+                    writer,
+                    address: peer,
+                    principal,
+                }),
+                None => tracing::info!(%peer,
+                    "Kafka client on the controller listener before the node serves; closed"),
             }
         });
     }
 }
 
-/// Resolves once the peer closed the connection (or it failed). A connection carries one
-/// request at a time, so nothing else is expected on it while a request is served.
-async fn peer_gone(stream: &TcpStream) {
+/// A new connection's halves (after its TLS handshake, if any), its certificate's
+/// principal, and whether it speaks Kafka's protocol rather than this one: both frame
+/// messages with a 4-byte length, but a Kafka request begins with its API key (a high byte
+/// of 0) where a message here begins with JSON (`{`). `None`: its handshake failed, or it
+/// closed before five bytes.
+async fn open(
+    stream: TcpStream,
+    peer: SocketAddr,
+    tls: Option<ListenerTls>,
+) -> Option<(ConnectionReader, ConnectionWriter, Option<String>, bool)> {
+    let (reader, writer, principal): (ConnectionReader, ConnectionWriter, _) = match tls {
+        None => {
+            let (reader, writer) = stream.into_split();
+            (Box::new(reader), Box::new(writer), None)
+        }
+        Some(tls) => {
+            let session = match tls.acceptor.accept(stream).await {
+                Ok(session) => session,
+                Err(error) => {
+                    tracing::info!(%peer, %error, "TLS handshake on the controller listener failed");
+                    return None;
+                }
+            };
+            let principal = match client_principal(&session, &tls.principal_rules) {
+                Ok(principal) => principal,
+                Err(subject) => {
+                    tracing::warn!(%peer, %subject,
+                        "no ssl.principal.mapping.rules rule maps the client certificate's subject; closing");
+                    return None;
+                }
+            };
+            let (reader, writer) = tokio::io::split(session);
+            (Box::new(reader), Box::new(writer), principal)
+        }
+    };
+    let mut reader = reader;
+    let mut head = [0u8; 5];
+    reader.read_exact(&mut head).await.ok()?;
+    let speaks_kafka = head[4] == 0;
+    let reader: ConnectionReader = Box::new(std::io::Cursor::new(head).chain(reader));
+    Some((reader, writer, principal, speaks_kafka))
+}
+
+/// Answers the requests of one connection, one at a time, until it closes.
+async fn serve_connection<H: RpcHandler>(
+    mut reader: ConnectionReader,
+    mut writer: ConnectionWriter,
+    peer: SocketAddr,
+    handler: Arc<H>,
+) {
+    loop {
+        let request = match read_message::<RpcRequest, _>(&mut reader).await {
+            Ok(Some(request)) => request,
+            Ok(None) => break,
+            Err(error) => {
+                tracing::debug!(%peer, %error, "controller connection closed");
+                break;
+            }
+        };
+        // Served on its own task: a peer that gave up (its call timed out) and closed the
+        // connection frees it now, not when a slow request completes.
+        let serving = tokio::spawn({
+            let handler = Arc::clone(&handler);
+            async move { handler.handle(request).await }
+        });
+        let response = tokio::select! {
+            served = serving => match served {
+                Ok(response) => response,
+                Err(error) => {
+                    tracing::error!(%peer, %error, "controller request handler failed");
+                    break;
+                }
+            },
+            () = peer_gone(&mut reader) => {
+                tracing::debug!(%peer,
+                    "controller connection closed by its peer while its request was served");
+                break;
+            }
+        };
+        if let Err(error) = write_message(&mut writer, &response).await {
+            tracing::debug!(%peer, %error, "controller connection lost");
+            break;
+        }
+    }
+}
+
+/// Resolves once the peer closed the connection (or it failed), or sent more before its
+/// answer: a connection carries one request at a time, so a byte read here ends it too.
+/// Cancel-safe: nothing is read while the peer sends nothing.
+async fn peer_gone(reader: &mut ConnectionReader) {
     let mut byte = [0u8; 1];
-    match stream.peek(&mut byte).await {
-        Ok(0) | Err(_) => {}
-        Ok(_) => std::future::pending().await,
+    if reader.read_exact(&mut byte).await.is_ok() {
+        tracing::debug!("a request before the previous one was answered; closing");
     }
 }
 
@@ -211,7 +279,7 @@ async fn peer_gone(stream: &TcpStream) {
 #[derive(Debug)]
 pub struct RpcClient {
     pub addr: String,
-    stream: Option<TcpStream>,
+    stream: Option<PeerStream>,
     outbound: Outbound,
 }
 
@@ -252,19 +320,21 @@ impl RpcClient {
 
     async fn exchange(
         &self,
-        stream: Option<TcpStream>,
+        stream: Option<PeerStream>,
         request: &RpcRequest,
-    ) -> std::io::Result<(TcpStream, RpcResponse)> {
+    ) -> std::io::Result<(PeerStream, RpcResponse)> {
         self.outbound.check(&self.addr).await?;
         let mut stream = match stream {
             Some(stream) => stream,
             None => {
-                let connect = TcpStream::connect(self.addr.as_str());
-                let stream = tokio::time::timeout(CONNECT_TIMEOUT, connect)
+                let connect = self
+                    .outbound
+                    .controllers
+                    .connect(&self.addr, self.outbound.from);
+                tokio::time::timeout(CONNECT_TIMEOUT, connect)
                     .await
-                    .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
-                let _ = stream.set_nodelay(true);
-                stream
+                    .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??
+                    .stream
             }
         };
         write_message(&mut stream, request).await?;
@@ -354,7 +424,7 @@ mod tests {
         // client half-closes after its request and must see the server close too.
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("address");
-        tokio::spawn(serve(listener, Arc::new(Stuck), Arc::default()));
+        tokio::spawn(serve(listener, Arc::new(Stuck), Arc::default(), None));
         let mut stream = TcpStream::connect(addr).await.expect("connect");
         write_message(&mut stream, &RpcRequest::FetchMetadata { after: 0 })
             .await
@@ -364,7 +434,7 @@ mod tests {
         stream.shutdown().await.expect("half-closed");
         let closed = tokio::time::timeout(
             Duration::from_secs(5),
-            read_message::<RpcResponse>(&mut stream),
+            read_message::<RpcResponse, _>(&mut stream),
         );
         let answer = closed.await.expect("the server closed the connection");
         assert!(

@@ -22,6 +22,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 
 use crate::config::inter_broker::{InterBrokerClient, SaslLogin};
+use crate::config::tls::TlsSettings;
 use crate::server::tls::TlsError;
 
 /// Longest response accepted to a request made by [`exchange`].
@@ -65,6 +66,15 @@ impl PeerConnector {
             tls: client.tls.as_ref().map(tls::PeerTls::new).transpose()?,
             sasl: client.sasl.clone().map(Arc::new),
             last_error: Arc::default(),
+        })
+    }
+
+    /// A connector with TLS as `settings` configure it, if any, and no SASL (the
+    /// controller listener's).
+    pub fn tls(settings: Option<&TlsSettings>) -> Result<Self, TlsError> {
+        Ok(PeerConnector {
+            tls: settings.map(tls::PeerTls::new).transpose()?,
+            ..PeerConnector::default()
         })
     }
 

@@ -118,18 +118,31 @@ pub fn serve_controller_clients(broker: &Arc<Broker>) {
         queued_requests_max: broker.config.queued_max_requests,
     };
     let pool = MemoryPool::new(broker.config.queued_max_request_bytes);
-    broker.controller.serve_kafka_clients(move |stream, client| {
+    broker.controller.serve_kafka_clients(move |kafka| {
         let Some(broker) = weak.upgrade() else {
             return;
         };
+        let client = kafka.address;
         tracing::debug!(%client, listener = %listener, "Kafka client on the controller listener");
         let peer = connection::Peer {
             client,
             listener: Arc::clone(&listener),
             sasl: None,
-            principal: connection::ANONYMOUS.into(),
+            principal: kafka
+                .principal
+                .as_deref()
+                .unwrap_or(connection::ANONYMOUS)
+                .into(),
         };
-        tokio::spawn(connection::serve(broker, stream, peer, limits, Arc::clone(&pool)));
+        let pool = Arc::clone(&pool);
+        tokio::spawn(connection::serve_halves(
+            broker,
+            kafka.reader,
+            kafka.writer,
+            peer,
+            limits,
+            pool,
+        ));
     });
 }
 
