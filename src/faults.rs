@@ -241,38 +241,6 @@ impl Faults {
     }
 }
 
-/// A node's outbound side: which node it is, how it secures connections to other
-/// brokers and to controllers, and the cluster's [`Faults`].
-#[derive(Clone, Debug, Default)]
-pub struct Outbound {
-    pub from: i32,
-    pub faults: Faults,
-    /// To other brokers' inter-broker listener.
-    pub peers: crate::peer::PeerConnector,
-    /// To controllers' controller listener (TLS when it is SSL).
-    pub controllers: crate::peer::PeerConnector,
-}
-
-impl Outbound {
-    /// [`Faults::outbound`] from this node.
-    pub async fn check(&self, to: &str) -> Result<(), LinkCut> {
-        if self.faults.0.is_none() {
-            return Ok(());
-        }
-        self.faults.outbound(self.from, to).await
-    }
-
-    /// A connection to another broker's inter-broker listener at `address`, secured as
-    /// that listener is, unless a test cut the link.
-    pub async fn connect_broker(
-        &self,
-        address: &str,
-    ) -> std::io::Result<crate::peer::PeerConnection> {
-        self.check(address).await?;
-        self.peers.connect(address, self.from).await
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -31,6 +31,7 @@ pub mod replica;
 pub mod sasl;
 pub mod server;
 pub mod testkit;
+pub mod tls;
 pub mod txn;
 pub mod wire;
 pub mod x500;

@@ -94,7 +94,7 @@ pub async fn run(
     let http = crate::http::bind(&config.http_listeners)
         .await
         .context("cannot start")?;
-    let tls = crate::server::tls::acceptors(&config.listeners).context("cannot start")?;
+    let tls = crate::tls::acceptors(&config.listeners).context("cannot start")?;
     let sockets: Vec<_> = listeners.into_iter().zip(tls).collect();
     let open = Broker::open_with(Arc::clone(&config), Clock::system(), faults);
     let broker = tokio::select! {

@@ -359,7 +359,7 @@ async fn invalid_principal_mapping_rules_stop_start_up_with_the_reason() {
             ("ssl.principal.mapping.rules", "RULE:^CN=(.*$/$1/"),
         ],
     );
-    let error = highwater::server::tls::acceptors(&config.listeners).expect_err("refused");
+    let error = highwater::tls::acceptors(&config.listeners).expect_err("refused");
     let error = error.to_string();
     assert!(
         error.contains("ssl.principal.mapping.rules") && error.contains("does not compile"),

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request};
 
-use crate::faults::{broker_client_id, Outbound};
+use crate::faults::broker_client_id;
+use crate::peer::Outbound;
 
 /// Sends `request` at `version` to the broker at `address` and decodes its answer.
 pub async fn call<R>(

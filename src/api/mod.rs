@@ -55,10 +55,11 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 use crate::clock::Clock;
 use crate::config::BrokerConfig;
 use crate::controller::{Controller, ControllerError};
-use crate::faults::{Faults, Outbound};
+use crate::faults::Faults;
 use crate::group::{GroupConfig, GroupCoordinator};
 use crate::metadata::MetadataImage;
 use crate::metrics::Metrics;
+use crate::peer::Outbound;
 use crate::replica::{Partition, ReplicaError, ReplicaManager};
 use crate::txn::{TransactionCoordinator, TxnConfig};
 use fetch_sessions::FetchSessions;
@@ -296,7 +297,7 @@ pub enum StartupError {
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
     #[error("the inter-broker listener's TLS: {0}")]
-    PeerTls(#[from] crate::server::tls::TlsError),
+    PeerTls(#[from] crate::tls::TlsError),
 }
 
 /// A decoded request header with the rest of the frame, and who sent it.

@@ -13,8 +13,8 @@ use super::rpc::{RpcClient, RpcRequest, RpcResponse};
 use super::{
     Controller, ControllerError, ControllerReply, ControllerRequest, ErrorKind, Registration,
 };
-use crate::faults::Outbound;
 use crate::metadata::Endpoint;
+use crate::peer::Outbound;
 
 /// Heartbeat interval while fenced, waiting to be unfenced.
 const FENCED_HEARTBEAT_INTERVAL: Duration = Duration::from_millis(50);

@@ -36,11 +36,11 @@ use uuid::Uuid;
 
 use crate::clock::Clock;
 use crate::config::{BrokerConfig, ConfigMap};
-use crate::faults::Outbound;
 use crate::log::checkpoint::read_properties;
 use crate::log::LogError;
 use crate::metadata::uuid_text::base64url;
 use crate::metadata::{MetadataImage, PartitionImage, TopicImage};
+use crate::peer::Outbound;
 use active::ActiveController;
 pub use active::{
     AclOutcome, AlterPartition, ControllerReply, ControllerRequest, CredentialOutcome,
@@ -602,7 +602,7 @@ async fn serve_listener(
     let tls = config
         .controller_tls
         .as_ref()
-        .map(crate::server::tls::listener_tls)
+        .map(crate::tls::listener_tls)
         .transpose()
         .map_err(|e| ControllerError::Quorum {
             reason: format!("the controller listener's TLS: {e}"),

@@ -26,9 +26,9 @@ use super::active::{ControllerReply, ControllerRequest};
 use super::error::RemoteError;
 use super::raft_types::TypeConfig;
 use super::state::ClusterState;
-use crate::faults::Outbound;
+use crate::peer::Outbound;
 use crate::peer::PeerStream;
-use crate::server::tls::{client_principal, ListenerTls};
+use crate::tls::{client_principal, ListenerTls};
 
 /// The largest frame accepted (snapshots of big clusters included).
 pub const FRAME_BYTES_MAX: usize = 64 * 1024 * 1024;

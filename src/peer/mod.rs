@@ -1,13 +1,13 @@
-//! Connections this broker opens to another broker's inter-broker listener (a follower's
-//! fetches, a transaction coordinator's markers and verifications), secured as that
-//! listener is (`config::inter_broker`): TCP, then a TLS handshake for SSL and SASL_SSL,
-//! then a SASL login (SaslHandshake and SaslAuthenticate, KIP-152) for SASL_PLAINTEXT and
-//! SASL_SSL, before the first request.
+//! Connections a node opens to another one ([`Outbound`]): to a broker's inter-broker
+//! listener (a follower's fetches, a transaction coordinator's markers and verifications),
+//! secured as that listener is (`config::inter_broker`): TCP, then a TLS handshake for SSL
+//! and SASL_SSL, then a SASL login (SaslHandshake and SaslAuthenticate, KIP-152) for
+//! SASL_PLAINTEXT and SASL_SSL, before the first request; and to a controller's listener,
+//! over TLS when it is SSL.
 //!
 //! Must not: know what is sent on a connection once it is open.
 
 mod sasl;
-mod tls;
 
 use std::io;
 use std::pin::Pin;
@@ -23,7 +23,9 @@ use tokio::net::TcpStream;
 
 use crate::config::inter_broker::{InterBrokerClient, SaslLogin};
 use crate::config::tls::TlsSettings;
-use crate::server::tls::TlsError;
+use crate::faults::{Faults, LinkCut};
+use crate::tls::client::ClientTls;
+use crate::tls::TlsError;
 
 /// Longest response accepted to a request made by [`exchange`].
 const RESPONSE_BYTES_MAX: usize = 16 << 20;
@@ -35,7 +37,7 @@ const ERROR_LOG_INTERVAL: Duration = Duration::from_secs(10);
 /// How this broker opens connections to the others (plaintext by default).
 #[derive(Clone, Default)]
 pub struct PeerConnector {
-    tls: Option<tls::PeerTls>,
+    tls: Option<ClientTls>,
     sasl: Option<Arc<SaslLogin>>,
     /// When a failure was last logged as an error.
     last_error: Arc<Mutex<Option<Instant>>>,
@@ -47,6 +49,32 @@ impl std::fmt::Debug for PeerConnector {
             .field("tls", &self.tls.is_some())
             .field("sasl", &self.sasl)
             .finish()
+    }
+}
+
+/// A node's outbound side: which node it is, how it secures connections to other
+/// brokers and to controllers, and the cluster's test [`Faults`].
+#[derive(Clone, Debug, Default)]
+pub struct Outbound {
+    pub from: i32,
+    pub faults: Faults,
+    /// To other brokers' inter-broker listener.
+    pub peers: PeerConnector,
+    /// To controllers' controller listener (TLS when it is SSL).
+    pub controllers: PeerConnector,
+}
+
+impl Outbound {
+    /// [`Faults::outbound`] from this node.
+    pub async fn check(&self, to: &str) -> Result<(), LinkCut> {
+        self.faults.outbound(self.from, to).await
+    }
+
+    /// A connection to another broker's inter-broker listener at `address`, secured as
+    /// that listener is, unless a test cut the link.
+    pub async fn connect_broker(&self, address: &str) -> io::Result<PeerConnection> {
+        self.check(address).await?;
+        self.peers.connect(address, self.from).await
     }
 }
 
@@ -63,7 +91,7 @@ impl PeerConnector {
     /// The connector `client` configures; its key material is read now.
     pub fn new(client: &InterBrokerClient) -> Result<Self, TlsError> {
         Ok(PeerConnector {
-            tls: client.tls.as_ref().map(tls::PeerTls::new).transpose()?,
+            tls: client.tls.as_ref().map(ClientTls::new).transpose()?,
             sasl: client.sasl.clone().map(Arc::new),
             last_error: Arc::default(),
         })
@@ -73,7 +101,7 @@ impl PeerConnector {
     /// controller listener's).
     pub fn tls(settings: Option<&TlsSettings>) -> Result<Self, TlsError> {
         Ok(PeerConnector {
-            tls: settings.map(tls::PeerTls::new).transpose()?,
+            tls: settings.map(ClientTls::new).transpose()?,
             ..PeerConnector::default()
         })
     }

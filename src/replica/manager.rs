@@ -24,7 +24,6 @@ use super::partition::{
 use super::quota::{self, ReplicationQuotas};
 use crate::clock::Clock;
 use crate::config::{topic, BrokerConfig, LiveConfig};
-use crate::faults::Outbound;
 use crate::ids::{BrokerId, LeaderEpoch, Offset};
 use crate::log::checkpoint::{write_atomically, write_unsynced};
 use crate::log::segment::SegmentConfig;
@@ -33,6 +32,7 @@ use crate::log::{Log, LogConfig, LogError, OpenOptions};
 use crate::metadata::uuid_text::base64url;
 use crate::metadata::{MetadataImage, PartitionImage, TopicImage};
 use crate::metrics::Metrics;
+use crate::peer::Outbound;
 
 /// Kafka's clean-shutdown marker file name.
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";

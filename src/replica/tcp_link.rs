@@ -10,8 +10,8 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::fetcher::{decode_fetch_response, encode_fetch, LeaderLink, LinkError};
-use crate::faults::Outbound;
 use crate::ids::BrokerId;
+use crate::peer::Outbound;
 use crate::peer::PeerConnection;
 
 /// Longest response frame a follower accepts (a fetch asks for at most 10 MiB).

@@ -10,7 +10,6 @@ pub mod connection;
 pub mod connection_quotas;
 pub mod memory_pool;
 pub mod sasl;
-pub mod tls;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -22,6 +21,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::api::Broker;
+use crate::tls;
 pub use connection::Limits;
 use connection_quotas::{ConnectionQuotas, ListenerSlot};
 use memory_pool::MemoryPool;

@@ -149,7 +149,7 @@ pub async fn serve_on(
     sockets: Vec<tokio::net::TcpListener>,
 ) -> (Arc<Broker>, oneshot::Sender<()>) {
     let config = config(dir, keys);
-    let tls = highwater::server::tls::acceptors(&config.listeners).expect("tls");
+    let tls = highwater::tls::acceptors(&config.listeners).expect("tls");
     let broker = Arc::new(Broker::open(config).await.expect("broker"));
     let (stop, stopped) = oneshot::channel::<()>();
     let sockets = sockets.into_iter().zip(tls).collect();

@@ -27,7 +27,7 @@ use super::publisher::Publisher;
 pub use super::raft_types::TypeConfig;
 use super::state::{Record, RecordResult};
 use crate::config::{BrokerConfig, Voter};
-use crate::faults::Outbound;
+use crate::peer::Outbound;
 use log_store::LogStore;
 use state_machine::StateMachineStore;
 

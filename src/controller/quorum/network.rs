@@ -22,7 +22,7 @@ use openraft::BasicNode;
 
 use super::TypeConfig;
 use crate::controller::rpc::{RpcClient, RpcRequest, RpcResponse};
-use crate::faults::Outbound;
+use crate::peer::Outbound;
 
 type NodeId = u64;
 type RpcResult<T, E = openraft::error::Infallible> =

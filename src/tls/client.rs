@@ -1,4 +1,5 @@
-//! The client side of TLS to another broker: its certificate checked against the
+//! The client side of TLS to another node's listener (a broker's inter-broker one, a
+//! controller's): its certificate checked against the
 //! inter-broker listener's truststore (and, with `ssl.endpoint.identification.algorithm`
 //! `https`, for the host connected to), this broker's own keystore offered as the client
 //! certificate, the listener's TLS versions and cipher suites.
@@ -13,18 +14,24 @@ use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, SignatureSch
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
+use super::{certificates, private_key, protocol_versions, provider, roots, TlsError};
 use crate::config::tls::TlsSettings;
-use crate::server::tls::{certificates, private_key, protocol_versions, provider, roots, TlsError};
 
 /// A TLS client configuration for connections to other brokers.
 #[derive(Clone)]
-pub(super) struct PeerTls {
+pub struct ClientTls {
     connector: TlsConnector,
 }
 
-impl PeerTls {
+impl std::fmt::Debug for ClientTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientTls").finish_non_exhaustive()
+    }
+}
+
+impl ClientTls {
     /// Reads the truststore and keystore `settings` name.
-    pub(super) fn new(settings: &TlsSettings) -> Result<Self, TlsError> {
+    pub fn new(settings: &TlsSettings) -> Result<Self, TlsError> {
         let listener = &settings.listener;
         let rustls_error = |source| TlsError::Rustls {
             listener: listener.clone(),
@@ -57,14 +64,14 @@ impl PeerTls {
                 private_key(listener, &settings.key)?,
             )
             .map_err(rustls_error)?;
-        Ok(PeerTls {
+        Ok(ClientTls {
             connector: TlsConnector::from(Arc::new(config)),
         })
     }
 
     /// The TLS handshake on `tcp`, connected to `address` (whose host the certificate
     /// must name when host names are checked).
-    pub(super) async fn handshake(
+    pub async fn handshake(
         &self,
         address: &str,
         tcp: TcpStream,

@@ -1,11 +1,14 @@
 //! TLS for SSL listeners (rustls with the ring provider): the server's certificate chain
 //! and key from PEM, client certificates (`ssl.client.auth` requested or required) checked
-//! against the PEM truststore, TLS 1.2 and 1.3, cipher suites by their IANA names.
+//! against the PEM truststore, TLS 1.2 and 1.3, cipher suites by their IANA names; and the
+//! client side a node uses to reach another one's listener ([`client`]).
 //!
 //! A keystore file that changes on disk is read again at the next handshake after it
 //! changed (at most once per [`RELOAD_CHECK`]), so a renewed certificate is served without
 //! a restart; a file that no longer parses keeps the previous certificate, with an error
 //! logged.
+
+pub mod client;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
