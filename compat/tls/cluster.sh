@@ -10,7 +10,8 @@
 # Certificates are made here with openssl (compat/lib/certs.sh). Then kcat (librdkafka)
 # produces with acks=all to an RF=3 topic, every partition keeps all three replicas in its
 # ISR past replica.lag.time.max.ms, and after kill -9 of a leader the records are read back
-# from the two survivors.
+# from the two survivors; and kafka-metadata-quorum describes the quorum over the SSL
+# controller listener with a client certificate.
 # Usage: compat/tls/cluster.sh highwater|kafka
 # Environment: HIGHWATER_BIN (default ./target/release/highwater).
 set -euo pipefail
@@ -152,6 +153,26 @@ acks_all_records_stay_in_sync_and_survive_their_leader() {
     fail "read $got of the 300 acknowledged records after node $leader was killed"
 }
 
+# kafka-metadata-quorum over the SSL controller listener with a client certificate (the
+# broker's, issued by the trusted CA): three voters, a leader.
+metadata_quorum_over_the_ssl_controller_listener() {
+    three_brokers_up
+    printf 'security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location=%s\n' \
+        "$certs/ca.crt" >"$test_tmp/controller.properties"
+    printf 'ssl.keystore.type=PEM\nssl.keystore.location=%s\n' "$certs/broker.pem" \
+        >>"$test_tmp/controller.properties"
+    local out
+    out="$(kafka_tool org.apache.kafka.tools.MetadataQuorumCommand \
+        --bootstrap-controller "127.0.0.1:${controller_ports[0]}" \
+        --command-config "$test_tmp/controller.properties" describe --status)"
+    echo "$out"
+    grep -q "^LeaderId:" <<<"$out" || fail "a leader"
+    grep -q "^CurrentVoters:.*\"id\": *1.*\"id\": *2.*\"id\": *3" <<<"$out" ||
+        fail "three voters"
+}
+
+run_test "kafka-metadata-quorum over the SSL controller listener" \
+    metadata_quorum_over_the_ssl_controller_listener
 run_test "acks=all records stay in sync over SASL_SSL and survive their leader" \
     acks_all_records_stay_in_sync_and_survive_their_leader
 suite_summary
