@@ -12,8 +12,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::cluster_processes::*;
-use common::ports::free_port;
 use common::*;
+use highwater::testkit::ports::free_port;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::metadata_response::MetadataResponseTopic;

@@ -20,10 +20,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::counter_log::{check_log, SentBatch};
-use common::ports::free_port;
 use common::seeded_rng::{seed_from_env, Rng};
 use common::*;
 use highwater::dump::{self, FileReport};
+use highwater::testkit::ports::free_port;
 use kafka_protocol::messages::ApiVersionsRequest;
 
 /// How many times the broker is killed.

@@ -12,8 +12,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::cluster_processes::{create_assigned, eventually, metadata, Cluster};
-use common::ports::free_port;
 use common::*;
+use highwater::testkit::ports::free_port;
 
 /// `/metrics` parsed: every sample by name and labels (sorted `k=v` pairs joined by `,`).
 fn scrape(addr: SocketAddr) -> HashMap<(String, String), f64> {

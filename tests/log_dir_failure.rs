@@ -10,9 +10,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::cluster_processes::*;
-use common::ports::free_port;
 use common::small_disk::SmallDisk;
 use common::*;
+use highwater::testkit::ports::free_port;
 use kafka_protocol::error::ResponseError;
 
 /// Three nodes; node 2's `log.dirs` are a 2 MiB tmpfs, then a directory of its own that

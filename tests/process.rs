@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::ports::free_port;
 use common::*;
+use highwater::testkit::ports::free_port;
 
 fn spawn(dir: &Path, port: u16) -> Child {
     spawn_with(dir, port, &[])

@@ -21,7 +21,7 @@ pub const SESSION_MS: u64 = 2000;
 /// How long a condition may take to appear before a test fails.
 pub const WAIT: Duration = Duration::from_secs(30);
 
-use super::ports::free_port;
+use highwater::testkit::ports::free_port;
 
 /// `highwater serve --config FILE` with the quorum in `voters`, a short broker session and
 /// election timeout; stdout discarded.

@@ -8,7 +8,6 @@ pub mod counter_log;
 pub mod groups;
 pub mod netns;
 pub mod pki;
-pub mod ports;
 pub mod seeded_rng;
 pub mod sim;
 pub mod small_disk;

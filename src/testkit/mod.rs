@@ -28,6 +28,7 @@
 //! ```
 
 mod control;
+pub mod ports;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -144,21 +145,16 @@ impl Cluster {
         crate::log::fsync::skip_in_this_process();
         let dir = std::env::temp_dir().join(format!("highwater-dev-{}", uuid::Uuid::new_v4()));
         let nodes = usize::from(options.nodes);
-        let mut listeners = Vec::with_capacity(nodes);
-        for node in 0..nodes {
-            let port = if node == 0 { options.port } else { 0 };
-            let wanted = format!("{}:{port}", options.host);
-            let listener = std::net::TcpListener::bind(&wanted)
-                .with_context(|| format!("cannot listen on {wanted}"))?;
-            listeners.push(listener);
-        }
+        let listeners = client_listeners(&options)?;
         let clients: Vec<SocketAddr> = listeners
             .iter()
             .map(std::net::TcpListener::local_addr)
             .collect::<Result<_, _>>()?;
         let controllers = match nodes {
             1 => clients.clone(),
-            _ => free_loopback_addresses(nodes)?,
+            _ => (0..nodes)
+                .map(|_| SocketAddr::from(([127, 0, 0, 1], ports::free_port())))
+                .collect(),
         };
         let faults = Faults::settable();
         let mut slots = Vec::with_capacity(nodes);
@@ -438,6 +434,23 @@ impl Drop for Inner {
     }
 }
 
+/// The nodes' client listeners: the first at `options.port` unless it is 0, the others
+/// (and that one then) at ports of [`ports`], which no outgoing connection takes while a
+/// node is down.
+fn client_listeners(options: &Options) -> anyhow::Result<Vec<std::net::TcpListener>> {
+    (0..options.nodes)
+        .map(|node| match options.port {
+            port if node == 0 && port != 0 => {
+                let wanted = format!("{}:{port}", options.host);
+                std::net::TcpListener::bind(&wanted)
+                    .with_context(|| format!("cannot listen on {wanted}"))
+            }
+            _ => ports::listen(&options.host)
+                .with_context(|| format!("cannot listen on {}", options.host)),
+        })
+        .collect()
+}
+
 fn index_of(slots: &[Slot], node: i32) -> anyhow::Result<usize> {
     slots
         .iter()
@@ -542,16 +555,4 @@ fn node_config(
     map.insert("log.dirs".into(), log_dir.display().to_string());
     map.insert("http.listeners".into(), String::new());
     map
-}
-
-/// `count` free loopback addresses (bound and released: another process could take one
-/// in between, which start-up then reports).
-fn free_loopback_addresses(count: usize) -> anyhow::Result<Vec<SocketAddr>> {
-    let held: Vec<std::net::TcpListener> = (0..count)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
-        .collect::<Result<_, _>>()?;
-    Ok(held
-        .iter()
-        .map(std::net::TcpListener::local_addr)
-        .collect::<Result<_, _>>()?)
 }
