@@ -191,6 +191,28 @@ async fn plain_logs_in_and_only_then_serves_requests() {
     );
 }
 
+#[tokio::test]
+async fn the_first_request_after_login_may_be_larger_than_a_sasl_token() {
+    // Only frames before authentication are bounded at 512 KiB; the request that follows
+    // the login right away, a 600 KiB produce, is read (the reader waited for it with the
+    // bound of before the login, and the connection was closed).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (plain, sasl) = broker(dir.path(), &[]).await;
+    let mut admin = Client::connect(plain).await;
+    assert_eq!(common::create_topic(&mut admin, "large", 1).await, 0);
+    let mut client = Client::connect(sasl).await;
+    let done = plain_login(&mut client, "alice").await;
+    assert_eq!(done.error_code, 0, "{:?}", done.error_message);
+    let value = "x".repeat(600 * 1024);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis();
+    let batch = common::batch_of_values(&[value], i64::try_from(now).expect("ms"));
+    let produced = common::produce(&mut client, "large", 0, batch).await;
+    assert_eq!(produced.error_code, 0);
+}
+
 /// Logs in with PLAIN over SaslAuthenticate v2; the answer.
 async fn plain_login(client: &mut Client, user: &str) -> SaslAuthenticateResponse {
     let shaken = client.call(&handshake("PLAIN"), 1).await;

@@ -83,10 +83,12 @@ pub enum CloseReason {
     Authentication(String),
 }
 
-/// Reads a frame's length; `Ok(None)` at a clean end of stream.
+/// Reads a frame's length; `Ok(None)` at a clean end of stream. The bound is read once the
+/// length has arrived: a SASL login raises it while the reader already waits for the next
+/// frame (read ahead), and that frame must meet the raised bound.
 async fn read_length<R: AsyncRead + Unpin>(
     reader: &mut R,
-    max: usize,
+    max: &AtomicUsize,
 ) -> Result<Option<usize>, CloseReason> {
     let mut length = [0u8; 4];
     match reader.read_exact(&mut length).await {
@@ -94,6 +96,7 @@ async fn read_length<R: AsyncRead + Unpin>(
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
         Err(e) => return Err(e.into()),
     }
+    let max = max.load(Ordering::Relaxed);
     let length = i32::from_be_bytes(length);
     match usize::try_from(length) {
         Ok(length) if length <= max => Ok(Some(length)),
@@ -170,8 +173,7 @@ async fn read_ahead<R: AsyncRead + Unpin>(
     queued: IntGauge,
 ) {
     loop {
-        let max = frame_bytes_max.load(Ordering::Relaxed);
-        let item = match read_length(&mut reader, max).await {
+        let item = match read_length(&mut reader, &frame_bytes_max).await {
             Ok(None) => return,
             Ok(Some(length)) => {
                 let held = budgets.reserve(length, client).await;
