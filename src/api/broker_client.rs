@@ -1,6 +1,8 @@
 //! Requests this broker sends to another one (a transaction coordinator's WriteTxnMarkers
-//! to a partition leader): Kafka's wire format over a short-lived connection to its
-//! inter-broker listener (`crate::peer`), with a deadline for the whole exchange.
+//! to a partition leader, a leader's AddPartitionsToTxn verification to a coordinator):
+//! Kafka's wire format over a connection to its inter-broker listener (`crate::peer`),
+//! kept for the next request to the same broker — a new one would cost a TLS handshake and
+//! a SASL login each time — with a deadline for the whole exchange.
 
 use std::time::Duration;
 
@@ -22,12 +24,36 @@ where
     R::Response: Decodable + HeaderVersion,
 {
     let exchange = async {
+        outbound
+            .check(address)
+            .await
+            .map_err(|e| format!("connecting to {address}: {e}"))?;
+        let client_id = broker_client_id(outbound.from);
+        let peers = &outbound.peers;
+        if let Some(mut kept) = peers.take_idle(address) {
+            match crate::peer::exchange(&mut kept.stream, request, version, (1, &client_id)).await {
+                Ok(response) => {
+                    peers.keep(address, kept);
+                    return Ok(response);
+                }
+                // Closed by the other broker since (it restarted, say): once more on a new
+                // connection, as the caller would retry anyway.
+                Err(error) => tracing::debug!(
+                    address,
+                    %error,
+                    "a kept connection to another broker failed; opening a new one"
+                ),
+            }
+        }
         let mut connection = outbound
             .connect_broker(address)
             .await
             .map_err(|e| format!("connecting to {address}: {e}"))?;
-        let client_id = broker_client_id(outbound.from);
-        crate::peer::exchange(&mut connection.stream, request, version, (1, &client_id)).await
+        let response =
+            crate::peer::exchange(&mut connection.stream, request, version, (1, &client_id))
+                .await?;
+        peers.keep(address, connection);
+        Ok(response)
     };
     match tokio::time::timeout(timeout, exchange).await {
         Ok(result) => result,

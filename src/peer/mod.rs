@@ -9,9 +9,10 @@
 
 mod sasl;
 
+use std::collections::HashMap;
 use std::io;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -34,13 +35,18 @@ const RESPONSE_BYTES_MAX: usize = 16 << 20;
 /// a follower retries every 200 ms.
 const ERROR_LOG_INTERVAL: Duration = Duration::from_secs(10);
 
-/// How this broker opens connections to the others (plaintext by default).
+/// Idle connections kept per address for the next request ([`PeerConnector::keep`]).
+const IDLE_PER_ADDRESS_MAX: usize = 4;
+
+/// How this broker opens connections to the others (plaintext by default), and the idle
+/// ones it keeps for the next request to the same address (its clones share them).
 #[derive(Clone, Default)]
 pub struct PeerConnector {
     tls: Option<ClientTls>,
     sasl: Option<Arc<SaslLogin>>,
     /// When a failure was last logged as an error.
     last_error: Arc<Mutex<Option<Instant>>>,
+    idle: Arc<Mutex<HashMap<String, Vec<PeerConnection>>>>,
 }
 
 impl std::fmt::Debug for PeerConnector {
@@ -93,7 +99,7 @@ impl PeerConnector {
         Ok(PeerConnector {
             tls: client.tls.as_ref().map(ClientTls::new).transpose()?,
             sasl: client.sasl.clone().map(Arc::new),
-            last_error: Arc::default(),
+            ..PeerConnector::default()
         })
     }
 
@@ -138,6 +144,30 @@ impl PeerConnector {
             stream,
             session_ends,
         })
+    }
+
+    /// An idle connection to `address` kept by [`PeerConnector::keep`] whose SASL session
+    /// has not ended, if any: it may have been closed by the other side since.
+    pub fn take_idle(&self, address: &str) -> Option<PeerConnection> {
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        let kept = idle.get_mut(address)?;
+        let now = Instant::now();
+        while let Some(connection) = kept.pop() {
+            if connection.session_ends.is_none_or(|ends| ends > now) {
+                return Some(connection);
+            }
+        }
+        None
+    }
+
+    /// Keeps `connection` to `address`, with no request in flight, for the next request
+    /// to it (up to [`IDLE_PER_ADDRESS_MAX`]; the others are closed).
+    pub fn keep(&self, address: &str, connection: PeerConnection) {
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        let kept = idle.entry(address.to_string()).or_default();
+        if kept.len() < IDLE_PER_ADDRESS_MAX {
+            kept.push(connection);
+        }
     }
 
     /// Logs a failure to secure a connection: as an error at most every
