@@ -161,7 +161,7 @@ impl PeerConnector {
     }
 
     /// Keeps `connection` to `address`, with no request in flight, for the next request
-    /// to it (up to [`IDLE_PER_ADDRESS_MAX`]; the others are closed).
+    /// to it (up to `IDLE_PER_ADDRESS_MAX`; the others are closed).
     pub fn keep(&self, address: &str, connection: PeerConnection) {
         let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
         let kept = idle.entry(address.to_string()).or_default();
