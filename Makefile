@@ -3,7 +3,7 @@ CONFIG ?= config/server.toml
 BOOTSTRAP ?= 127.0.0.1:9092
 CARGO ?= cargo
 
-.PHONY: build run cluster cluster-split test lint unit examples bench-dev bench-efficient bench-partitions bench-partitions-cluster compat compat-cluster compat-cluster-kafka-ref compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref compat-tls compat-acl conformance conformance-fast fmt clippy fuzz simulate chaos
+.PHONY: build run cluster cluster-split test lint unit examples bench-dev bench-efficient bench-security bench-partitions bench-partitions-cluster compat compat-cluster compat-cluster-kafka-ref compat-storage compat-deps kafka-ref kafka-ref-stop compat-kafka-ref compat-tls compat-acl conformance conformance-fast fmt clippy fuzz simulate chaos
 
 build:
 	$(CARGO) build --release
@@ -172,6 +172,13 @@ bench-dev: build compat-deps
 # bench/results/<date>-efficient.{md,json}. Never part of `make test`.
 bench-efficient: build compat-deps
 	python3 bench/efficient.py
+
+# What TLS and SASL cost (issue 15): one node of highwater and of Apache Kafka 4.1.1 with
+# PLAINTEXT, SSL and SASL_SSL (PLAIN) listeners on the same keys; bench/loadgen produces
+# 1 KiB records and consumes them over each: throughput and broker CPU per GB against
+# PLAINTEXT (~5 min); writes bench/results/<date>-security.{md,json}. Never part of `make test`.
+bench-security: build compat-deps
+	python3 bench/security.py
 
 # Many partitions on one node (issue 16): 1,000 and 10,000 partitions (RF=1) on highwater and
 # Apache Kafka 4.1.1: creation, idle CPU and memory per partition, Metadata for all topics,

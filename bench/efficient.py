@@ -247,9 +247,7 @@ def markdown(results: dict) -> str:
 
 
 def main() -> int:
-    parser = standalone.parser(__doc__, rounds=3)
-    parser.add_argument("--quick", action="store_true", help="tiny workloads (a smoke run)")
-    args = parser.parse_args()
+    args = standalone.quick_parser(__doc__, 3, "tiny workloads (a smoke run)").parse_args()
     return standalone.run("efficient", args, lambda ctx: run(ctx, args))
 
 
@@ -267,12 +265,7 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         results["cluster"] += runs
         results["cluster"] += three_nodes(ctx, "highwater", round_no, kafka_rate,
                                           args.quick)[0]
-    results["meta"] = standalone.meta(ctx, args, quick=args.quick)
-    md = markdown(results)
-    if not args.quick:
-        standalone.write_results(args.out, results["meta"]["date"], "efficient", md, results)
-    print(md)
-    return 0
+    return standalone.publish(ctx, args, "efficient", results, markdown)
 
 
 if __name__ == "__main__":

@@ -167,9 +167,7 @@ def main_of(name: str, doc: str | None, one_count: OneCount, title: str, setting
             table: Callable[[list[dict]], list[str]]) -> int:
     """The command line and rounds of this script and of partitions_cluster.py: every
     count of COUNTS per broker per round, then the table, written as results/DATE-NAME."""
-    parser = standalone.parser(doc, rounds=3)
-    parser.add_argument("--quick", action="store_true", help="short waits (a smoke run)")
-    args = parser.parse_args()
+    args = standalone.quick_parser(doc, 3, "short waits (a smoke run)").parse_args()
 
     def run(ctx: Context) -> int:
         build_loadgen(ctx.work)
@@ -180,17 +178,15 @@ def main_of(name: str, doc: str | None, one_count: OneCount, title: str, setting
             for count in COUNTS:
                 for kind in order:
                     runs.append(one_count(ctx, kind, round_no, count, args.quick))
-        meta = standalone.meta(ctx, args, quick=args.quick)
-        md = "\n".join([
-            f"# {title}, {meta['date']} (highwater {meta['highwater_commit']})", "",
-            f"{args.rounds} rounds, medians (min–max), {setting}, topics of {PER_TOPIC:,} "
-            f"partitions; {meta['machine']['cpus']} cores; {meta['duration_s']:.0f} s.", "",
-            *table(runs), ""])
-        if not args.quick:
-            standalone.write_results(args.out, meta["date"], name, md,
-                                     {"meta": meta, "runs": runs})
-        print(md)
-        return 0
+        def markdown(results: dict) -> str:
+            meta = results["meta"]
+            return "\n".join([
+                f"# {title}, {meta['date']} (highwater {meta['highwater_commit']})", "",
+                f"{args.rounds} rounds, medians (min–max), {setting}, topics of "
+                f"{PER_TOPIC:,} partitions; {meta['machine']['cpus']} cores; "
+                f"{meta['duration_s']:.0f} s.", "", *table(results["runs"]), ""])
+
+        return standalone.publish(ctx, args, name, {"runs": runs}, markdown)
 
     return standalone.run(name, args, run)
 

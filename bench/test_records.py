@@ -13,8 +13,9 @@ from hwbench.records import (BrokerMemory, ClusterStart, EndToEndRun, ProducerRu
 
 RESULTS = Path(__file__).resolve().parent / "results"
 # Results of the scripts beside bench/run.sh, each of its own shape (dev.py, efficient.py,
-# partitions.py, partitions_cluster.py).
-OTHER_SCRIPTS = ("-dev.json", "-efficient.json", "-partitions.json", "-partitions-cluster.json")
+# partitions.py, partitions_cluster.py, security.py).
+OTHER_SCRIPTS = ("-dev.json", "-efficient.json", "-partitions.json", "-partitions-cluster.json",
+                 "-security.json")
 
 
 def committed_results() -> list[Path]:

@@ -149,10 +149,20 @@ def highwater_env() -> dict[str, str]:
 
 class Highwater(Broker):
     name = "highwater"
+    # Listeners after the PLAINTEXT one (`NAME://HOST:PORT,...`) and `KEY=VALUE` settings,
+    # for a benchmark of secured listeners (bench/security.py).
+    secured_listeners = ""
+    settings: tuple[str, ...] = ()
 
     def command(self) -> list[str]:
-        return [str(self.ctx.highwater_bin), "serve", "--config", str(HIGHWATER_CONFIG),
-                "--listeners", self.bootstrap, "--log-dirs", str(self.dir / "data")]
+        listeners = self.bootstrap
+        if self.secured_listeners:
+            listeners = f"PLAINTEXT://{self.bootstrap},{self.secured_listeners}"
+        cmd = [str(self.ctx.highwater_bin), "serve", "--config", str(HIGHWATER_CONFIG),
+               "--listeners", listeners, "--log-dirs", str(self.dir / "data")]
+        for setting in self.settings:
+            cmd += ["--set", setting]
+        return cmd
 
     def env(self) -> dict[str, str]:
         return highwater_env()
@@ -175,9 +185,10 @@ group.initial.rebalance.delay.ms=0
 
 
 def kafka_properties(node_id: int, port: int, controller_port: int, quorum: str,
-                     data: Path) -> str:
+                     data: Path, extra: str = "") -> str:
     """server.properties of a combined node, as compat/kafka-ref/start.sh writes it;
-    `quorum` is its controller.quorum.* line."""
+    `quorum` is its controller.quorum.* line; `extra` lines come last (a key given again
+    there wins, as Java's Properties reads them)."""
     bootstrap = f"127.0.0.1:{port}"
     return f"""\
 process.roles=broker,controller
@@ -189,7 +200,7 @@ controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 {quorum}
 log.dirs={data}
-""" + KAFKA_COMMON_PROPERTIES
+""" + KAFKA_COMMON_PROPERTIES + extra
 
 
 def kafka_cluster_id() -> str:
@@ -216,6 +227,8 @@ def kafka_command(ctx: Context, node_dir: Path, props: Path) -> list[str]:
 
 class Kafka(Broker):
     name = "kafka"
+    # Properties after the others (bench/security.py's listeners and keys).
+    extra_properties = ""
 
     def __init__(self, ctx: Context, session_dir: Path) -> None:
         super().__init__(ctx, session_dir, session_dir / "logs" / "server.log")
@@ -229,7 +242,7 @@ class Kafka(Broker):
         self.props.write_text(kafka_properties(
             1, self.port, self.controller_port,
             f"controller.quorum.bootstrap.servers=127.0.0.1:{self.controller_port}",
-            self.dir / "data"))
+            self.dir / "data", self.extra_properties))
         began = time.monotonic()
         format_kafka_storage(ctx=self.ctx, node_dir=self.dir, args=[
             "--standalone", "-t", kafka_cluster_id(), "-c", str(self.props)])

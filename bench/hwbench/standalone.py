@@ -34,6 +34,13 @@ def parser(doc: str | None, rounds: int) -> argparse.ArgumentParser:
     return p
 
 
+def quick_parser(doc: str | None, rounds: int, quick_help: str) -> argparse.ArgumentParser:
+    """parser() with --quick (a smoke run: tiny workloads or short waits, nothing written)."""
+    p = parser(doc, rounds)
+    p.add_argument("--quick", action="store_true", help=quick_help)
+    return p
+
+
 def run(name: str, args: argparse.Namespace, body: Callable[[Context], int]) -> int:
     """Runs `body` in a fresh work directory (prefix highwater-bench-NAME.) with the
     watchdog started; kills every child and removes the directory when `body` returns or
@@ -65,3 +72,15 @@ def write_results(out: Path, date: str, name: str, md: str, data: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{date}-{name}.md").write_text(md)
     (out / f"{date}-{name}.json").write_text(json.dumps(data, indent=1) + "\n")
+
+
+def publish(ctx: Context, args: argparse.Namespace, name: str, results: dict,
+            markdown: Callable[[dict], str]) -> int:
+    """Adds the run's meta to `results`, prints their markdown and, unless --quick, writes
+    both as results/DATE-NAME.md and .json; returns 0."""
+    results["meta"] = meta(ctx, args, quick=args.quick)
+    md = markdown(results)
+    if not args.quick:
+        write_results(args.out, results["meta"]["date"], name, md, results)
+    print(md)
+    return 0

@@ -5,16 +5,22 @@
 // microseconds. It prints one JSON object on stdout.
 //
 //	loadgen create  -brokers B -topic T -partitions P -rf R  (seconds until all are led)
+//	loadgen delete  -brokers B -topic T  (deletes it, so its files leave the page cache)
 //	loadgen ready   -brokers B -topic T -partitions P -rf R  (the same, for an existing topic)
 //	loadgen metadata -brokers B -records N  (N Metadata requests for all topics, timed)
 //	loadgen group   -brokers B -topic T -partitions P -members M  (seconds until assigned)
 //	loadgen produce -brokers B -topic T -size S (-records N | -seconds S) [-acks 1|all]
 //	                [-linger-ms L] [-rate R] [-keys K]
 //	loadgen consume -brokers B -topic T -records N
+//
+// Every mode also takes -tls-ca FILE (TLS, trusting the PEM certificates in FILE) and
+// -sasl-plain USER:PASSWORD (SASL/PLAIN), to measure secured listeners (issue 15).
 package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -29,6 +35,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 )
 
 // Result is what one run prints.
@@ -61,7 +68,10 @@ func main() {
 	timeout := fs.Duration("timeout", 600*time.Second, "create, ready, group: give up after")
 	members := fs.Int("members", 10, "group: consumers in the group")
 	keys := fs.Int("keys", 0, "produce: distinct keys cycled through (0: no key, sticky partitioning)")
+	tlsCA := fs.String("tls-ca", "", "connect over TLS, trusting the PEM certificates of this file")
+	saslPlain := fs.String("sasl-plain", "", "authenticate with SASL/PLAIN as USER:PASSWORD")
 	_ = fs.Parse(args)
+	secure(*tlsCA, *saslPlain)
 	seeds := strings.Split(*brokers, ",")
 	var result Result
 	switch mode {
@@ -70,6 +80,8 @@ func main() {
 		create(seeds, *topic, int32(*partitions), int16(*rf), *timeout)
 		result.Seconds = time.Since(start).Seconds()
 		result.Config = map[string]string{"topic": *topic}
+	case "delete":
+		remove(seeds, *topic, *timeout)
 	case "ready":
 		start := time.Now()
 		ready(seeds, *topic, int32(*partitions), int16(*rf), *timeout)
@@ -90,6 +102,37 @@ func main() {
 	fmt.Println(string(out))
 }
 
+// security is what every client of this run adds to its options: TLS and SASL, if asked.
+var security []kgo.Opt
+
+// secure sets security from the -tls-ca and -sasl-plain flags.
+func secure(caFile, plainUser string) {
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			fail(err.Error())
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			fail("no PEM certificate in " + caFile)
+		}
+		security = append(security, kgo.DialTLSConfig(&tls.Config{RootCAs: roots}))
+	}
+	if plainUser != "" {
+		user, pass, ok := strings.Cut(plainUser, ":")
+		if !ok {
+			fail("-sasl-plain takes USER:PASSWORD")
+		}
+		security = append(security, kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()))
+	}
+}
+
+// newClient is a client of the brokers `seeds` with `opts` and this run's security.
+func newClient(seeds []string, opts ...kgo.Opt) (*kgo.Client, error) {
+	all := append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, opts...)
+	return kgo.NewClient(append(all, security...)...)
+}
+
 func fail(msg string) {
 	fmt.Fprintln(os.Stderr, "loadgen:", msg)
 	os.Exit(1)
@@ -105,7 +148,7 @@ func cpuSeconds() float64 {
 }
 
 func create(seeds []string, topic string, partitions int32, rf int16, timeout time.Duration) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	cl, err := newClient(seeds)
 	if err != nil {
 		fail(err.Error())
 	}
@@ -124,6 +167,23 @@ func create(seeds []string, topic string, partitions int32, rf int16, timeout ti
 
 // waitReady returns once every partition of topic has a leader and an ISR of rf replicas
 // in a Metadata answer, or fails when ctx ends first.
+func remove(seeds []string, topic string, timeout time.Duration) {
+	cl, err := newClient(seeds)
+	if err != nil {
+		fail(err.Error())
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).DeleteTopic(ctx, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		fail("delete " + topic + ": " + err.Error())
+	}
+}
+
 func waitReady(ctx context.Context, cl *kgo.Client, topic string, partitions int32, rf int16) {
 	adm := kadm.NewClient(cl)
 	last := "no metadata"
@@ -160,7 +220,7 @@ func waitReady(ctx context.Context, cl *kgo.Client, topic string, partitions int
 
 // ready waits, retrying connections, until topic is ready (after a broker restart).
 func ready(seeds []string, topic string, partitions int32, rf int16, timeout time.Duration) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	cl, err := newClient(seeds)
 	if err != nil {
 		fail(err.Error())
 	}
@@ -172,7 +232,7 @@ func ready(seeds []string, topic string, partitions int32, rf int16, timeout tim
 
 // metadata times n Metadata requests for all topics, one at a time on one connection.
 func metadata(seeds []string, n int64) Result {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	cl, err := newClient(seeds)
 	if err != nil {
 		fail(err.Error())
 	}
@@ -227,7 +287,7 @@ func group(seeds []string, topic string, members int, partitions int32, timeout 
 	for i := 0; i < members; i++ {
 		i := i
 		owned[i] = map[int32]bool{}
-		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumerGroup(name),
+		cl, err := newClient(seeds, kgo.ConsumerGroup(name),
 			kgo.ConsumeTopics(topic),
 			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, got map[string][]int32) {
 				mu.Lock()
@@ -273,7 +333,6 @@ func group(seeds []string, topic string, members int, partitions int32, timeout 
 func produce(seeds []string, topic string, size int, records int64, seconds float64,
 	acks string, linger, rate, keys int) Result {
 	opts := []kgo.Opt{
-		kgo.SeedBrokers(seeds...),
 		kgo.DefaultProduceTopic(topic),
 		kgo.ProducerBatchMaxBytes(1 << 20),
 		kgo.ProducerLinger(time.Duration(linger) * time.Millisecond),
@@ -285,7 +344,7 @@ func produce(seeds []string, topic string, size int, records int64, seconds floa
 	} else {
 		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
 	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := newClient(seeds, opts...)
 	if err != nil {
 		fail(err.Error())
 	}
@@ -384,8 +443,7 @@ func (s *samples) percentiles() map[string]int64 {
 }
 
 func consume(seeds []string, topic string, records int64) Result {
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(seeds...),
+	cl, err := newClient(seeds,
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxBytes(64<<20),
