@@ -7,8 +7,9 @@ compression), which reports its own CPU seconds, so a reader can tell who was th
 bottleneck:
 
 1. one node, RF=1: produce 100 B and 1 KiB records with acks=1 and acks=all into 1 and 64
-   partitions as fast as the client can, then consume them back; throughput, broker CPU
-   seconds per GB, client CPU seconds per GB and the client's cores;
+   partitions as fast as the client can, then consume them back, then delete the topic
+   (what it left in the page cache made each later workload dearer); throughput, broker
+   CPU seconds per GB, client CPU seconds per GB and the client's cores;
 2. three nodes, RF=3 against RF=1 (100 B, acks=all, 6 partitions), unthrottled: the three
    brokers' summed CPU per GB;
 3. latency without linger on the three nodes, RF=3, acks=all, 100 B, 6 partitions:
@@ -99,6 +100,9 @@ def single_node(ctx: Context, kind: str, round_no: int, quick: bool) -> list[dic
                                         topic=topic, size=size, records=records, acks=acks)
                     consumed = measured(ctx, pids, "consume", brokers=broker.bootstrap,
                                         topic=topic, records=produced["records"])
+                    # Its data leaves the page cache before the next workload, which would
+                    # otherwise pay for writing it back.
+                    loadgen(ctx, "delete", brokers=broker.bootstrap, topic=topic)
                     broker.check_alive(f"the {topic} workload")
                     runs.append({"broker": kind, "round": round_no, "size": size,
                                  "acks": acks, "partitions": partitions,
@@ -123,12 +127,14 @@ def three_nodes(ctx: Context, kind: str, round_no: int, kafka_rate: float | None
     try:
         records = (RF3_BYTES // 10 if quick else RF3_BYTES) // 100
         rf3_rate = 0.0
-        for rf in (3, 1):
+        for rf in (1, 3):  # RF=1 first, its topic deleted: RF=3 does not pay for it
             topic = f"rf{rf}"
             loadgen(ctx, "create", brokers=cluster.bootstrap, topic=topic,
                     partitions=RF3_PARTITIONS, rf=rf)
             produced = measured(ctx, pids, "produce", brokers=cluster.bootstrap, topic=topic,
                                 size=100, records=records, acks="all")
+            if rf == 1:  # RF=3's topic stays for the latency runs
+                loadgen(ctx, "delete", brokers=cluster.bootstrap, topic=topic)
             runs.append({"broker": kind, "round": round_no, "rf": rf, "produce": produced})
             ctx.log(f"  {kind} cluster RF={rf}: {mb_s(produced):.1f} MB/s")
             if rf == 3:
