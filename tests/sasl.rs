@@ -192,6 +192,33 @@ async fn plain_logs_in_and_only_then_serves_requests() {
 }
 
 #[tokio::test]
+async fn a_connection_re_authenticates_at_most_once_a_second_as_in_kafka() {
+    // Kafka's KafkaChannel begins a re-authentication at most once a second; a handshake
+    // sooner is answered as on an authenticated connection (kafkajs, re-authenticating
+    // before every request when its threshold exceeds the session, gets the same answer
+    // from both brokers).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_, sasl) = broker(dir.path(), &[("connections.max.reauth.ms", "60000")]).await;
+    let mut client = Client::connect(sasl).await;
+    assert_eq!(plain_login(&mut client, "alice").await.error_code, 0);
+    let renewed = plain_login(&mut client, "alice").await;
+    assert_eq!(renewed.error_code, 0, "the first re-authentication at once");
+    let soon = client.call(&handshake("PLAIN"), 1).await;
+    assert_eq!(
+        soon.error_code,
+        ResponseError::IllegalSaslState.code(),
+        "another within the second"
+    );
+    let metadata = client
+        .call(&MetadataRequest::default().with_topics(None), 12)
+        .await;
+    assert!(!metadata.brokers.is_empty(), "still authenticated");
+    tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
+    let later = plain_login(&mut client, "alice").await;
+    assert_eq!(later.error_code, 0, "a second later");
+}
+
+#[tokio::test]
 async fn the_first_request_after_login_may_be_larger_than_a_sasl_token() {
     // Only frames before authentication are bounded at 512 KiB; the request that follows
     // the login right away, a 600 KiB produce, is read (the reader waited for it with the

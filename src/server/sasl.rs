@@ -101,7 +101,15 @@ pub struct Authentication {
     /// the client is authenticated.
     frame_max: Arc<AtomicUsize>,
     frame_bytes_max: usize,
+    /// When the last re-authentication began: Kafka begins at most one a second
+    /// ([`REAUTH_INTERVAL_MIN`]).
+    last_reauth: Option<Instant>,
 }
+
+/// A connection may begin a re-authentication at most once a second, as in Kafka
+/// (`KafkaChannel`): a SaslHandshake sooner is answered ILLEGAL_SASL_STATE, as one on an
+/// authenticated connection that does not re-authenticate.
+const REAUTH_INTERVAL_MIN: Duration = Duration::from_secs(1);
 
 /// A listener's PLAIN users, the metadata log's SCRAM credentials and the listener's
 /// OAUTHBEARER validator.
@@ -186,6 +194,7 @@ impl Authentication {
             state,
             frame_max: Arc::new(AtomicUsize::new(bound)),
             frame_bytes_max,
+            last_reauth: None,
         }
     }
 
@@ -235,9 +244,14 @@ impl Authentication {
                 self.handshake(request, None).map(Some)
             }
             ApiKey::SaslHandshake
-                if session.is_some_and(|s| s.reauthenticable) && request.version() >= 1 =>
+                if session.is_some_and(|s| s.reauthenticable)
+                    && request.version() >= 1
+                    && self
+                        .last_reauth
+                        .is_none_or(|at| at.elapsed() >= REAUTH_INTERVAL_MIN) =>
             {
                 let previous = session.cloned();
+                self.last_reauth = Some(Instant::now());
                 self.handshake(request, previous).map(Some)
             }
             ApiKey::SaslAuthenticate
