@@ -11,7 +11,9 @@
 # a stranger CA's. Then kcat (librdkafka 2.0.2), confluent-kafka (librdkafka 2.16, through
 # compat/kcat/pykcat.py) and Kafka's console producer and consumer (Java, PEM stores,
 # JAAS) produce and consume over SSL, MTLS, and SASL with each mechanism; a client that
-# does not trust the CA, has no certificate on MTLS, or a wrong password, is refused.
+# does not trust the CA, has no certificate on MTLS, or a wrong password, is refused; and
+# kafka-python, kafkajs and franz-go each produce and consume over MTLS and over SASL_SSL
+# with PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and a signed OAUTHBEARER token.
 # Usage: compat/tls/run.sh highwater|kafka
 # Environment: HIGHWATER_BIN (default ./target/release/highwater).
 set -euo pipefail
@@ -347,5 +349,38 @@ for tool in kcat rdkafka216; do
 done
 run_test "java: console producer over SSL, console consumer over mTLS" \
     java_console_tools_over_ssl_and_mtls
+
+# roundtrip CLIENT PORT ARGS...: kafka-python, kafkajs or franz-go (compat/tls/clients/,
+# compat/go/cmd/secure-roundtrip) produce three lines to a new topic over the TLS listener
+# at PORT, trusting the CA, and read them back; ARGS add a client certificate or a login.
+roundtrip() {
+    local client="$1" port="$2" topic="roundtrip-$1-$RANDOM" cmd got
+    shift 2
+    case "$client" in
+        kafka-python) cmd=("$py" "$here/clients/kafka_python.py") ;;
+        kafkajs) cmd=(node "$here/clients/kafkajs.js") ;;
+        franz-go) cmd=("$test_tmp/secure-roundtrip") ;;
+    esac
+    got="$(timeout 90 "${cmd[@]}" --bootstrap "127.0.0.1:$port" --topic "$topic" \
+        --ca "$certs/ca.crt" "$@" 2>"$test_tmp/roundtrip.err")" ||
+        fail "$client failed: $(tail -${ROUNDTRIP_ERR_LINES:-5} "$test_tmp/roundtrip.err")"
+    assert_eq $'one\ntwo\nthree' "$got" "$client read its records back"
+}
+
+(cd "$root/compat/go" && go build -o "$test_tmp/secure-roundtrip" ./cmd/secure-roundtrip) ||
+    fail "cannot build compat/go/cmd/secure-roundtrip"
+for client in kafka-python kafkajs franz-go; do
+    run_test "$client: produce and consume over mTLS with a client certificate" \
+        roundtrip "$client" "$mtls_port" --cert "$certs/client.crt" --key "$certs/client.key"
+    run_test "$client: produce and consume over SASL_SSL with PLAIN" \
+        roundtrip "$client" "$sasl_ssl_port" --mechanism PLAIN --user alice --password alice-secret
+    for mechanism in SCRAM-SHA-256 SCRAM-SHA-512; do
+        run_test "$client: produce and consume over SASL_SSL with $mechanism" \
+            roundtrip "$client" "$sasl_ssl_port" --mechanism "$mechanism" --user bob \
+            --password bob-secret
+    done
+    run_test "$client: produce and consume over SASL_SSL with a signed OAUTHBEARER token" \
+        roundtrip "$client" "$sasl_ssl_port" --mechanism OAUTHBEARER --token-file "$certs/alice.jwt"
+done
 broker_log_tail
 suite_summary
