@@ -22,6 +22,8 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --quiet
+	# The fuzz targets (their own crate, not built otherwise) still compile.
+	$(CARGO) check --manifest-path fuzz/Cargo.toml --bins --quiet
 
 # Three combined nodes (config/cluster/node-*.toml: clients on 127.0.0.1:9092-9094, the
 # quorum on 9192-9194, data under ./data/node-*), in the foreground; ctrl-c stops all.
@@ -134,10 +136,12 @@ conformance-fast: build compat-deps
 	./compat/with-highwater.sh bash -c './compat/conformance/kgo.sh "$$0" --fast'
 	./compat/librdkafka/fast.sh
 
-# Fuzzes request decoding and handling (cargo-fuzz, nightly) for FUZZ_SECONDS.
+# Fuzzes FUZZ_TARGET (cargo-fuzz, nightly) for FUZZ_SECONDS: request decoding and handling
+# (`request`, the default) or a client's stream on a SASL listener (`sasl`).
 FUZZ_SECONDS ?= 300
+FUZZ_TARGET ?= request
 fuzz:
-	./fuzz/run.sh $(FUZZ_SECONDS)
+	FUZZ_TARGET=$(FUZZ_TARGET) ./fuzz/run.sh $(FUZZ_SECONDS)
 
 # highwater against Apache Kafka 4.1.1, side by side (bench/README.md): alternating rounds of
 # ProducerPerformance, consumers and end-to-end latency on one node, then RF=3 vs RF=1 on

@@ -96,9 +96,10 @@ fn open_broker(runtime: &tokio::runtime::Runtime, client: SocketAddr) -> (Broker
     map.insert("log.dirs".into(), dir.display().to_string());
     map.insert("listeners".into(), "PLAINTEXT://127.0.0.1:9092".into());
     let config = Arc::new(BrokerConfig::from_map(map).expect("config"));
-    let broker = Broker::open(config).expect("broker");
+    let broker = runtime.block_on(Broker::open(config)).expect("broker");
     for frame in highwater_fuzz::setup() {
-        let request = parse_request(frame, client, &"PLAINTEXT".into()).expect("setup request parses");
+        let request =
+            parse_request(frame, client, &"PLAINTEXT".into()).expect("setup request parses");
         let outcome = runtime.block_on(api::handle(&broker, &request));
         outcome.expect("setup request is handled");
     }
@@ -133,7 +134,7 @@ fn recycle_if_large(harness: &Harness, slot: &mut Option<(Broker, PathBuf)>) {
             .image()
             .topics
             .values()
-            .map(|t| t.partitions.max(0) as usize)
+            .map(|t| t.partitions.len())
             .sum(),
         None => 0,
     };
@@ -292,7 +293,11 @@ fn check_response(request: &Request, chunks: &[Bytes]) {
 
 fuzz_target!(|data: &[u8]| {
     let harness = harness();
-    let Ok(request) = parse_request(Bytes::copy_from_slice(data), harness.client, &"PLAINTEXT".into()) else {
+    let Ok(request) = parse_request(
+        Bytes::copy_from_slice(data),
+        harness.client,
+        &"PLAINTEXT".into(),
+    ) else {
         return;
     };
     if creates_many_partitions(&request) {

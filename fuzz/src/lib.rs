@@ -4,6 +4,8 @@
 //! A frame here is what `parse_request` takes: request header then body, without the
 //! 4-byte length prefix.
 
+pub mod sasl;
+
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
