@@ -147,7 +147,8 @@ func cpuSeconds() float64 {
 	return tv(ru.Utime) + tv(ru.Stime)
 }
 
-func create(seeds []string, topic string, partitions int32, rf int16, timeout time.Duration) {
+// withAdmin runs do with a client of seeds and a context that ends after timeout.
+func withAdmin(seeds []string, timeout time.Duration, do func(context.Context, *kgo.Client, *kadm.Client)) {
 	cl, err := newClient(seeds)
 	if err != nil {
 		fail(err.Error())
@@ -155,35 +156,36 @@ func create(seeds []string, topic string, partitions int32, rf int16, timeout ti
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, rf, nil, topic)
+	do(ctx, cl, kadm.NewClient(cl))
+}
+
+// failOn ends the run when the request or its answer failed.
+func failOn(what string, err, answered error) {
 	if err == nil {
-		err = resp.Err
+		err = answered
 	}
 	if err != nil {
-		fail("create " + topic + ": " + err.Error())
+		fail(what + ": " + err.Error())
 	}
-	waitReady(ctx, cl, topic, partitions, rf)
+}
+
+func create(seeds []string, topic string, partitions int32, rf int16, timeout time.Duration) {
+	withAdmin(seeds, timeout, func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) {
+		resp, err := adm.CreateTopic(ctx, partitions, rf, nil, topic)
+		failOn("create "+topic, err, resp.Err)
+		waitReady(ctx, cl, topic, partitions, rf)
+	})
+}
+
+func remove(seeds []string, topic string, timeout time.Duration) {
+	withAdmin(seeds, timeout, func(ctx context.Context, _ *kgo.Client, adm *kadm.Client) {
+		resp, err := adm.DeleteTopic(ctx, topic)
+		failOn("delete "+topic, err, resp.Err)
+	})
 }
 
 // waitReady returns once every partition of topic has a leader and an ISR of rf replicas
 // in a Metadata answer, or fails when ctx ends first.
-func remove(seeds []string, topic string, timeout time.Duration) {
-	cl, err := newClient(seeds)
-	if err != nil {
-		fail(err.Error())
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	resp, err := kadm.NewClient(cl).DeleteTopic(ctx, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		fail("delete " + topic + ": " + err.Error())
-	}
-}
-
 func waitReady(ctx context.Context, cl *kgo.Client, topic string, partitions int32, rf int16) {
 	adm := kadm.NewClient(cl)
 	last := "no metadata"

@@ -45,8 +45,9 @@ where
                 ),
             }
         }
-        let mut connection = outbound
-            .connect_broker(address)
+        // The link was checked above.
+        let mut connection = peers
+            .connect(address, outbound.from)
             .await
             .map_err(|e| format!("connecting to {address}: {e}"))?;
         let response =
