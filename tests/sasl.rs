@@ -670,3 +670,42 @@ async fn oauthbearer_signed_tokens_are_checked_against_the_key_set() {
     let unsecured = unsecured_jwt(&claims("kafka"));
     assert_eq!(login(unsecured).await, (0, invalid), "an unsigned token");
 }
+
+#[tokio::test]
+async fn describe_configs_names_secrets_without_their_values() {
+    // Kafka describes its PASSWORD configs (JAAS configs, key passwords, the delegation
+    // token secret) with no value and is_sensitive set; highwater listed every static key
+    // with its value, so any client could read the listener's PLAIN passwords.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let extra = [("ssl.key.password", "key-secret")];
+    let (plain, _) = broker(dir.path(), &extra).await;
+    let mut client = Client::connect(plain).await;
+    let request = DescribeConfigsRequest::default()
+        .with_include_synonyms(true)
+        .with_resources(vec![
+            describe_configs_request::DescribeConfigsResource::default()
+                .with_resource_type(4)
+                .with_resource_name(StrBytes::from_static_str("1")),
+        ]);
+    let response = client.call(&request, 4).await;
+    let configs = &response.results[0].configs;
+    for key in [
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config",
+        "ssl.key.password",
+    ] {
+        let entry = configs
+            .iter()
+            .find(|c| c.name.as_str() == key)
+            .unwrap_or_else(|| panic!("{key} is listed"));
+        assert_eq!(entry.value, None, "{key} has no value shown");
+        assert!(entry.is_sensitive, "{key} is sensitive");
+        assert_eq!(entry.config_type, 9, "{key} is a PASSWORD config");
+        assert!(entry.synonyms.iter().all(|s| s.value.is_none()));
+    }
+    let shown = format!("{configs:?}");
+    for secret in ["alice-secret", "bob-secret", "key-secret"] {
+        assert!(!shown.contains(secret), "{secret} is shown");
+    }
+    let port = configs.iter().find(|c| c.name.as_str() == "listeners");
+    assert!(port.is_some_and(|c| c.value.is_some() && !c.is_sensitive));
+}

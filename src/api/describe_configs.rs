@@ -16,9 +16,9 @@ use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use super::errors::refusal_error;
 use super::refusal::Refusal;
 use super::{str_bytes, Broker, HandlerError, Outcome, Request};
-use crate::config::dynamic;
 use crate::config::group::GROUP_KEYS;
 use crate::config::topic::{ConfigSource, ConfigType};
+use crate::config::{dynamic, security};
 
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
@@ -198,16 +198,24 @@ fn describe(
         .into_iter()
         .filter(|e| wanted.is_none_or(|keys| keys.iter().any(|k| k.as_str() == e.name)))
         .map(|e| {
+            // A secret is named with no value, as Kafka describes its PASSWORD configs.
+            let sensitive = security::is_sensitive(&e.name);
+            let shown = |value: &str| (!sensitive).then(|| str_bytes(value));
+            let config_type = match sensitive {
+                true => ConfigType::Password,
+                false => e.config_type,
+            };
             let mut result = DescribeConfigsResourceResult::default()
                 .with_name(str_bytes(&e.name))
-                .with_value(Some(str_bytes(&e.value)))
+                .with_value(shown(&e.value))
                 .with_read_only(e.read_only)
+                .with_is_sensitive(sensitive)
                 .with_config_source(e.source as i8);
             if body.include_synonyms {
                 let synonyms = e.synonyms.iter().map(|(name, value, source)| {
                     DescribeConfigsSynonym::default()
                         .with_name(str_bytes(name))
-                        .with_value(Some(str_bytes(value)))
+                        .with_value(shown(value))
                         .with_source(*source as i8)
                 });
                 result = result.with_synonyms(synonyms.collect());
@@ -215,7 +223,7 @@ fn describe(
             if request.version() >= 3 {
                 // No documentation is sent (null, as Kafka without include_documentation).
                 result = result
-                    .with_config_type(e.config_type as i8)
+                    .with_config_type(config_type as i8)
                     .with_documentation(None);
             }
             result

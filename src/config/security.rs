@@ -38,6 +38,29 @@ const SECURITY_KEYS: &[(&str, &[&str])] = &[
 /// Security keys that take a number of ms, at least 0.
 const MS_KEYS: &[&str] = &["connections.max.reauth.ms"];
 
+/// Key endings of Kafka's PASSWORD-type configs (and highwater's SCRAM bootstrap users):
+/// a listener- or mechanism-prefixed key ends the same way.
+const SENSITIVE_ENDINGS: &[&str] = &[
+    ".password",
+    "sasl.jaas.config",
+    "ssl.keystore.key",
+    "ssl.keystore.certificate.chain",
+    "ssl.truststore.certificates",
+    "delegation.token.secret.key",
+    "delegation.token.master.key",
+    "password.encoder.secret",
+    "password.encoder.old.secret",
+    "client.secret",
+    super::sasl::BOOTSTRAP_KEY,
+];
+
+/// Whether `key` holds a secret (a password, a private key, a JAAS config with users'
+/// passwords): DescribeConfigs shows no value for it, as Kafka shows none for its
+/// PASSWORD-type configs.
+pub fn is_sensitive(key: &str) -> bool {
+    SENSITIVE_ENDINGS.iter().any(|end| key.ends_with(end))
+}
+
 /// Refuses the first security setting of `values` that highwater does not enforce.
 /// `controller_names` are the listeners of `controller.listener.names`.
 pub fn check_enforced(values: &ConfigMap, controller_names: &[String]) -> Result<(), ConfigError> {

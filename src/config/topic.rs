@@ -14,6 +14,8 @@ pub enum ConfigType {
     Long = 5,
     Double = 6,
     List = 7,
+    /// A secret: described without its value.
+    Password = 9,
 }
 
 /// Where a config value comes from, with DescribeConfigs' source codes.
