@@ -7,7 +7,7 @@ use bytes::{BufMut, BytesMut};
 use common::*;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::{ApiVersionsRequest, CreateDelegationTokenRequest, MetadataRequest};
+use kafka_protocol::messages::{ApiVersionsRequest, MetadataRequest, ShareGroupHeartbeatRequest};
 
 /// Asserts that a fresh connection still gets answers.
 async fn broker_still_serves(broker: &TestBroker) {
@@ -104,13 +104,13 @@ async fn an_unsupported_version_closes_the_connection() {
 
 #[tokio::test]
 async fn an_unimplemented_api_is_not_advertised_and_is_refused() {
-    // Goal: CreateDelegationToken (delegation tokens are not implemented) is absent and
-    // closes cleanly.
+    // Goal: ShareGroupHeartbeat (share groups, KIP-932, are not implemented; Kafka 4.1
+    // does not advertise them either unless enabled) is absent and closes cleanly.
     let broker = TestBroker::start(&[]).await;
     let mut client = broker.client().await;
     let versions = client.call(&ApiVersionsRequest::default(), 3).await;
-    assert!(versions.api_keys.iter().all(|k| k.api_key != 38));
-    let frame = client.frame(&CreateDelegationTokenRequest::default(), 3);
+    assert!(versions.api_keys.iter().all(|k| k.api_key != 76));
+    let frame = client.frame(&ShareGroupHeartbeatRequest::default(), 1);
     client.send_raw(&frame).await;
     assert!(client.is_closed().await);
     broker_still_serves(&broker).await;

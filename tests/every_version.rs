@@ -625,19 +625,7 @@ async fn exercise_admin(client: &mut Client, key: ApiKey, version: i16) {
                 0
             );
         }
-        ApiKey::DeleteTopics => {
-            let topic = format!("deleted-v{version}");
-            create_topic(client, &topic, 1).await;
-            let request = if version >= 6 {
-                DeleteTopicsRequest::default()
-                    .with_topics(vec![delete_topics_request::DeleteTopicState::default()
-                        .with_name(Some(name(&topic)))])
-            } else {
-                DeleteTopicsRequest::default().with_topic_names(vec![name(&topic)])
-            };
-            let response = client.call(&request, version).await;
-            assert_eq!(response.responses[0].error_code, 0, "v{version}");
-        }
+        ApiKey::DeleteTopics => exercise_delete_topics(client, version).await,
         ApiKey::DescribeConfigs => exercise_describe_configs(client, version).await,
         ApiKey::AlterPartitionReassignments | ApiKey::ListPartitionReassignments => {
             exercise_reassignments(client, key, version).await
@@ -647,7 +635,11 @@ async fn exercise_admin(client: &mut Client, key: ApiKey, version: i16) {
         | ApiKey::DescribeClientQuotas
         | ApiKey::AlterClientQuotas
         | ApiKey::DescribeUserScramCredentials
-        | ApiKey::AlterUserScramCredentials => exercise_security(client, key, version).await,
+        | ApiKey::AlterUserScramCredentials
+        | ApiKey::CreateDelegationToken
+        | ApiKey::RenewDelegationToken
+        | ApiKey::ExpireDelegationToken
+        | ApiKey::DescribeDelegationToken => exercise_security(client, key, version).await,
         ApiKey::CreatePartitions => {
             let topic = format!("grown-v{version}");
             create_topic(client, &topic, 1).await;
@@ -663,9 +655,24 @@ async fn exercise_admin(client: &mut Client, key: ApiKey, version: i16) {
     }
 }
 
+/// A topic made and deleted, by name (by topic state from v6).
+async fn exercise_delete_topics(client: &mut Client, version: i16) {
+    let topic = format!("deleted-v{version}");
+    create_topic(client, &topic, 1).await;
+    let request = if version >= 6 {
+        DeleteTopicsRequest::default().with_topics(vec![
+            delete_topics_request::DeleteTopicState::default().with_name(Some(name(&topic))),
+        ])
+    } else {
+        DeleteTopicsRequest::default().with_topic_names(vec![name(&topic)])
+    };
+    let response = client.call(&request, version).await;
+    assert_eq!(response.responses[0].error_code, 0, "v{version}");
+}
+
 /// Security APIs on a PLAINTEXT listener: the SASL requests are out of turn there
 /// (ILLEGAL_SASL_STATE, as Kafka answers), no quota is set (a quota change is only
-/// validated), and a SCRAM credential is set and described.
+/// validated), a SCRAM credential is set and described, and token requests are refused.
 async fn exercise_security(client: &mut Client, key: ApiKey, version: i16) {
     let illegal = ResponseError::IllegalSaslState.code();
     match key {
@@ -709,6 +716,10 @@ async fn exercise_security(client: &mut Client, key: ApiKey, version: i16) {
             assert_eq!(response.entries.len(), 1, "v{version}");
             assert_eq!(response.entries[0].error_code, 0, "v{version}");
         }
+        ApiKey::CreateDelegationToken
+        | ApiKey::RenewDelegationToken
+        | ApiKey::ExpireDelegationToken
+        | ApiKey::DescribeDelegationToken => exercise_tokens(client, key, version).await,
         ApiKey::AlterUserScramCredentials => {
             let upsertion =
                 alter_user_scram_credentials_request::ScramCredentialUpsertion::default()
@@ -729,6 +740,35 @@ async fn exercise_security(client: &mut Client, key: ApiKey, version: i16) {
             assert_eq!(response.error_code, 0, "v{version}");
         }
     }
+}
+
+/// The delegation-token APIs on a PLAINTEXT listener: refused with
+/// DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, as Kafka refuses them there (tests/delegation_tokens.rs
+/// makes, uses and describes tokens over SASL).
+async fn exercise_tokens(client: &mut Client, key: ApiKey, version: i16) {
+    let refused = ResponseError::DelegationTokenRequestNotAllowed.code();
+    let code = match key {
+        ApiKey::CreateDelegationToken => {
+            let response = client
+                .call(&CreateDelegationTokenRequest::default(), version)
+                .await;
+            assert_eq!(response.principal_name.as_str(), "ANONYMOUS");
+            response.error_code
+        }
+        ApiKey::RenewDelegationToken => {
+            let request = RenewDelegationTokenRequest::default();
+            client.call(&request, version).await.error_code
+        }
+        ApiKey::ExpireDelegationToken => {
+            let request = ExpireDelegationTokenRequest::default();
+            client.call(&request, version).await.error_code
+        }
+        _ => {
+            let request = DescribeDelegationTokenRequest::default();
+            client.call(&request, version).await.error_code
+        }
+    };
+    assert_eq!(code, refused, "{key:?} v{version}");
 }
 
 /// Partition reassignment on one node: moving a partition to the replicas it has completes

@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
-use common::{serve_on, Client};
+use common::{plain_and_sasl, Client};
 use highwater::sasl::ScramMechanism;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::alter_user_scram_credentials_request::{
@@ -28,31 +28,15 @@ const JAAS: &str = "org.apache.kafka.common.security.plain.PlainLoginModule requ
 
 /// A broker with a PLAINTEXT and a SASL_PLAINTEXT listener; their addresses.
 async fn broker(dir: &std::path::Path, extra: &[(&str, &str)]) -> (SocketAddr, SocketAddr) {
-    let plain = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let sasl = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let (p, s) = (
-        plain.local_addr().expect("addr"),
-        sasl.local_addr().expect("addr"),
-    );
-    let listeners = format!("PLAINTEXT://{p},SASL_PLAINTEXT://{s}");
     let mut keys = vec![
-        ("listeners", listeners.as_str()),
-        ("advertised.listeners", listeners.as_str()),
         (
             "sasl.enabled.mechanisms",
             "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
         ),
         ("listener.name.sasl_plaintext.plain.sasl.jaas.config", JAAS),
-        ("connection.failed.authentication.delay.ms", "0"),
     ];
     keys.extend_from_slice(extra);
-    let (_broker, stop) = serve_on(dir, &keys, vec![plain, sasl]).await;
-    std::mem::forget(stop);
-    (p, s)
+    plain_and_sasl(dir, &keys).await
 }
 
 fn handshake(mechanism: &str) -> SaslHandshakeRequest {

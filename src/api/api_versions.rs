@@ -105,6 +105,7 @@ pub fn unsupported_version(request: &Request) -> Result<Outcome, HandlerError> {
         client: request.client,
         listener: Arc::clone(&request.listener),
         principal: Arc::clone(&request.principal),
+        credential: request.credential,
         throttle: Default::default(),
     };
     let frame: ResponseFrame = super::response::encode(&v0, &response, 0)?;

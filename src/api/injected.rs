@@ -291,6 +291,7 @@ mod tests {
             client: "127.0.0.1:1".parse().expect("addr"),
             listener: "PLAINTEXT".into(),
             principal: "User:ANONYMOUS".into(),
+            credential: Default::default(),
             throttle: Default::default(),
         }
     }

@@ -11,6 +11,7 @@ mod authorized_operations;
 pub mod broker_client;
 pub mod client_quotas;
 pub mod consumer_groups;
+pub mod delegation_tokens;
 pub mod delete_records;
 pub mod describe_cluster;
 pub mod describe_configs;
@@ -300,6 +301,20 @@ pub enum StartupError {
     PeerTls(#[from] crate::tls::TlsError),
 }
 
+/// How a client proved who it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Credential {
+    /// It did not (PLAINTEXT, or TLS without a client certificate).
+    #[default]
+    None,
+    /// A TLS client certificate.
+    Certificate,
+    /// A SASL login with its own password or token.
+    Sasl,
+    /// A SASL login with a delegation token.
+    DelegationToken,
+}
+
 /// A decoded request header with the rest of the frame, and who sent it.
 #[derive(Debug)]
 pub struct Request {
@@ -313,6 +328,8 @@ pub struct Request {
     /// Who sent it (`User:name`; `User:ANONYMOUS` without authentication): what the ACLs
     /// are checked against.
     pub principal: Arc<str>,
+    /// How the client proved it is `principal`.
+    pub credential: Credential,
     /// How long the client must back off under its quotas (`crate::quota`).
     pub throttle: throttle::Throttle,
 }
@@ -452,6 +469,10 @@ async fn handle_admin(broker: &Broker, request: &Request) -> Result<Outcome, Han
         ApiKey::AlterClientQuotas => client_quotas::alter(broker, request).await,
         ApiKey::DescribeUserScramCredentials => scram_credentials::describe(broker, request),
         ApiKey::AlterUserScramCredentials => scram_credentials::alter(broker, request).await,
+        ApiKey::CreateDelegationToken => delegation_tokens::create(broker, request).await,
+        ApiKey::RenewDelegationToken => delegation_tokens::renew(broker, request).await,
+        ApiKey::ExpireDelegationToken => delegation_tokens::expire(broker, request).await,
+        ApiKey::DescribeDelegationToken => delegation_tokens::describe(broker, request),
         // SaslHandshake and SaslAuthenticate are answered by the connection (`server::sasl`).
         api_key => Err(HandlerError::UnsupportedVersion {
             api_key,

@@ -626,6 +626,7 @@ pub fn unknown_keys(explicit: &ConfigMap) -> Vec<ConfigError> {
             .chain(tls::TLS_DEFAULTS.iter().map(|(k, _)| *k))
             .chain(topic::TOPIC_KEYS.iter().map(|k| k.name))
             .chain(security::AUTHORIZER_KEYS.iter().copied())
+            .chain(security::TOKEN_KEYS.iter().map(|(k, _)| *k))
     };
     explicit
         .keys()

@@ -35,6 +35,17 @@ const SECURITY_KEYS: &[(&str, &[&str])] = &[
     ("security.providers", &[]),
 ];
 
+/// The delegation-token keys and their defaults (Kafka's): tokens are enabled by a
+/// secret (`delegation.token.master.key` is its old name), the others take a number of
+/// ms, at least 1.
+pub const TOKEN_KEYS: &[(&str, &str)] = &[
+    ("delegation.token.secret.key", ""),
+    ("delegation.token.master.key", ""),
+    ("delegation.token.max.lifetime.ms", "604800000"),
+    ("delegation.token.expiry.time.ms", "86400000"),
+    ("delegation.token.expiry.check.interval.ms", "3600000"),
+];
+
 /// Security keys that take a number of ms, at least 0.
 const MS_KEYS: &[&str] = &["connections.max.reauth.ms"];
 
@@ -97,9 +108,16 @@ fn check_key(key: &str, value: &str) -> Result<(), ConfigError> {
     if sasl::is_sasl_key(key) {
         return Ok(());
     }
+    if let Some((_, default)) = TOKEN_KEYS.iter().find(|(k, _)| *k == key) {
+        let positive = value.trim().parse::<i64>().is_ok_and(|ms| ms >= 1);
+        return match default.is_empty() || positive {
+            true => Ok(()),
+            false => Err(unenforced(key, value, "a number of ms, at least 1".into())),
+        };
+    }
     if SECURITY_PREFIXES.iter().any(|p| key.starts_with(p)) {
         let reason = "a SASL or delegation-token setting highwater does not enforce \
-                      (it serves PLAIN, SCRAM and OAUTHBEARER with unsecured JWTs)";
+                      (it serves PLAIN, SCRAM, OAUTHBEARER and delegation tokens)";
         return Err(unenforced(key, value, reason.into()));
     }
     let tls_like = key.starts_with("ssl.") || key.starts_with("listener.name.");
@@ -238,6 +256,15 @@ mod tests {
             assert!(check(&[plain, (key, "x")]).is_ok(), "{key} is read");
         }
         assert!(check(&[plain, ("connections.max.reauth.ms", "60000")]).is_ok());
+        assert!(check(&[plain, ("delegation.token.secret.key", "x")]).is_ok());
+        assert!(check(&[plain, ("delegation.token.expiry.time.ms", "1000")]).is_ok());
+        for (key, value) in [
+            ("delegation.token.expiry.time.ms", "0"),
+            ("delegation.token.max.lifetime.ms", "a week"),
+            ("delegation.token.unknown", "x"),
+        ] {
+            assert_eq!(refused_key(&[plain, (key, value)]), key);
+        }
         let own = "listener.name.external.oauthbearer.connections.max.reauth.ms";
         assert!(check(&[plain, (own, "60000")]).is_ok());
         assert_eq!(refused_key(&[plain, (own, "soon")]), own);

@@ -45,7 +45,7 @@ use active::ActiveController;
 pub use active::{
     AclOutcome, AlterPartition, ControllerReply, ControllerRequest, CredentialOutcome,
     ElectionResults, IsrOutcome, PartitionIsr, QuotaAlteration, QuotaOutcome, Reassignment,
-    ReassignmentOutcome, ScramUpsertion, PARTITIONS_PER_TOPIC_MAX,
+    ReassignmentOutcome, ScramUpsertion, TokenOutcome, TokenRequest, PARTITIONS_PER_TOPIC_MAX,
 };
 pub use error::{ControllerError, ErrorKind};
 pub use placement::ElectionOutcome;

@@ -2,7 +2,7 @@
 //! takes the reply of the kind its caller names, and any other kind becomes one error,
 //! [`ControllerError::UnexpectedReply`](super::error::ControllerError::UnexpectedReply), logged once there instead of at every caller.
 
-use super::active::{AclOutcome, ControllerReply, ElectionResults, IsrOutcome};
+use super::active::{AclOutcome, ControllerReply, ElectionResults, IsrOutcome, TokenOutcome};
 use super::{CredentialOutcome, QuotaOutcome, ReassignmentOutcome};
 use crate::acl::AclBinding;
 use crate::controller::quorum::QuorumDescription;
@@ -38,6 +38,7 @@ reply_kinds! {
     ClientQuotas(Vec<QuotaOutcome>),
     AclsCreated(Vec<AclOutcome>),
     AclsDeleted(Vec<Vec<AclBinding>>),
+    Token(TokenOutcome),
 }
 
 /// A block of producer ids reserved for one broker: `first` and the `count` after it.

@@ -20,6 +20,7 @@ use crate::metadata::{
     features, BrokerImage, Endpoint, MetadataImage, PartitionImage, ScramCredentials, TopicImage,
     NO_LEADER,
 };
+use crate::sasl::delegation_token::DelegationToken;
 use crate::sasl::ScramCredential;
 
 /// Producer ids handed out per block (Kafka's ProducerIdsRecord hands out 1000 at a time).
@@ -205,6 +206,13 @@ pub enum Record {
     DeleteAcls {
         bindings: Vec<AclBinding>,
     },
+    /// Adds or replaces a delegation token (Kafka's DelegationTokenRecord).
+    PutDelegationToken(DelegationToken),
+    /// Removes delegation tokens, expired or expired by request (Kafka's
+    /// RemoveDelegationTokenRecord).
+    RemoveDelegationTokens {
+        token_ids: Vec<String>,
+    },
     /// Replaces the configs of a resource other than a topic (Kafka's ConfigRecord):
     /// dynamic broker configs, group configs. An empty map removes the resource's entry.
     AlterConfigs {
@@ -265,6 +273,9 @@ pub struct ClusterState {
     /// Client quotas by entity (Kafka's ClientQuotaRecord).
     #[serde(default)]
     pub client_quotas: ClientQuotas,
+    /// Delegation tokens by id.
+    #[serde(default)]
+    pub delegation_tokens: BTreeMap<String, DelegationToken>,
 }
 
 impl ClusterState {
@@ -346,6 +357,8 @@ impl ClusterState {
             }
             Record::AlterConfigs { resource, configs } => self.alter_configs(resource, configs),
             Record::AlterScramCredentials { changes } => self.alter_scram_credentials(changes),
+            Record::PutDelegationToken(token) => self.change_tokens(Some(token), &[]),
+            Record::RemoveDelegationTokens { token_ids } => self.change_tokens(None, token_ids),
             Record::AlterClientQuotas { changes } => self.alter_client_quotas(changes),
             Record::CreateAcls { bindings } => self.change_acls(bindings, true),
             Record::DeleteAcls { bindings } => self.change_acls(bindings, false),
@@ -375,6 +388,17 @@ impl ClusterState {
                 true => self.acls.insert(binding.clone()),
                 false => self.acls.remove(binding),
             };
+        }
+        RecordResult::Applied
+    }
+
+    fn change_tokens(&mut self, put: Option<&DelegationToken>, remove: &[String]) -> RecordResult {
+        if let Some(token) = put {
+            let id = token.token_id.clone();
+            self.delegation_tokens.insert(id, token.clone());
+        }
+        for id in remove {
+            self.delegation_tokens.remove(id);
         }
         RecordResult::Applied
     }
@@ -591,6 +615,7 @@ impl ClusterState {
             scram_credentials: Arc::new(self.scram_credentials.clone()),
             acls: Arc::new(self.acls.iter().cloned().collect()),
             client_quotas: Arc::new(self.client_quotas.clone()),
+            delegation_tokens: Arc::new(self.delegation_tokens.clone()),
             offset,
         }
     }

@@ -176,6 +176,8 @@ pub struct MetadataImage {
     pub acls: Arc<Vec<crate::acl::AclBinding>>,
     /// Client quotas by entity.
     pub client_quotas: Arc<client_quotas::ClientQuotas>,
+    /// Delegation tokens by id.
+    pub delegation_tokens: Arc<BTreeMap<String, crate::sasl::delegation_token::DelegationToken>>,
     /// The Raft log index of the last record applied to this image.
     pub offset: u64,
 }

@@ -1,6 +1,7 @@
 //! SASL authentication as Kafka's brokers serve it (KIP-43, KIP-84, KIP-152, KIP-255): the
 //! mechanisms highwater enforces — PLAIN against the listener's JAAS users, SCRAM-SHA-256
-//! and SCRAM-SHA-512 against credentials kept in the metadata log, OAUTHBEARER with
+//! and SCRAM-SHA-512 against credentials kept in the metadata log (or a delegation token's,
+//! `delegation_token`), OAUTHBEARER with
 //! Kafka's unsecured-JWT validator — and one exchange's steps, from the client's first
 //! token to an authenticated user (with the expiry of its credential, if it has one) or a
 //! refusal.
@@ -8,6 +9,7 @@
 //! Must not: know about sockets or Kafka requests; the server feeds the tokens of
 //! SaslAuthenticate to an [`Exchange`] and acts on its answer.
 
+pub mod delegation_token;
 pub mod jwks;
 pub mod oauthbearer;
 pub mod plain;
@@ -70,6 +72,13 @@ pub trait Credentials {
     fn plain_users(&self) -> &BTreeMap<String, String>;
     /// The SCRAM credential of `user` for `mechanism`, if it has one.
     fn scram(&self, user: &str, mechanism: ScramMechanism) -> Option<ScramCredential>;
+    /// The SCRAM credential of delegation token `token_id` for `mechanism`, its owner's
+    /// name and its expiry (ms since the epoch), if it is a token that has not expired.
+    fn delegation_token(
+        &self,
+        token_id: &str,
+        mechanism: ScramMechanism,
+    ) -> Option<(ScramCredential, String, i64)>;
     /// How the listener validates OAUTHBEARER tokens.
     fn oauth_validator(&self) -> &oauthbearer::TokenValidator;
     /// The time tokens are validated at, in ms since the epoch.
@@ -81,8 +90,9 @@ pub trait Credentials {
 pub enum Exchange {
     /// Waiting for the client's first token.
     Start(Mechanism),
-    /// SCRAM: waiting for the client-final message.
-    ScramFinal(Box<scram::ScramServer>),
+    /// SCRAM: waiting for the client-final message; with a delegation token, its owner's
+    /// name and expiry.
+    ScramFinal(Box<scram::ScramServer>, Option<(String, i64)>),
     /// OAUTHBEARER: the token was refused with this JSON error; waiting for the client's
     /// acknowledgement.
     OAuthRefused(String),
@@ -96,11 +106,13 @@ pub enum Step {
     /// Send this challenge; the exchange goes on.
     Challenge(Vec<u8>),
     /// `user` authenticated; send `response` (the server's last message, maybe empty).
-    /// `expires_ms`: when its credential expires (ms since the epoch), if it does.
+    /// `expires_ms`: when its credential expires (ms since the epoch), if it does;
+    /// `token`: whether it logged in with a delegation token (as its owner).
     Authenticated {
         user: String,
         response: Vec<u8>,
         expires_ms: Option<i64>,
+        token: bool,
     },
 }
 
@@ -114,23 +126,30 @@ impl Exchange {
                     user,
                     response: Vec::new(),
                     expires_ms: None,
+                    token: false,
                 })
             }
             Exchange::Start(Mechanism::Scram(mechanism)) => {
-                let user = scram::ScramServer::user_of(token)?;
-                let credential = credentials
-                    .scram(&user, mechanism)
-                    .ok_or(scram::ScramError::InvalidCredentials)?;
+                let (credential, delegated) = scram_credential(mechanism, token, credentials)?;
                 let (server, first) = scram::ScramServer::start(mechanism, token, credential)?;
-                *self = Exchange::ScramFinal(Box::new(server));
+                *self = Exchange::ScramFinal(Box::new(server), delegated);
                 Ok(Step::Challenge(first))
             }
-            Exchange::ScramFinal(server) => {
+            Exchange::ScramFinal(server, delegated) => {
                 let (user, response) = server.finish(token)?;
-                Ok(Step::Authenticated {
-                    user,
-                    response,
-                    expires_ms: None,
+                Ok(match delegated {
+                    Some((owner, expires_ms)) => Step::Authenticated {
+                        user: owner,
+                        response,
+                        expires_ms: Some(expires_ms),
+                        token: true,
+                    },
+                    None => Step::Authenticated {
+                        user,
+                        response,
+                        expires_ms: None,
+                        token: false,
+                    },
                 })
             }
             Exchange::Start(Mechanism::OAuthBearer) => {
@@ -156,6 +175,7 @@ impl Exchange {
                     user: valid.principal,
                     response: Vec::new(),
                     expires_ms: Some(valid.expires_ms),
+                    token: false,
                 })
             }
             Exchange::OAuthRefused(json) => match oauthbearer::is_error_acknowledgement(token) {
@@ -165,4 +185,24 @@ impl Exchange {
             Exchange::Done => Err(SaslError::Complete),
         }
     }
+}
+
+/// The credential a SCRAM client-first message logs in with: a user's, or a delegation
+/// token's (`tokenauth=true`) with its owner's name and expiry.
+fn scram_credential(
+    mechanism: ScramMechanism,
+    client_first: &[u8],
+    credentials: &dyn Credentials,
+) -> Result<(ScramCredential, Option<(String, i64)>), scram::ScramError> {
+    let first = scram::ScramServer::first_of(client_first)?;
+    if first.token {
+        let (credential, owner, expires_ms) = credentials
+            .delegation_token(&first.user, mechanism)
+            .ok_or(scram::ScramError::InvalidToken(first.user))?;
+        return Ok((credential, Some((owner, expires_ms))));
+    }
+    let credential = credentials
+        .scram(&first.user, mechanism)
+        .ok_or(scram::ScramError::InvalidCredentials)?;
+    Ok((credential, None))
 }

@@ -152,6 +152,13 @@ pub enum ScramError {
     InvalidCredentials,
     #[error("Authentication failed: channel binding is not supported")]
     ChannelBinding,
+    #[error("Token Authentication failed: Invalid tokenId : {0}")]
+    InvalidToken(String),
+    #[error(
+        "Authentication failed: Client requested an authorization id that is different from \
+         username"
+    )]
+    AuthorizationId,
     #[error("the system's random source failed")]
     Random,
 }
@@ -206,17 +213,41 @@ pub struct ScramServer {
     nonce: String,
 }
 
+/// Who a client-first message logs in as, before the credential is looked up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientFirst {
+    /// The user name (a token's id when `token`).
+    pub user: String,
+    /// Whether it logs in with a delegation token (the `tokenauth=true` extension).
+    pub token: bool,
+}
+
 impl ScramServer {
-    /// The user named by a client-first message, before the credential is looked up.
-    pub fn user_of(client_first: &[u8]) -> Result<String, ScramError> {
+    /// Who a client-first message logs in as; an authorization id other than the user is
+    /// refused, as Kafka refuses it.
+    pub fn first_of(client_first: &[u8]) -> Result<ClientFirst, ScramError> {
         let text =
             std::str::from_utf8(client_first).map_err(|_| ScramError::Malformed("not UTF-8"))?;
-        let (_, bare) = split_gs2(text)?;
-        decode_name(attribute(&attributes(bare), 'n')?)
+        let (gs2_header, bare) = split_gs2(text)?;
+        let user = decode_name(attribute(&attributes(bare), 'n')?)?;
+        let authzid = gs2_header[2..gs2_header.len() - 1]
+            .strip_prefix("a=")
+            .map(decode_name)
+            .transpose()?;
+        if authzid.is_some_and(|a| !a.is_empty() && a != user) {
+            return Err(ScramError::AuthorizationId);
+        }
+        // Extensions follow the nonce as `key=value` (RFC 5802's reserved space; Kafka's
+        // ScramExtensions): only `tokenauth` means anything.
+        let token = bare
+            .split(',')
+            .filter_map(|part| part.split_once('='))
+            .any(|(key, value)| key == "tokenauth" && value.eq_ignore_ascii_case("true"));
+        Ok(ClientFirst { user, token })
     }
 
     /// Answers a client-first message with the user's `credential` (found by
-    /// [`ScramServer::user_of`]): the server-first message to send.
+    /// [`ScramServer::first_of`]): the server-first message to send.
     pub fn start(
         mechanism: ScramMechanism,
         client_first: &[u8],
@@ -310,12 +341,31 @@ impl ScramClient {
         user: &str,
         password: &str,
     ) -> Result<(Self, Vec<u8>), ScramError> {
+        Self::start_with(mechanism, user, password, "")
+    }
+
+    /// Starts an exchange with a delegation token: its id as the user, its base64 HMAC as
+    /// the password, and the `tokenauth` extension.
+    pub fn start_with_token(
+        mechanism: ScramMechanism,
+        token_id: &str,
+        hmac_base64: &str,
+    ) -> Result<(Self, Vec<u8>), ScramError> {
+        Self::start_with(mechanism, token_id, hmac_base64, ",tokenauth=true")
+    }
+
+    fn start_with(
+        mechanism: ScramMechanism,
+        user: &str,
+        password: &str,
+        extensions: &str,
+    ) -> Result<(Self, Vec<u8>), ScramError> {
         let mut random = [0u8; 24];
         ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut random)
             .map_err(|_| ScramError::Random)?;
         let nonce = B64.encode(random);
         let name = user.replace('=', "=3D").replace(',', "=2C");
-        let client_first_bare = format!("n={name},r={nonce}");
+        let client_first_bare = format!("n={name},r={nonce}{extensions}");
         let first = format!("n,,{client_first_bare}").into_bytes();
         let client = ScramClient {
             mechanism,
@@ -413,7 +463,8 @@ mod tests {
         let salted = m.salted_password(b"pencil", &salt, 4096);
         let credential = ScramCredential::from_salted_password(m, &salt, &salted, 4096);
         let client_first = b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO";
-        assert_eq!(ScramServer::user_of(client_first), Ok("user".into()));
+        let first = ScramServer::first_of(client_first).map(|f| f.user);
+        assert_eq!(first, Ok("user".into()));
         let (mut server, _) = ScramServer::start(m, client_first, credential).expect("first");
         // The RFC's server nonce instead of a random one, so its proof applies.
         let nonce = "rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0";
@@ -451,14 +502,24 @@ mod tests {
             server.finish(wrong_nonce.as_bytes()),
             Err(ScramError::Malformed(_))
         ));
+        let user_of = |first: &[u8]| ScramServer::first_of(first).map(|f| f.user);
         assert_eq!(
-            ScramServer::user_of(b"p=tls-unique,,n=alice,r=abc"),
+            user_of(b"p=tls-unique,,n=alice,r=abc"),
             Err(ScramError::ChannelBinding)
         );
-        assert_eq!(ScramServer::user_of(b"n,,n=a=2Cb,r=x"), Ok("a,b".into()));
-        assert_eq!(ScramServer::user_of(b"n,,n=a=3D2C,r=x"), Ok("a=2C".into()));
-        assert!(ScramServer::user_of(b"n,,n=a=b,r=x").is_err(), "a bare '='");
-        assert!(ScramServer::user_of(b"garbage").is_err());
+        assert_eq!(user_of(b"n,,n=a=2Cb,r=x"), Ok("a,b".into()));
+        assert_eq!(user_of(b"n,,n=a=3D2C,r=x"), Ok("a=2C".into()));
+        assert!(user_of(b"n,,n=a=b,r=x").is_err(), "a bare '='");
+        assert!(user_of(b"garbage").is_err());
+        assert_eq!(user_of(b"n,a=alice,n=alice,r=x"), Ok("alice".into()));
+        assert_eq!(
+            user_of(b"n,a=bob,n=alice,r=x"),
+            Err(ScramError::AuthorizationId)
+        );
+        let token = ScramServer::first_of(b"n,,n=id,r=x,tokenauth=true").expect("first");
+        assert_eq!((token.user.as_str(), token.token), ("id", true));
+        let plain = ScramServer::first_of(b"n,,n=id,r=x,tokenauth=false").expect("first");
+        assert!(!plain.token);
     }
 
     #[test]
@@ -466,7 +527,8 @@ mod tests {
         for m in [ScramMechanism::Sha256, ScramMechanism::Sha512] {
             let credential = ScramCredential::from_password(m, "s3cret", 4096).expect("cred");
             let (client, first) = ScramClient::start(m, "a,b=c", "s3cret").expect("start");
-            assert_eq!(ScramServer::user_of(&first), Ok("a,b=c".into()));
+            let user = ScramServer::first_of(&first).map(|f| f.user);
+            assert_eq!(user, Ok("a,b=c".into()));
             let (server, server_first) =
                 ScramServer::start(m, &first, credential.clone()).expect("server first");
             let (client_final, expected) = client.answer(&server_first).expect("answer");

@@ -227,6 +227,7 @@ pub fn parse_request(
         client,
         listener: Arc::clone(listener),
         principal: ANONYMOUS.into(),
+        credential: Default::default(),
         throttle: Default::default(),
     })
 }
@@ -366,6 +367,7 @@ async fn answer_all<W: tokio::io::AsyncWrite + Unpin>(
         }
         if let Some(principal) = auth.principal() {
             request.principal = Arc::clone(principal);
+            request.credential = auth.credential();
         }
         let outcome = handle_within_quota(broker, &request)
             .await

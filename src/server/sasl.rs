@@ -25,11 +25,13 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use crate::api::{Broker, HandlerError, Outcome, Request};
+use crate::api::{Broker, Credential, HandlerError, Outcome, Request};
 use crate::config::sasl::SaslSettings;
 use crate::metadata::MetadataImage;
+use crate::sasl::delegation_token::TokenSettings;
 use crate::sasl::oauthbearer::{TokenValidator, UnsecuredValidator};
 use crate::sasl::{Credentials, Exchange, Mechanism, ScramCredential, ScramMechanism, Step};
+use crate::server::connection::ANONYMOUS;
 
 /// Kafka's error codes in these two answers.
 const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
@@ -40,6 +42,8 @@ const SASL_AUTHENTICATION_FAILED: i16 = 58;
 #[derive(Debug, Clone)]
 struct Session {
     principal: Arc<str>,
+    /// How the client proved it is `principal`.
+    credential: Credential,
     /// The SASL mechanism it authenticated with (none: not SASL).
     mechanism: Option<Mechanism>,
     /// When it ends, if it does.
@@ -117,6 +121,7 @@ struct ListenerCredentials<'a> {
     plain_users: &'a BTreeMap<String, String>,
     image: &'a MetadataImage,
     oauth: TokenValidator,
+    tokens: TokenSettings,
 }
 
 impl Credentials for ListenerCredentials<'_> {
@@ -126,6 +131,21 @@ impl Credentials for ListenerCredentials<'_> {
 
     fn scram(&self, user: &str, mechanism: ScramMechanism) -> Option<ScramCredential> {
         self.image.scram_credential(user, mechanism).cloned()
+    }
+
+    fn delegation_token(
+        &self,
+        token_id: &str,
+        mechanism: ScramMechanism,
+    ) -> Option<(ScramCredential, String, i64)> {
+        let token = self.image.delegation_tokens.get(token_id)?;
+        if token.expired(epoch_ms()) {
+            tracing::debug!(%token_id, owner = %token.owner, "expired delegation token refused");
+            return None;
+        }
+        let credential = self.tokens.credential(token, mechanism)?;
+        let owner = token.owner.split_once(':').map_or("", |(_, name)| name);
+        Some((credential, owner.to_string(), token.expiry_ms))
     }
 
     fn oauth_validator(&self) -> &TokenValidator {
@@ -181,6 +201,10 @@ impl Authentication {
             ),
             None => (
                 State::Authenticated(Session {
+                    credential: match &*principal {
+                        ANONYMOUS => Credential::None,
+                        _ => Credential::Certificate,
+                    },
                     principal,
                     mechanism: None,
                     expires: None,
@@ -209,6 +233,14 @@ impl Authentication {
         match &self.state {
             State::Authenticated(session) => Some(&session.principal),
             _ => None,
+        }
+    }
+
+    /// How the authenticated client proved who it is.
+    pub fn credential(&self) -> Credential {
+        match &self.state {
+            State::Authenticated(session) => session.credential,
+            _ => Credential::None,
         }
     }
 
@@ -354,14 +386,16 @@ impl Authentication {
             plain_users: self.settings.as_ref().map_or(&empty, |s| &s.plain_users),
             image: &image,
             oauth: token_validator(self.settings.as_deref()),
+            tokens: TokenSettings::from_config(&broker.config.values),
         };
-        let (user, response, expires_ms) = match exchange.step(token, &credentials) {
+        let (user, response, expires_ms, token) = match exchange.step(token, &credentials) {
             Ok(Step::Challenge(challenge)) => return Ok((challenge, 0)),
             Ok(Step::Authenticated {
                 user,
                 response,
                 expires_ms,
-            }) => (user, response, expires_ms),
+                token,
+            }) => (user, response, expires_ms, token),
             Err(error) => {
                 self.state = State::Handshake;
                 return Err(error.to_string());
@@ -383,6 +417,10 @@ impl Authentication {
         let lifetime_ms = session_lifetime_ms(expires_ms, max_reauth_ms);
         self.state = State::Authenticated(Session {
             principal,
+            credential: match token {
+                true => Credential::DelegationToken,
+                false => Credential::Sasl,
+            },
             mechanism: Some(*mechanism),
             expires: lifetime_ms.map(|ms| Instant::now() + Duration::from_millis(ms as u64)),
             reauthenticable: version.is_some_and(|v| v >= 1),

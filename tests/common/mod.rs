@@ -162,6 +162,25 @@ pub async fn serve_on(
     (broker, stop)
 }
 
+/// A broker on `dir` with a PLAINTEXT and a SASL_PLAINTEXT listener on loopback and
+/// `keys` (the SASL mechanisms and users); their addresses. It serves until the test ends.
+pub async fn plain_and_sasl(dir: &Path, keys: &[(&str, &str)]) -> (SocketAddr, SocketAddr) {
+    let bind = || tokio::net::TcpListener::bind("127.0.0.1:0");
+    let (plain, sasl) = (bind().await.expect("bind"), bind().await.expect("bind"));
+    let p = plain.local_addr().expect("addr");
+    let s = sasl.local_addr().expect("addr");
+    let listeners = format!("PLAINTEXT://{p},SASL_PLAINTEXT://{s}");
+    let mut all = vec![
+        ("listeners", listeners.as_str()),
+        ("advertised.listeners", listeners.as_str()),
+        ("connection.failed.authentication.delay.ms", "0"),
+    ];
+    all.extend_from_slice(keys);
+    let (_broker, stop) = serve_on(dir, &all, vec![plain, sasl]).await;
+    std::mem::forget(stop);
+    (p, s)
+}
+
 /// A byte stream a [`Client`] talks over: TCP, or TLS over TCP.
 pub trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
 impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Stream for T {}

@@ -30,11 +30,13 @@ use crate::clock::Clock;
 use crate::config::BrokerConfig;
 use crate::metadata::features::UpgradeType;
 use crate::metadata::TopicImage;
+use crate::sasl::delegation_token::TokenChange;
 
 mod acls;
 mod brokers;
 mod client_quotas;
 mod configs;
+mod delegation_tokens;
 mod features;
 mod reassignments;
 mod scram;
@@ -46,6 +48,7 @@ use sessions::Sessions;
 pub use acls::AclOutcome;
 pub use brokers::{AlterPartition, IsrOutcome, PartitionIsr};
 pub use client_quotas::{QuotaAlteration, QuotaOutcome};
+pub use delegation_tokens::{TokenOutcome, TokenRequest};
 pub use reassignments::{Reassignment, ReassignmentOutcome};
 pub use scram::{CredentialOutcome, ScramUpsertion};
 pub use topics::PARTITIONS_PER_TOPIC_MAX;
@@ -149,6 +152,8 @@ pub enum ControllerRequest {
         reassignments: Vec<Reassignment>,
         allow_replication_factor_change: bool,
     },
+    /// Creates, renews or expires a delegation token.
+    DelegationToken(TokenRequest),
 }
 
 impl ControllerRequest {
@@ -173,6 +178,14 @@ impl ControllerRequest {
             ControllerRequest::CreateAcls { .. } => "CreateAcls",
             ControllerRequest::DeleteAcls { .. } => "DeleteAcls",
             ControllerRequest::AlterReassignments { .. } => "AlterReassignments",
+            ControllerRequest::DelegationToken(TokenRequest::Create { .. }) => {
+                "CreateDelegationToken"
+            }
+            ControllerRequest::DelegationToken(TokenRequest::Change { change, .. }) => match change
+            {
+                TokenChange::Renew => "RenewDelegationToken",
+                TokenChange::Expire => "ExpireDelegationToken",
+            },
         }
     }
 }
@@ -211,6 +224,8 @@ pub enum ControllerReply {
     AclsCreated(Vec<AclOutcome>),
     /// Per filter: the bindings it removed.
     AclsDeleted(Vec<Vec<crate::acl::AclBinding>>),
+    /// A delegation token as created, renewed or expired, or why not.
+    Token(TokenOutcome),
 }
 
 /// The active-controller logic of one controller node (acting only while it leads).
@@ -381,6 +396,7 @@ impl ActiveController {
             } => self.alter_client_quotas(alterations, validate_only).await,
             ControllerRequest::CreateAcls { bindings } => self.create_acls(bindings).await,
             ControllerRequest::DeleteAcls { filters } => self.delete_acls(filters).await,
+            ControllerRequest::DelegationToken(request) => self.change_token(request).await,
             other => self.handle_topic_or_cluster_request(other).await,
         }
     }
@@ -498,6 +514,8 @@ impl ActiveController {
                 .unwrap_or(300);
         let rebalance = self.config.get("auto.leader.rebalance.enable") != Some("false");
         let mut last_rebalance = self.clock.monotonic_ms();
+        let sweep_every_ms = self.token_settings().check_interval_ms;
+        let mut last_sweep = self.clock.monotonic_ms();
         let mut last_leader = None;
         loop {
             let seen = leadership(&metrics.borrow_and_update());
@@ -520,6 +538,12 @@ impl ActiveController {
                     let _write = self.write.lock().await;
                     if let Err(error) = self.elect_preferred().await {
                         tracing::warn!(%error, "preferred leader election failed");
+                    }
+                }
+                if now - last_sweep >= sweep_every_ms {
+                    last_sweep = now;
+                    if let Err(error) = self.sweep_expired_tokens().await {
+                        tracing::warn!(%error, "removing expired delegation tokens failed");
                     }
                 }
             }
