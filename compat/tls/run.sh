@@ -13,7 +13,8 @@
 # JAAS) produce and consume over SSL, MTLS, and SASL with each mechanism; a client that
 # does not trust the CA, has no certificate on MTLS, or a wrong password, is refused; and
 # kafka-python, kafkajs and franz-go each produce and consume over MTLS and over SASL_SSL
-# with PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and a signed OAUTHBEARER token.
+# with PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and a signed OAUTHBEARER token; a delegation
+# token made with kafka-delegation-tokens logs in (Java, franz-go) until it is expired.
 # Usage: compat/tls/run.sh highwater|kafka
 # Environment: HIGHWATER_BIN (default ./target/release/highwater).
 set -euo pipefail
@@ -64,6 +65,8 @@ keys=(
     "sasl.oauthbearer.expected.audience=kafka"
     # Kafka 4.1's default validator does not check signatures; the broker's does.
     "sasl.oauthbearer.jwt.validator.class=org.apache.kafka.common.security.oauthbearer.BrokerJwtValidator"
+    # Delegation tokens (the secret every node shares).
+    "delegation.token.secret.key=compat-token-secret"
 )
 for l in sasl_plaintext sasl_ssl; do
     keys+=("listener.name.$l.plain.sasl.jaas.config=$plain_jaas"
@@ -308,6 +311,77 @@ scram_users_are_described_and_deleted() {
         fail "SCRAM-SHA-512 no longer logs in"
 }
 
+# tokens ARGS...: kafka-delegation-tokens (Kafka's DelegationTokenCommand) on the SASL_SSL
+# listener, logged in as bob with SCRAM-SHA-512.
+tokens() {
+    kafka_tool org.apache.kafka.tools.DelegationTokenCommand \
+        --bootstrap-server "127.0.0.1:$sasl_ssl_port" --command-config "$test_tmp/bob.properties" "$@"
+}
+
+# token_properties ID HMAC: a Java client's config logging in with a delegation token.
+token_properties() {
+    printf 'security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-256\n'
+    printf 'sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="%s" password="%s" tokenauth="true";\n' "$1" "$2"
+    printf 'ssl.truststore.type=PEM\nssl.truststore.location=%s\n' "$certs/ca.crt"
+}
+
+# bob (SCRAM) makes a delegation token with kafka-delegation-tokens, renewable by alice;
+# Kafka's console producer and franz-go log in with it (SCRAM, tokenauth) and produce and
+# consume as bob; it may not make tokens itself; it is described, renewed by alice (PLAIN),
+# expired by bob, and then no longer logs in.
+delegation_tokens_log_in_until_expired() {
+    local topic="token-java-$RANDOM" out id hmac got
+    {
+        printf 'security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n'
+        printf 'sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="bob" password="bob-secret";\n'
+        printf 'ssl.truststore.type=PEM\nssl.truststore.location=%s\n' "$certs/ca.crt"
+    } >"$test_tmp/bob.properties"
+    out="$(tokens --create --max-life-time-period -1 --renewer-principal User:alice 2>&1)" ||
+        fail "kafka-delegation-tokens --create failed: $out"
+    echo "$out"
+    read -r id hmac _ < <(grep -E '^[A-Za-z0-9_-]{22} ' <<<"$out")
+    [[ -n "$id" && -n "$hmac" ]] || fail "no token in: $out"
+    grep -qE "User:bob +User:bob +\[User:alice\]" <<<"$out" || fail "owner, requester, renewers: $out"
+    token_properties "$id" "$hmac" >"$test_tmp/token.properties"
+    printf 'a\nb\n' | kafka_tool org.apache.kafka.tools.ConsoleProducer \
+        --bootstrap-server "127.0.0.1:$sasl_ssl_port" --topic "$topic" \
+        --producer.config "$test_tmp/token.properties"
+    got="$(kafka_tool org.apache.kafka.tools.consumer.ConsoleConsumer \
+        --bootstrap-server "127.0.0.1:$sasl_ssl_port" --topic "$topic" --from-beginning \
+        --max-messages 2 --timeout-ms 30000 --consumer.config "$test_tmp/token.properties")"
+    assert_eq $'a\nb' "$got" "the console tools logged in with the token"
+    roundtrip franz-go "$sasl_ssl_port" --mechanism SCRAM-SHA-512 --user "$id" \
+        --password "$hmac" --delegation-token
+    if kafka_tool org.apache.kafka.tools.DelegationTokenCommand \
+        --bootstrap-server "127.0.0.1:$sasl_ssl_port" --command-config "$test_tmp/token.properties" \
+        --create --max-life-time-period -1 >"$test_tmp/nested.out" 2>&1; then
+        fail "a token-authenticated client made a token: $(cat "$test_tmp/nested.out")"
+    fi
+    grep -q "DelegationTokenRequestNotAllowed\|not allowed" "$test_tmp/nested.out" ||
+        fail "no DELEGATION_TOKEN_REQUEST_NOT_ALLOWED: $(tail -3 "$test_tmp/nested.out")"
+    # Without --owner-principal the tool sends an empty owner list, which both brokers
+    # answer with no token (Kafka's ownersListEmpty); alice sees bob's token as a renewer.
+    out="$(tokens --describe --owner-principal User:alice 2>&1)"
+    grep -qF "$id" <<<"$out" || fail "describe does not list the token: $out"
+    out="$(tokens --describe 2>&1)"
+    grep -qF "Total number of tokens : 0" <<<"$out" || fail "describe for no owner: $out"
+    {
+        printf 'security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n'
+        printf 'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="alice-secret";\n'
+    } >"$test_tmp/alice.properties"
+    out="$(kafka_tool org.apache.kafka.tools.DelegationTokenCommand \
+        --bootstrap-server "127.0.0.1:$sasl_port" --command-config "$test_tmp/alice.properties" \
+        --renew --renew-time-period 60000 --hmac "$hmac" 2>&1)" || fail "alice cannot renew: $out"
+    grep -q "Completed renew operation" <<<"$out" || fail "renew: $out"
+    out="$(tokens --expire --expiry-time-period -1 --hmac "$hmac" 2>&1)" || fail "expire: $out"
+    grep -q "Completed expire operation" <<<"$out" || fail "expire: $out"
+    local ROUNDTRIP_ERR_LINES=2
+    if (roundtrip franz-go "$sasl_ssl_port" --mechanism SCRAM-SHA-512 --user "$id" \
+        --password "$hmac" --delegation-token) >"$test_tmp/expired.out" 2>&1; then
+        fail "an expired token still logs in: $(cat "$test_tmp/expired.out")"
+    fi
+}
+
 # librdkafka before 2.6.1 sends its client nonce twice in the SCRAM client-final message
 # (librdkafka#4895); Kafka 4 refuses it (the strict check of CVE-2024-56128), and so does
 # highwater. SCRAM is therefore tried with confluent-kafka's librdkafka 2.16 and Java, and
@@ -382,5 +456,7 @@ for client in kafka-python kafkajs franz-go; do
     run_test "$client: produce and consume over SASL_SSL with a signed OAUTHBEARER token" \
         roundtrip "$client" "$sasl_ssl_port" --mechanism OAUTHBEARER --token-file "$certs/alice.jwt"
 done
+run_test "kafka-delegation-tokens: a token made by bob logs in (Java, franz-go) until expired" \
+    delegation_tokens_log_in_until_expired
 broker_log_tail
 suite_summary

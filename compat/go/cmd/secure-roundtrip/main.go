@@ -2,7 +2,8 @@
 // (compat/tls/run.sh): it produces the lines one, two, three to partition 0 of -topic
 // (created first) and reads them back from the beginning, printing each; it exits 1 on an
 // error or after 30 s. TLS with -ca (and -cert/-key for a client certificate); SASL with
-// -mechanism and -user/-password, or OAUTHBEARER with the token in -token-file.
+// -mechanism and -user/-password (a delegation token's id and base64 HMAC with
+// -delegation-token, SCRAM only), or OAUTHBEARER with the token in -token-file.
 package main
 
 import (
@@ -33,14 +34,22 @@ func main() {
 	user := flag.String("user", "", "SASL user")
 	password := flag.String("password", "", "SASL password")
 	tokenFile := flag.String("token-file", "", "OAUTHBEARER token")
+	isToken := flag.Bool("delegation-token", false, "SCRAM with a delegation token")
 	flag.Parse()
-	if err := run(*bootstrap, *topic, *ca, *cert, *key, *mechanism, *user, *password, *tokenFile); err != nil {
+	who := credentials{*mechanism, *user, *password, *tokenFile, *isToken}
+	if err := run(*bootstrap, *topic, *ca, *cert, *key, who); err != nil {
 		fmt.Fprintln(os.Stderr, "secure-roundtrip:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bootstrap, topic, ca, cert, key, mechanism, user, password, tokenFile string) error {
+// credentials: how the client logs in with SASL (no mechanism: it does not).
+type credentials struct {
+	mechanism, user, password, tokenFile string
+	isToken                              bool
+}
+
+func run(bootstrap, topic, ca, cert, key string, who credentials) error {
 	pem, err := os.ReadFile(ca)
 	if err != nil {
 		return err
@@ -58,8 +67,8 @@ func run(bootstrap, topic, ca, cert, key, mechanism, user, password, tokenFile s
 		tlsConfig.Certificates = []tls.Certificate{pair}
 	}
 	opts := []kgo.Opt{kgo.SeedBrokers(bootstrap), kgo.DialTLSConfig(tlsConfig)}
-	if mechanism != "" {
-		m, err := login(mechanism, user, password, tokenFile)
+	if who.mechanism != "" {
+		m, err := login(who)
 		if err != nil {
 			return err
 		}
@@ -112,20 +121,20 @@ func run(bootstrap, topic, ca, cert, key, mechanism, user, password, tokenFile s
 	return nil
 }
 
-func login(mechanism, user, password, tokenFile string) (sasl.Mechanism, error) {
-	switch mechanism {
+func login(who credentials) (sasl.Mechanism, error) {
+	switch who.mechanism {
 	case "PLAIN":
-		return plain.Auth{User: user, Pass: password}.AsMechanism(), nil
+		return plain.Auth{User: who.user, Pass: who.password}.AsMechanism(), nil
 	case "SCRAM-SHA-256":
-		return scram.Auth{User: user, Pass: password}.AsSha256Mechanism(), nil
+		return scram.Auth{User: who.user, Pass: who.password, IsToken: who.isToken}.AsSha256Mechanism(), nil
 	case "SCRAM-SHA-512":
-		return scram.Auth{User: user, Pass: password}.AsSha512Mechanism(), nil
+		return scram.Auth{User: who.user, Pass: who.password, IsToken: who.isToken}.AsSha512Mechanism(), nil
 	case "OAUTHBEARER":
-		token, err := os.ReadFile(tokenFile)
+		token, err := os.ReadFile(who.tokenFile)
 		if err != nil {
 			return nil, err
 		}
 		return oauth.Auth{Token: strings.TrimSpace(string(token))}.AsMechanism(), nil
 	}
-	return nil, fmt.Errorf("unknown mechanism %s", mechanism)
+	return nil, fmt.Errorf("unknown mechanism %s", who.mechanism)
 }
