@@ -264,26 +264,35 @@ wrong_passwords_are_refused() {
     done
 }
 
-# Kafka's console producer with SCRAM-SHA-512 over SASL_SSL, the console consumer with
-# PLAIN over SASL_PLAINTEXT (JAAS configs, as Java clients take them).
-java_console_tools_over_sasl() {
-    local topic="sasl-java-$RANDOM" got
-    {
-        printf 'security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n'
-        printf 'sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="bob" password="bob-secret";\n'
-        printf 'ssl.truststore.type=PEM\nssl.truststore.location=%s\n' "$certs/ca.crt"
-    } >"$test_tmp/scram.properties"
-    {
-        printf 'security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n'
-        printf 'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="alice-secret";\n'
-    } >"$test_tmp/plain.properties"
+# Java clients' configs (JAAS, as Java clients take them): bob with SCRAM-SHA-512 over
+# SASL_SSL, alice with PLAIN over SASL_PLAINTEXT.
+{
+    printf 'security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n'
+    printf 'sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="bob" password="bob-secret";\n'
+    printf 'ssl.truststore.type=PEM\nssl.truststore.location=%s\n' "$certs/ca.crt"
+} >"$test_tmp/bob.properties"
+{
+    printf 'security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n'
+    printf 'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="alice-secret";\n'
+} >"$test_tmp/alice.properties"
+
+# java_console_roundtrip WHAT PRODUCER_PORT PRODUCER_CONFIG CONSUMER_PORT CONSUMER_CONFIG:
+# Kafka's console producer sends two lines to a new topic, its console consumer reads them.
+java_console_roundtrip() {
+    local topic="java-$RANDOM" got
     printf 'a\nb\n' | kafka_tool org.apache.kafka.tools.ConsoleProducer \
-        --bootstrap-server "127.0.0.1:$sasl_ssl_port" --topic "$topic" \
-        --producer.config "$test_tmp/scram.properties"
+        --bootstrap-server "127.0.0.1:$2" --topic "$topic" --producer.config "$3"
     got="$(kafka_tool org.apache.kafka.tools.consumer.ConsoleConsumer \
-        --bootstrap-server "127.0.0.1:$sasl_port" --topic "$topic" --from-beginning \
-        --max-messages 2 --timeout-ms 30000 --consumer.config "$test_tmp/plain.properties")"
-    assert_eq $'a\nb' "$got" "the console consumer reads the console producer's records"
+        --bootstrap-server "127.0.0.1:$4" --topic "$topic" --from-beginning \
+        --max-messages 2 --timeout-ms 30000 --consumer.config "$5")"
+    assert_eq $'a\nb' "$got" "$1"
+}
+
+# Kafka's console producer with SCRAM-SHA-512 over SASL_SSL, the console consumer with
+# PLAIN over SASL_PLAINTEXT.
+java_console_tools_over_sasl() {
+    java_console_roundtrip "the console consumer reads the console producer's records" \
+        "$sasl_ssl_port" "$test_tmp/bob.properties" "$sasl_port" "$test_tmp/alice.properties"
 }
 
 # kafka-configs lists bob's SCRAM mechanisms; once SCRAM-SHA-256 is deleted, a login with
@@ -330,12 +339,7 @@ token_properties() {
 # consume as bob; it may not make tokens itself; it is described, renewed by alice (PLAIN),
 # expired by bob, and then no longer logs in.
 delegation_tokens_log_in_until_expired() {
-    local topic="token-java-$RANDOM" out id hmac got
-    {
-        printf 'security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n'
-        printf 'sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="bob" password="bob-secret";\n'
-        printf 'ssl.truststore.type=PEM\nssl.truststore.location=%s\n' "$certs/ca.crt"
-    } >"$test_tmp/bob.properties"
+    local out id hmac
     out="$(tokens --create --max-life-time-period -1 --renewer-principal User:alice 2>&1)" ||
         fail "kafka-delegation-tokens --create failed: $out"
     echo "$out"
@@ -343,13 +347,8 @@ delegation_tokens_log_in_until_expired() {
     [[ -n "$id" && -n "$hmac" ]] || fail "no token in: $out"
     grep -qE "User:bob +User:bob +\[User:alice\]" <<<"$out" || fail "owner, requester, renewers: $out"
     token_properties "$id" "$hmac" >"$test_tmp/token.properties"
-    printf 'a\nb\n' | kafka_tool org.apache.kafka.tools.ConsoleProducer \
-        --bootstrap-server "127.0.0.1:$sasl_ssl_port" --topic "$topic" \
-        --producer.config "$test_tmp/token.properties"
-    got="$(kafka_tool org.apache.kafka.tools.consumer.ConsoleConsumer \
-        --bootstrap-server "127.0.0.1:$sasl_ssl_port" --topic "$topic" --from-beginning \
-        --max-messages 2 --timeout-ms 30000 --consumer.config "$test_tmp/token.properties")"
-    assert_eq $'a\nb' "$got" "the console tools logged in with the token"
+    java_console_roundtrip "the console tools logged in with the token" \
+        "$sasl_ssl_port" "$test_tmp/token.properties" "$sasl_ssl_port" "$test_tmp/token.properties"
     roundtrip franz-go "$sasl_ssl_port" --mechanism SCRAM-SHA-512 --user "$id" \
         --password "$hmac" --delegation-token
     if kafka_tool org.apache.kafka.tools.DelegationTokenCommand \
@@ -365,10 +364,6 @@ delegation_tokens_log_in_until_expired() {
     grep -qF "$id" <<<"$out" || fail "describe does not list the token: $out"
     out="$(tokens --describe 2>&1)"
     grep -qF "Total number of tokens : 0" <<<"$out" || fail "describe for no owner: $out"
-    {
-        printf 'security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n'
-        printf 'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="alice-secret";\n'
-    } >"$test_tmp/alice.properties"
     out="$(kafka_tool org.apache.kafka.tools.DelegationTokenCommand \
         --bootstrap-server "127.0.0.1:$sasl_port" --command-config "$test_tmp/alice.properties" \
         --renew --renew-time-period 60000 --hmac "$hmac" 2>&1)" || fail "alice cannot renew: $out"
