@@ -2,7 +2,8 @@
 //! SASL/PLAIN users are principals; a super user may do everything, anyone else only what
 //! an ALLOW binding grants and no DENY binding forbids; refusals carry the error codes
 //! Kafka answers (TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and the
-//! topics a principal may not describe are not shown. Real clients (kafka-acls, console
+//! topics a principal may not describe are not shown; delegation tokens of other owners
+//! take the user ACLs Kafka checks (CREATE_TOKENS, DESCRIBE_TOKENS). Real clients (kafka-acls, console
 //! tools) are in compat/tls/run.sh, against Kafka too; a TLS client's certificate subject
 //! as its principal is in tests/listeners.rs.
 
@@ -343,4 +344,79 @@ async fn allow_everyone_if_no_acl_found_opens_only_resources_no_binding_names() 
             .await
             .error_code
     );
+}
+
+/// DescribeDelegationToken (all owners): the ids of the tokens shown.
+async fn tokens_shown(client: &mut Client) -> Vec<String> {
+    let request = DescribeDelegationTokenRequest::default().with_owners(None);
+    let response = client.call(&request, 3).await;
+    assert_eq!(response.error_code, 0);
+    response
+        .tokens
+        .iter()
+        .map(|t| t.token_id.to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn delegation_tokens_of_other_owners_take_the_user_acls_kafka_checks() {
+    // Kafka: a token for another owner needs CREATE_TOKENS on that user; a token is
+    // described to its owner, requester and renewers, and to holders of DESCRIBE_TOKENS on
+    // its owner (or DESCRIBE on the token).
+    const USER: i8 = 7;
+    const CREATE_TOKENS: i8 = 13;
+    const DESCRIBE_TOKENS: i8 = 14;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let addr = broker(dir.path(), &[("delegation.token.secret.key", "s3cret")]).await;
+    let mut admin = login(addr, "admin").await;
+    let mut alice = login(addr, "alice").await;
+    let mut bob = login(addr, "bob").await;
+    let own = bob.call(&CreateDelegationTokenRequest::default(), 3).await;
+    assert_eq!(own.error_code, 0, "a token for oneself needs no ACL");
+    assert!(tokens_shown(&mut alice).await.is_empty(), "not alice's");
+    assert_eq!(tokens_shown(&mut admin).await, [own.token_id.to_string()]);
+
+    let for_bob = CreateDelegationTokenRequest::default()
+        .with_owner_principal_type(Some(s("User")))
+        .with_owner_principal_name(Some(s("bob")));
+    let refused = alice.call(&for_bob, 3).await;
+    assert_eq!(
+        refused.error_code,
+        ResponseError::DelegationTokenAuthorizationFailed.code()
+    );
+    let grants = vec![
+        binding(
+            (USER, "User:bob", LITERAL),
+            "User:alice",
+            CREATE_TOKENS,
+            ALLOW,
+        ),
+        binding(
+            (USER, "User:bob", LITERAL),
+            "User:alice",
+            DESCRIBE_TOKENS,
+            ALLOW,
+        ),
+    ];
+    assert_eq!(create_acls(&mut admin, grants).await, [0, 0]);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let made = loop {
+        let answer = alice.call(&for_bob, 3).await;
+        if answer.error_code == 0 {
+            break answer;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the grant never applied"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(made.principal_name.as_str(), "bob", "owned by bob");
+    assert_eq!(made.token_requester_principal_name.as_str(), "alice");
+    let mut shown = tokens_shown(&mut alice).await;
+    shown.sort();
+    let mut both = vec![own.token_id.to_string(), made.token_id.to_string()];
+    both.sort();
+    assert_eq!(shown, both, "DESCRIBE_TOKENS on bob shows bob's tokens");
+    assert_eq!(tokens_shown(&mut bob).await.len(), 2, "bob owns both");
 }
