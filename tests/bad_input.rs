@@ -431,3 +431,27 @@ async fn a_record_older_than_the_window_is_refused_by_its_index_even_inside_a_ba
 fn batch_at(timestamp: i64) -> bytes::Bytes {
     batch(1, -1, -1, timestamp)
 }
+
+#[tokio::test]
+async fn a_connection_idle_for_connections_max_idle_ms_is_closed_a_busy_one_is_not() {
+    // Kafka closes a connection with no activity for connections.max.idle.ms (10 min by
+    // default), so idle clients do not hold the broker's sockets forever; highwater kept
+    // them open.
+    let broker = TestBroker::start(&[("connections.max.idle.ms", "300")]).await;
+    let mut idle = broker.client().await;
+    let mut busy = broker.client().await;
+    assert_eq!(
+        idle.call(&ApiVersionsRequest::default(), 3)
+            .await
+            .error_code,
+        0
+    );
+    let started = std::time::Instant::now();
+    while started.elapsed() < std::time::Duration::from_millis(900) {
+        let answer = busy.call(&ApiVersionsRequest::default(), 3).await;
+        assert_eq!(answer.error_code, 0, "a connection in use stays open");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(idle.is_closed().await, "the idle connection is closed");
+    broker_still_serves(&broker).await;
+}

@@ -1,7 +1,7 @@
 //! The keys that bound what clients may make the broker hold, after Kafka's
 //! `SocketServerConfigs`: `queued.max.request.bytes` (request bytes read but not yet
-//! answered, broker-wide), `max.connections`, `max.connections.per.ip` and
-//! `max.connections.per.ip.overrides`.
+//! answered, broker-wide), `max.connections`, `max.connections.per.ip`,
+//! `max.connections.per.ip.overrides` and `connections.max.idle.ms`.
 //!
 //! Must not: know about sockets; the server enforces these values.
 
@@ -9,6 +9,13 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use super::{parse, ConfigError, ConfigMap};
+
+/// `connections.max.idle.ms`: how long a connection may go without a request (`None`:
+/// forever, when negative, as in Kafka).
+pub fn max_idle(values: &ConfigMap) -> Result<Option<std::time::Duration>, ConfigError> {
+    let ms: i64 = parse(values, "connections.max.idle.ms")?;
+    Ok(u64::try_from(ms).ok().map(std::time::Duration::from_millis))
+}
 
 /// The connection limits of the client listener.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -70,6 +70,8 @@ pub const BROKER_DEFAULTS: &[(&str, &str)] = &[
     ("max.connections.per.ip", "2147483647"),
     ("max.connections.per.ip.overrides", ""),
     ("connection.failed.authentication.delay.ms", "100"),
+    // A connection with no request for this long is closed (negative: never), as Kafka's.
+    ("connections.max.idle.ms", "600000"),
     ("message.max.bytes", "1048588"),
     ("log.segment.bytes", "1073741824"),
     ("log.index.size.max.bytes", "10485760"),
@@ -226,6 +228,9 @@ pub struct BrokerConfig {
     pub queued_max_request_bytes: Option<usize>,
     /// `max.connections`, `max.connections.per.ip` and its overrides.
     pub connection_limits: ConnectionLimits,
+    /// `connections.max.idle.ms`: how long a client connection may wait between requests
+    /// before it is closed (`None`: forever).
+    pub connections_max_idle: Option<std::time::Duration>,
     /// `http.listeners`: where /metrics, /healthz, /readyz and the live page are served.
     pub http_listeners: Vec<SocketAddr>,
     /// `broker.rack`, registered with the controller and shown to clients.
@@ -731,6 +736,7 @@ impl BrokerConfig {
                 socket_request_max_bytes,
             )?,
             connection_limits: connections::connection_limits(&values)?,
+            connections_max_idle: connections::max_idle(&values)?,
             http_listeners: http_listeners(&values["http.listeners"])?,
             rack: Some(values["broker.rack"].trim().to_string()).filter(|r| !r.is_empty()),
             rack_aware_reads: read_replicas::rack_aware(&values)?,

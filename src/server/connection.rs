@@ -81,6 +81,8 @@ pub enum CloseReason {
     Fault(String),
     #[error("{0}")]
     Authentication(String),
+    #[error("no request for {0:?} (connections.max.idle.ms)")]
+    Idle(std::time::Duration),
 }
 
 /// Reads a frame's length; `Ok(None)` at a clean end of stream. The bound is read once the
@@ -304,6 +306,9 @@ pub async fn serve_halves<R, W>(
     match result {
         Ok(()) => tracing::debug!(%client, "connection closed by client"),
         Err(CloseReason::Io(error)) => tracing::debug!(%client, %error, "connection lost"),
+        Err(reason @ CloseReason::Idle(_)) => {
+            tracing::debug!(%client, %reason, "closing idle connection");
+        }
         Err(reason) => tracing::warn!(%client, %reason, "closing connection"),
     }
     let _ = writer.shutdown().await;
@@ -322,6 +327,39 @@ async fn write_outcome<W: tokio::io::AsyncWrite + Unpin>(
     Ok(())
 }
 
+/// Answers a bare SASL token (handshake v0) with the server's, length-prefixed.
+async fn answer_raw_token<W: tokio::io::AsyncWrite + Unpin>(
+    broker: &Broker,
+    auth: &mut Authentication,
+    frame: &[u8],
+    writer: &mut W,
+) -> Result<(), CloseReason> {
+    let token = auth
+        .raw_token(broker, frame)
+        .await
+        .map_err(CloseReason::Authentication)?;
+    writer
+        .write_all(&(token.len() as u32).to_be_bytes())
+        .await?;
+    writer.write_all(&token).await?;
+    writer.flush().await?;
+    Ok(())
+}
+
+/// The next frame read ahead (`None` once the client closed), waited for at most
+/// `idle_max` (`connections.max.idle.ms`).
+async fn next_frame(
+    queue: &mut mpsc::Receiver<Result<QueuedFrame, CloseReason>>,
+    idle_max: Option<std::time::Duration>,
+) -> Result<Option<Result<QueuedFrame, CloseReason>>, CloseReason> {
+    match idle_max {
+        Some(limit) => tokio::time::timeout(limit, queue.recv())
+            .await
+            .map_err(|_| CloseReason::Idle(limit)),
+        None => Ok(queue.recv().await),
+    }
+}
+
 async fn answer_all<W: tokio::io::AsyncWrite + Unpin>(
     broker: &Broker,
     queue: &mut mpsc::Receiver<Result<QueuedFrame, CloseReason>>,
@@ -329,7 +367,11 @@ async fn answer_all<W: tokio::io::AsyncWrite + Unpin>(
     (client, listener): (SocketAddr, &Arc<str>),
     mut auth: Authentication,
 ) -> Result<(), CloseReason> {
-    while let Some(queued) = queue.recv().await {
+    loop {
+        let Some(queued) = next_frame(queue, broker.config.connections_max_idle).await? else {
+            writer.flush().await?;
+            return Ok(());
+        };
         let QueuedFrame {
             frame,
             held,
@@ -337,15 +379,7 @@ async fn answer_all<W: tokio::io::AsyncWrite + Unpin>(
         } = queued?;
         broker.metrics.request_queue_size.dec();
         if let Gate::RawToken = auth.gate() {
-            let token = auth
-                .raw_token(broker, &frame)
-                .await
-                .map_err(CloseReason::Authentication)?;
-            writer
-                .write_all(&(token.len() as u32).to_be_bytes())
-                .await?;
-            writer.write_all(&token).await?;
-            writer.flush().await?;
+            answer_raw_token(broker, &mut auth, &frame, writer).await?;
             continue;
         }
         let mut request = parse_request(frame, client, listener)?;
@@ -397,8 +431,6 @@ async fn answer_all<W: tokio::io::AsyncWrite + Unpin>(
             writer.flush().await?;
         }
     }
-    writer.flush().await?;
-    Ok(())
 }
 
 /// Handles `request` ([`handle`]) under the request quota (`request_percentage`): a
