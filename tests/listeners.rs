@@ -3,7 +3,8 @@
 //! clients the brokers' addresses on that listener, as Kafka answers Metadata,
 //! DescribeCluster and FindCoordinator; and SSL listeners: TLS with PEM key material as
 //! Kafka configures it (`ssl.keystore.location`, `ssl.truststore.location`,
-//! `ssl.client.auth`), next to a PLAINTEXT listener. Certificates are made here with
+//! `ssl.client.auth`), next to a PLAINTEXT listener; keystores renewed on disk are served,
+//! and presented to other brokers, without a restart. Certificates are made here with
 //! rcgen; clients are rustls.
 
 mod common;
@@ -440,4 +441,84 @@ async fn each_listener_tells_its_clients_the_addresses_of_that_listener() {
         assert_eq!(coordinator.port, i32::from(port));
     }
     let _ = stop.send(());
+}
+
+/// The certificate a broker presents as a client of `server` (an mTLS acceptor), as the
+/// server received it.
+async fn presented(
+    client: &highwater::tls::client::ClientTls,
+    server: &tokio_rustls::TlsAcceptor,
+) -> Vec<u8> {
+    let socket = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let address = socket.local_addr().expect("addr").to_string();
+    let accept = async {
+        let (tcp, _) = socket.accept().await.expect("accept");
+        let stream = server.accept(tcp).await.expect("server handshake");
+        let chain = stream
+            .get_ref()
+            .1
+            .peer_certificates()
+            .expect("a client certificate");
+        chain[0].to_vec()
+    };
+    let connect = async {
+        let tcp = TcpStream::connect(&address).await.expect("connect");
+        client
+            .handshake(&address, tcp)
+            .await
+            .expect("client handshake")
+    };
+    let (certificate, _stream) = tokio::join!(accept, connect);
+    certificate
+}
+
+#[tokio::test]
+async fn a_brokers_own_keystore_replaced_on_disk_is_presented_to_other_brokers() {
+    // A broker connecting to another one's mTLS inter-broker listener presents its keystore;
+    // renewed on disk, the new certificate is presented without a restart, as the
+    // listener's own is served (it was read once, at start).
+    use highwater::config::tls::{ClientAuth, Pem, TlsSettings, TlsVersion};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pki = Pki::new();
+    let (server_cert, server_key) = pki.issue(&["localhost"], "server");
+    let settings = |certificates: Pem, key: Pem, client_auth| TlsSettings {
+        listener: "INTERNAL".into(),
+        certificates,
+        key,
+        trust: Some(Pem::Inline(pki.ca_pem())),
+        client_auth,
+        versions: vec![TlsVersion::Tls12, TlsVersion::Tls13],
+        cipher_suites: Vec::new(),
+        principal_mapping_rules: "DEFAULT".into(),
+        verify_host: false,
+    };
+    let server = highwater::tls::acceptor(&settings(
+        Pem::Inline(server_cert),
+        Pem::Inline(server_key),
+        ClientAuth::Required,
+    ))
+    .expect("acceptor");
+    let (first, first_key) = pki.issue(&["localhost"], "broker-1");
+    let keystore = write(dir.path(), "client.pem", &format!("{first}{first_key}"));
+    let file = || Pem::File(keystore.clone());
+    let client =
+        highwater::tls::client::ClientTls::new(&settings(file(), file(), ClientAuth::None))
+            .expect("client");
+    let first_der = certs(&first)[0].to_vec();
+    assert!(
+        presented(&client, &server).await == first_der,
+        "the first certificate"
+    );
+
+    let (renewed, renewed_key) = pki.issue(&["localhost"], "broker-1 renewed");
+    let staged = write(
+        dir.path(),
+        "client.pem.new",
+        &format!("{renewed}{renewed_key}"),
+    );
+    std::fs::rename(&staged, &keystore).expect("rename");
+    tokio::time::sleep(highwater::tls::RELOAD_CHECK + Duration::from_millis(100)).await;
+    let renewed_der = certs(&renewed)[0].to_vec();
+    let now = presented(&client, &server).await;
+    assert!(now == renewed_der, "the renewed certificate is presented");
 }

@@ -2,7 +2,8 @@
 //! controller's): its certificate checked against the
 //! inter-broker listener's truststore (and, with `ssl.endpoint.identification.algorithm`
 //! `https`, for the host connected to), this broker's own keystore offered as the client
-//! certificate, the listener's TLS versions and cipher suites.
+//! certificate (read again when its files change, as the listener's), the listener's TLS
+//! versions and cipher suites.
 
 use std::io;
 use std::sync::Arc;
@@ -14,7 +15,7 @@ use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, SignatureSch
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-use super::{certificates, private_key, protocol_versions, provider, roots, TlsError};
+use super::{protocol_versions, provider, roots, Keystore, TlsError};
 use crate::config::tls::TlsSettings;
 
 /// A TLS client configuration for connections to other brokers.
@@ -54,16 +55,13 @@ impl ClientTls {
             true => verifier,
             false => Arc::new(AnyHost(verifier)),
         };
+        let keystore = Arc::new(Keystore::load(settings, &provider)?);
         let config = ClientConfig::builder_with_provider(provider)
             .with_protocol_versions(&protocol_versions(settings))
             .map_err(rustls_error)?
             .dangerous()
             .with_custom_certificate_verifier(verifier)
-            .with_client_auth_cert(
-                certificates(listener, &settings.certificates)?,
-                private_key(listener, &settings.key)?,
-            )
-            .map_err(rustls_error)?;
+            .with_client_cert_resolver(keystore);
         Ok(ClientTls {
             connector: TlsConnector::from(Arc::new(config)),
         })

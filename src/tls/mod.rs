@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
+use rustls::client::ResolvesClientCert;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -270,7 +271,7 @@ pub(crate) fn roots(listener: &str, pem: &Pem) -> Result<Arc<RootCertStore>, Tls
 
 /// The listener's certificate and key, read again when a keystore file changes.
 #[derive(Debug)]
-struct Keystore {
+pub(crate) struct Keystore {
     settings: TlsSettings,
     provider: Arc<CryptoProvider>,
     current: RwLock<Arc<CertifiedKey>>,
@@ -279,7 +280,10 @@ struct Keystore {
 }
 
 impl Keystore {
-    fn load(settings: &TlsSettings, provider: &Arc<CryptoProvider>) -> Result<Self, TlsError> {
+    pub(crate) fn load(
+        settings: &TlsSettings,
+        provider: &Arc<CryptoProvider>,
+    ) -> Result<Self, TlsError> {
         let key = certified_key(settings, provider)?;
         Ok(Keystore {
             settings: settings.clone(),
@@ -319,10 +323,32 @@ impl Keystore {
     }
 }
 
-impl ResolvesServerCert for Keystore {
-    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+impl Keystore {
+    /// The certificate and key to present, read again first if the files changed.
+    fn present(&self) -> Option<Arc<CertifiedKey>> {
         self.reload_if_changed();
         self.current.read().ok().map(|key| Arc::clone(&key))
+    }
+}
+
+impl ResolvesServerCert for Keystore {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        self.present()
+    }
+}
+
+/// A broker connecting to another one's listener presents its keystore the same way.
+impl ResolvesClientCert for Keystore {
+    fn resolve(
+        &self,
+        _root_hint_subjects: &[&[u8]],
+        _schemes: &[rustls::SignatureScheme],
+    ) -> Option<Arc<CertifiedKey>> {
+        self.present()
+    }
+
+    fn has_certs(&self) -> bool {
+        true
     }
 }
 
