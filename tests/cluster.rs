@@ -299,6 +299,26 @@ fn an_inconsistent_quorum_config_is_refused_at_start() {
     );
 }
 
+/// Fetches partition 0 of `topic` from offset 0 until it is served.
+async fn until_served(client: &mut Client, topic: &str, topic_id: uuid::Uuid) {
+    let mut fetch = fetch_request(topic, 0, 0, 0, 1);
+    fetch.topics[0].topic_id = topic_id;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let served = client.call(&fetch, 16).await;
+        let code = served.responses[0].partitions[0].error_code;
+        if code == 0 {
+            return;
+        }
+        assert_eq!(code, ResponseError::NotLeaderOrFollower.code());
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{topic} never served"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_to_a_follower_names_the_leader() {
     // Goal: a produce sent to a replica that does not lead the partition, and a fetch sent
@@ -339,11 +359,10 @@ async fn a_request_to_a_follower_names_the_leader() {
         endpoint.port,
         i32::from(cluster.client_ports[leader as usize - 1])
     );
-    // A consumer's Fetch v11+ may read from a follower (KIP-392): the follower serves it.
-    let mut fetch = fetch_request("hints", 0, 0, 0, 1);
-    fetch.topics[0].topic_id = led.topic_id;
-    let served = client.call(&fetch, 16).await;
-    assert_eq!(served.responses[0].partitions[0].error_code, 0);
+    // A consumer's Fetch v11+ may read from a follower (KIP-392): the follower serves it,
+    // once it has its replica (until then it answers NOT_LEADER_OR_FOLLOWER, as Kafka's
+    // does: the topic was made a moment ago).
+    until_served(&mut client, "hints", led.topic_id).await;
     // A broker with no replica of the partition names its leader.
     assert_eq!(create_topic(&cluster, 1, "elsewhere", 1).await, 0);
     let elsewhere = led_topic(&cluster, 1, "elsewhere").await;
