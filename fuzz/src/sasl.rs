@@ -3,15 +3,16 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{
-    ApiVersionsRequest, MetadataRequest, SaslAuthenticateRequest, SaslHandshakeRequest,
+    ApiVersionsRequest, DescribeDelegationTokenRequest, MetadataRequest, SaslAuthenticateRequest,
+    SaslHandshakeRequest,
 };
 use kafka_protocol::protocol::{Encodable, Request, StrBytes};
 
 use crate::frame;
 
 /// The target's broker: one SASL_PLAINTEXT listener with every mechanism, a PLAIN user
-/// (alice), a SCRAM user of each mechanism (bob), unsecured OAUTHBEARER tokens, sessions
-/// of a second, and no delay before refusals.
+/// (alice), a SCRAM user of each mechanism (bob), unsecured OAUTHBEARER tokens, delegation
+/// tokens, sessions of a second, and no delay before refusals.
 pub const BROKER_CONFIG: &[(&str, &str)] = &[
     ("listeners", "SASL_PLAINTEXT://127.0.0.1:9092"),
     (
@@ -32,6 +33,7 @@ pub const BROKER_CONFIG: &[(&str, &str)] = &[
         "SCRAM-SHA-256=[name=bob,password=bob-secret,iterations=4096];\
          SCRAM-SHA-512=[name=bob,password=bob-secret,iterations=4096]",
     ),
+    ("delegation.token.secret.key", "fuzz-token-secret"),
     ("connections.max.reauth.ms", "1000"),
     ("connection.failed.authentication.delay.ms", "0"),
     ("http.listeners", ""),
@@ -108,6 +110,22 @@ pub fn seeds() -> Vec<(String, Bytes)> {
             authenticate(out, b"c=biws,r=fuzznonce,p=AAAA", 2, 3);
         });
     }
+    add("scram-token", &|out| {
+        handshake(out, "SCRAM-SHA-512", 1, 1);
+        authenticate(
+            out,
+            b"n,,n=AAAAAAAAAAAAAAAAAAAAAA,r=fuzznonce,tokenauth=true",
+            2,
+            2,
+        );
+        authenticate(out, b"c=biws,r=fuzznonce,p=AAAA", 2, 3);
+    });
+    add("plain-describe-tokens", &|out| {
+        handshake(out, "PLAIN", 1, 1);
+        authenticate(out, b"\0alice\0alice-secret", 2, 2);
+        let describe = DescribeDelegationTokenRequest::default().with_owners(None);
+        framed(out, &describe, 3, 3);
+    });
     add("oauthbearer", &|out| {
         handshake(out, "OAUTHBEARER", 1, 1);
         authenticate(out, &oauth_message(), 2, 2);
