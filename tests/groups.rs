@@ -258,6 +258,9 @@ async fn committed_offsets_and_the_group_survive_a_restart() {
         0
     );
     assert_eq!(commit(&mut client, "g", &me, 1, "t", 42).await, 0);
+    // The other group's coordinator partition may still be loading (a client retries
+    // COORDINATOR_LOAD_IN_PROGRESS; the test waits for the load first).
+    find_coordinator(&mut client, "outside").await;
     assert_eq!(commit(&mut client, "outside", "", -1, "t", 7).await, 0);
     drop(client);
     let dir = broker.stop().await;
