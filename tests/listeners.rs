@@ -522,3 +522,42 @@ async fn a_brokers_own_keystore_replaced_on_disk_is_presented_to_other_brokers()
     let now = presented(&client, &server).await;
     assert!(now == renewed_der, "the renewed certificate is presented");
 }
+
+#[tokio::test]
+async fn a_client_certificate_may_ask_for_delegation_tokens_one_way_tls_may_not() {
+    // Kafka's allowTokenRequests: an SSL client with a certificate is authenticated and may
+    // make a token (owned by its certificate's principal); one without is ANONYMOUS and is
+    // refused, as on PLAINTEXT.
+    use kafka_protocol::error::ResponseError;
+    use kafka_protocol::messages::CreateDelegationTokenRequest;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pki = Pki::new();
+    let extra = [
+        ("listener.name.ssl.ssl.client.auth", "requested"),
+        ("delegation.token.secret.key", "s3cret"),
+    ];
+    let (_broker, [_, secure], stop) = broker_with_mtls(dir.path(), &pki, &extra).await;
+    let identity = pki.issue(&["client"], "client");
+    let mut with_certificate = tls_client(secure, &connector(&pki.ca_pem(), Some(&identity)))
+        .await
+        .expect("handshake");
+    let create = CreateDelegationTokenRequest::default();
+    let made = with_certificate.call(&create, 3).await;
+    assert_eq!(made.error_code, 0);
+    assert_eq!(
+        (made.principal_type.as_str(), made.principal_name.as_str()),
+        ("User", "CN=client")
+    );
+    let mut one_way = tls_client(secure, &connector(&pki.ca_pem(), None))
+        .await
+        .expect("handshake");
+    let refused = one_way.call(&create, 3).await;
+    assert_eq!(
+        (refused.error_code, refused.principal_name.as_str()),
+        (
+            ResponseError::DelegationTokenRequestNotAllowed.code(),
+            "ANONYMOUS"
+        )
+    );
+    let _ = stop.send(());
+}
