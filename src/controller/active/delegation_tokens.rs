@@ -46,7 +46,6 @@ impl ActiveController {
     ) -> Result<ControllerReply, ControllerError> {
         let settings = self.token_settings();
         let now = self.clock.now_ms();
-        let tokens = self.state(|s| s.delegation_tokens.clone());
         let (outcome, record) = match request {
             TokenRequest::Create {
                 owner,
@@ -68,6 +67,7 @@ impl ActiveController {
                 period_ms,
             } => {
                 let asked = (hmac.as_slice(), principal.as_str());
+                let tokens = self.state(|s| s.delegation_tokens.clone());
                 match settings.change(change, tokens.values(), asked, period_ms, now) {
                     Ok((token, Expiry::Now(at))) => {
                         let token_ids = vec![token.token_id.clone()];
@@ -102,6 +102,9 @@ impl ActiveController {
     /// Removes the tokens expired at the controller's time (Kafka's
     /// sweepExpiredDelegationTokens).
     pub(super) async fn sweep_expired_tokens(&self) -> Result<(), ControllerError> {
+        // Chosen under the write lock: a renewal between the choice and the removal would
+        // otherwise be undone.
+        let _write = self.write.lock().await;
         let now = self.clock.now_ms();
         let expired: Vec<(String, String)> = self.state(|s| {
             s.delegation_tokens
@@ -117,7 +120,6 @@ impl ActiveController {
             tracing::info!(%token_id, %owner, "delegation token expired");
         }
         let token_ids = expired.into_iter().map(|(id, _)| id).collect();
-        let _write = self.write.lock().await;
         conflict(
             self.propose(Record::RemoveDelegationTokens { token_ids })
                 .await?,
